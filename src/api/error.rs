@@ -1,0 +1,131 @@
+//! `ApiError` and the one place errors become responses: status code, JSON body (Blockscout's shapes) and log level.
+
+use super::body::{json_response, Body};
+use hyper::{Response, StatusCode};
+use serde_json::json;
+
+/// Every way a request can fail, with its public message. Internal causes are logged, never sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// A block, transaction or token the index does not have.
+    #[error("not found")]
+    NotFound,
+    /// A block number that only exists as a reorged (non-consensus) block.
+    #[error("block lost consensus")]
+    BlockLostConsensus {
+        /// Hash of the reorged block.
+        hash: String,
+    },
+    /// A path or query parameter with an invalid value (422, JSON:API `errors` body).
+    #[error("invalid {param}: {detail}")]
+    InvalidParam {
+        /// Parameter name (the JSON pointer is `/` + this).
+        param: &'static str,
+        /// What was expected.
+        detail: String,
+    },
+    /// A GET under `/api/v2/` that names no action.
+    #[error("unknown API v2 action")]
+    UnknownAction,
+    /// A path that exists under another method.
+    #[error("method not allowed")]
+    MethodNotAllowed {
+        /// The methods the path accepts.
+        allow: &'static str,
+    },
+    /// Nothing is served at this path.
+    #[error("no such route")]
+    NoRoute,
+    /// The request body exceeds the limit.
+    #[error("request body too large")]
+    PayloadTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The node could not be reached for data the response needs.
+    #[error("node unavailable: {0}")]
+    NodeUnavailable(String),
+    /// A failure on our side (store error). The detail is logged, not sent.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// A 422 for `param`.
+    pub fn invalid(param: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError::InvalidParam {
+            param,
+            detail: detail.into(),
+        }
+    }
+
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::NotFound | ApiError::BlockLostConsensus { .. } | ApiError::NoRoute => {
+                StatusCode::NOT_FOUND
+            }
+            ApiError::InvalidParam { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::UnknownAction => StatusCode::BAD_REQUEST,
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::NodeUnavailable(_) => StatusCode::BAD_GATEWAY,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn body(&self) -> serde_json::Value {
+        match self {
+            ApiError::NotFound | ApiError::NoRoute => json!({"message": "Not found"}),
+            ApiError::BlockLostConsensus { hash } => {
+                json!({"message": "Block lost consensus", "hash": hash})
+            }
+            ApiError::InvalidParam { param, detail } => json!({"errors": [{
+                "title": "Invalid value",
+                "source": {"pointer": format!("/{param}")},
+                "detail": detail,
+            }]}),
+            ApiError::UnknownAction => json!({"message": "Unknown API v2 action"}),
+            ApiError::MethodNotAllowed { allow } => {
+                json!({"message": format!("Method not allowed; use {allow}")})
+            }
+            ApiError::PayloadTooLarge { limit } => {
+                json!({"message": format!("Request body too large (limit {limit} bytes)")})
+            }
+            ApiError::NodeUnavailable(_) => {
+                json!({"message": "The chain's node is unavailable; try again later"})
+            }
+            ApiError::Internal(_) => json!({"message": "Internal server error"}),
+        }
+    }
+
+    /// The response for this error; 5xx are logged at `warn` with their cause, the rest at `debug`.
+    pub fn into_response(self) -> Response<Body> {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::warn!(error = %self, %status, "request failed");
+        } else {
+            tracing::debug!(error = %self, %status, "request refused");
+        }
+        let mut response = json_response(status, &self.body());
+        if let ApiError::MethodNotAllowed { allow } = self {
+            response.headers_mut().insert(
+                hyper::header::ALLOW,
+                hyper::header::HeaderValue::from_static(allow),
+            );
+        }
+        response
+    }
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+}
+
+impl From<crate::node::NodeError> for ApiError {
+    fn from(e: crate::node::NodeError) -> Self {
+        ApiError::NodeUnavailable(e.to_string())
+    }
+}

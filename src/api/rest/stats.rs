@@ -1,0 +1,196 @@
+//! `/api/v2/stats`: network statistics from indexed data, computed once per indexed tip and cached.
+//!
+//! * average block time: mean interval over the last 100 blocks, in milliseconds;
+//! * network utilization: mean of gas used / gas limit over the same blocks, in percent;
+//! * gas price tiers: the 35th, 60th and 90th percentiles of the effective gas prices of up to 1,000 transactions
+//!   of the last 200 blocks (the latest base fee when they hold none), in gwei.
+
+use crate::store::keys::{BlockKey, DayKey, Key};
+use crate::store::records::{BlockRecord, Tip};
+use crate::store::tables::{Daily, Headers, Transactions};
+use crate::store::{Direction, KeyRange, Reader, StoreResult};
+use alloy::primitives::B256;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+const BLOCK_WINDOW: usize = 100;
+const GAS_BLOCK_WINDOW: usize = 200;
+const GAS_TX_SAMPLE: usize = 1000;
+
+/// One gas price tier, in wei.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GasTier {
+    /// Effective price per gas.
+    pub price: u128,
+    /// The base fee part of it.
+    pub base_fee: u128,
+    /// The priority fee part of it.
+    pub priority_fee: u128,
+}
+
+/// Statistics of the chain near the indexed tip.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainStats {
+    /// The tip they were computed at.
+    pub tip: Option<B256>,
+    /// Mean block interval, ms.
+    pub average_block_time_ms: f64,
+    /// Mean gas used / gas limit, percent.
+    pub utilization_percent: f64,
+    /// slow, average, fast.
+    pub gas: Option<[GasTier; 3]>,
+}
+
+/// Headers of the newest `limit` blocks, newest first.
+pub fn recent_headers(reader: &Reader<'_>, limit: usize) -> StoreResult<Vec<BlockRecord>> {
+    reader
+        .scan::<Headers>(KeyRange::all(), Direction::Forward)
+        .take(limit)
+        .map(|r| r.map(|(_, h)| h))
+        .collect()
+}
+
+fn percentile(sorted: &[u128], p: usize) -> u128 {
+    sorted[(sorted.len() - 1) * p / 100]
+}
+
+/// Computes the statistics at the current tip.
+pub fn compute(reader: &Reader<'_>, tip: Option<Tip>) -> StoreResult<ChainStats> {
+    let gas_window = recent_headers(reader, GAS_BLOCK_WINDOW)?;
+    let headers = &gas_window[..gas_window.len().min(BLOCK_WINDOW)];
+    let average_block_time_ms = match (headers.first(), headers.last()) {
+        (Some(newest), Some(oldest)) if headers.len() > 1 => {
+            newest.timestamp.saturating_sub(oldest.timestamp) as f64 * 1000.0
+                / (headers.len() - 1) as f64
+        }
+        _ => 0.0,
+    };
+    let utilization_percent = if headers.is_empty() {
+        0.0
+    } else {
+        let sum: f64 = headers
+            .iter()
+            .map(|h| h.gas_used as f64 / (h.gas_limit.max(1)) as f64)
+            .sum();
+        sum * 100.0 / headers.len() as f64
+    };
+    let gas = gas_tiers(reader, &gas_window)?;
+    Ok(ChainStats {
+        tip: tip.map(|t| t.hash),
+        average_block_time_ms,
+        utilization_percent,
+        gas,
+    })
+}
+
+fn gas_tiers(reader: &Reader<'_>, headers: &[BlockRecord]) -> StoreResult<Option<[GasTier; 3]>> {
+    let Some(latest) = headers.first() else {
+        return Ok(None);
+    };
+    // Keys are newest first: the window is every key before the first key of the block below the window.
+    let oldest = headers.last().map(|h| h.number).unwrap_or_default();
+    let window = match oldest.checked_sub(1) {
+        Some(below) => KeyRange::all().before(&BlockKey(below).encode()),
+        None => KeyRange::all(),
+    };
+    let base_fees: HashMap<u64, u128> = headers
+        .iter()
+        .filter_map(|h| Some((h.number, h.base_fee?)))
+        .collect();
+    let mut prices = Vec::new();
+    let mut tips = Vec::new();
+    for row in reader
+        .scan::<Transactions>(window, Direction::Forward)
+        .take(GAS_TX_SAMPLE)
+    {
+        let (pos, tx) = row?;
+        let base = base_fees.get(&pos.block).copied().unwrap_or(0);
+        prices.push(tx.effective_gas_price);
+        tips.push(tx.effective_gas_price.saturating_sub(base));
+    }
+    let latest_base = latest.base_fee.unwrap_or(0);
+    if prices.is_empty() {
+        return Ok(latest.base_fee.map(|b| {
+            [GasTier {
+                price: b,
+                base_fee: b,
+                priority_fee: 0,
+            }; 3]
+        }));
+    }
+    prices.sort_unstable();
+    tips.sort_unstable();
+    Ok(Some([35, 60, 90].map(|p| {
+        let priority_fee = percentile(&tips, p);
+        GasTier {
+            price: percentile(&prices, p).max(latest_base + priority_fee),
+            base_fee: latest_base,
+            priority_fee,
+        }
+    })))
+}
+
+fn gwei(wei: u128) -> f64 {
+    // Rounded up to two decimals, as Blockscout's oracle does.
+    (wei as f64 / 1e7).ceil() / 100.0
+}
+
+/// The `gas_prices` value: numeric tiers, or objects when the client sent `updated-gas-oracle: true`.
+pub fn gas_prices_json(stats: &ChainStats, detailed: bool) -> Value {
+    let Some(tiers) = stats.gas else {
+        return Value::Null;
+    };
+    let names = ["slow", "average", "fast"];
+    let mut out = serde_json::Map::new();
+    for (i, (name, tier)) in names.iter().zip(tiers).enumerate() {
+        let value = if detailed {
+            json!({
+                "price": gwei(tier.price),
+                "time": stats.average_block_time_ms * (3 - i) as f64,
+                "fiat_price": null,
+                "base_fee": gwei(tier.base_fee),
+                "priority_fee": gwei(tier.priority_fee),
+                "priority_fee_wei": tier.priority_fee.to_string(),
+                "wei": tier.price.to_string(),
+            })
+        } else {
+            json!(gwei(tier.price))
+        };
+        out.insert((*name).to_owned(), value);
+    }
+    Value::Object(out)
+}
+
+/// The whole `/stats` body.
+pub fn stats_json(
+    reader: &Reader<'_>,
+    stats: &ChainStats,
+    detailed: bool,
+    now: u64,
+) -> StoreResult<Value> {
+    let counters = reader.counters()?;
+    let today = reader
+        .get::<Daily>(&DayKey::of_timestamp(now))?
+        .unwrap_or_default();
+    Ok(json!({
+        "total_blocks": counters.blocks.to_string(),
+        "total_addresses": counters.addresses.to_string(),
+        "total_transactions": counters.txs.to_string(),
+        "average_block_time": stats.average_block_time_ms,
+        "coin_image": null,
+        "coin_price": null,
+        "coin_price_change_percentage": null,
+        "secondary_coin_image": null,
+        "secondary_coin_price": null,
+        "total_gas_used": counters.gas_used.to_string(),
+        "transactions_today": today.txs.to_string(),
+        "gas_used_today": today.gas_used.to_string(),
+        "gas_prices": gas_prices_json(stats, detailed),
+        "gas_price_updated_at": null,
+        "gas_prices_update_in": 0,
+        "static_gas_price": null,
+        "market_cap": "0",
+        "tvl": null,
+        "network_utilization_percentage": stats.utilization_percent,
+    }))
+}

@@ -1,0 +1,153 @@
+//! Command line and environment: the clap `Cli` (doc comments are the help text) and the validated `Config` the
+//! daemon runs with.
+
+use crate::indexer::{IndexerConfig, ResetPolicy};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// rockscout: an EVM block explorer backend in one binary. Follows an execution node, indexes the chain into an
+/// embedded RocksDB and serves Blockscout-compatible REST (/api/v2), JSON-RPC (/api/eth) and WebSocket
+/// (/socket/v2) APIs.
+#[derive(Debug, Parser)]
+#[command(name = "rockscout", version)]
+pub struct Cli {
+    /// Log format.
+    #[arg(long, env = "ROCKSCOUT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Index a node's chain and serve the explorer APIs.
+    Run(RunArgs),
+    /// Start a local anvil devnet (chain id 713714), index and serve it, and send demo traffic.
+    Dev(DevArgs),
+}
+
+/// `rockscout run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// HTTP JSON-RPC URL of the execution node.
+    #[arg(long, env = "ROCKSCOUT_RPC_URL")]
+    pub rpc_url: String,
+    /// WebSocket JSON-RPC URL of the node, for newHeads notifications (polling is used without it).
+    #[arg(long, env = "ROCKSCOUT_WS_URL")]
+    pub ws_url: Option<String>,
+    /// Settings shared with `dev`.
+    #[command(flatten)]
+    pub daemon: DaemonArgs,
+}
+
+/// `rockscout dev`.
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// The anvil binary (default: scripts/tools' npm install, then PATH).
+    #[arg(long, env = "ANVIL_BIN")]
+    pub anvil_bin: Option<PathBuf>,
+    /// Seconds between devnet blocks.
+    #[arg(long, default_value_t = 1)]
+    pub block_time: u64,
+    /// Do not send demo traffic.
+    #[arg(long)]
+    pub no_traffic: bool,
+    /// Settings shared with `run`.
+    #[command(flatten)]
+    pub daemon: DaemonArgs,
+}
+
+/// Settings of the daemon, for `run` and `dev`.
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// Directory of the RocksDB index.
+    #[arg(long, env = "ROCKSCOUT_DATA_DIR", default_value = "rockscout-data")]
+    pub data_dir: PathBuf,
+    /// Address the HTTP server listens on.
+    #[arg(long, env = "ROCKSCOUT_LISTEN", default_value = "127.0.0.1:4000")]
+    pub listen: SocketAddr,
+    /// What to do when the node's chain was replaced (new genesis) or a reorg is deeper than the undo depth.
+    #[arg(long, env = "ROCKSCOUT_ON_RESET", value_enum, default_value_t = ResetPolicy::Exit)]
+    pub on_reset: ResetPolicy,
+    /// Delete the index and rebuild it from the node.
+    #[arg(long, env = "ROCKSCOUT_REINDEX")]
+    pub reindex: bool,
+    /// Blocks fetched concurrently while catching up.
+    #[arg(long, env = "ROCKSCOUT_FETCH_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub fetch_concurrency: u16,
+    /// Milliseconds between head polls when no WebSocket notification arrives.
+    #[arg(long, env = "ROCKSCOUT_POLL_INTERVAL_MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub poll_interval_ms: u64,
+    /// Blocks whose undo data is kept: the deepest reorg reverted exactly.
+    #[arg(long, env = "ROCKSCOUT_UNDO_DEPTH", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub undo_depth: u64,
+    /// Timeout of one request to the node, in milliseconds.
+    #[arg(long, env = "ROCKSCOUT_RPC_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub rpc_timeout_ms: u64,
+}
+
+/// The validated configuration of one daemon.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Node HTTP URL.
+    pub rpc_url: String,
+    /// Node WebSocket URL.
+    pub ws_url: Option<String>,
+    /// Data directory.
+    pub data_dir: PathBuf,
+    /// HTTP listen address.
+    pub listen: SocketAddr,
+    /// Wipe the index before starting.
+    pub reindex: bool,
+    /// Node request timeout.
+    pub rpc_timeout: Duration,
+    /// Follower settings.
+    pub indexer: IndexerConfig,
+}
+
+impl Config {
+    /// A configuration for `rpc_url` with every other setting at its default.
+    pub fn new(rpc_url: impl Into<String>, data_dir: impl Into<PathBuf>) -> Config {
+        Config {
+            rpc_url: rpc_url.into(),
+            ws_url: None,
+            data_dir: data_dir.into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 4000)),
+            reindex: false,
+            rpc_timeout: Duration::from_secs(10),
+            indexer: IndexerConfig::default(),
+        }
+    }
+
+    /// The configuration of `rockscout run`/`dev` from parsed flags.
+    pub fn from_args(rpc_url: String, ws_url: Option<String>, args: &DaemonArgs) -> Config {
+        Config {
+            rpc_url,
+            ws_url,
+            data_dir: args.data_dir.clone(),
+            listen: args.listen,
+            reindex: args.reindex,
+            rpc_timeout: Duration::from_millis(args.rpc_timeout_ms),
+            indexer: IndexerConfig {
+                fetch_concurrency: usize::from(args.fetch_concurrency),
+                poll_interval: Duration::from_millis(args.poll_interval_ms),
+                undo_depth: args.undo_depth,
+                on_reset: args.on_reset,
+                ..IndexerConfig::default()
+            },
+        }
+    }
+}

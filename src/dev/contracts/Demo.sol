@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+/// A small contract for rockscout's demo traffic and tests: it keeps a counter, emits events, holds ether and
+/// reverts with a reason on demand.
+contract Demo {
+    uint256 public count;
+
+    event Poked(address indexed by, uint256 indexed count, string note);
+
+    /// Increments the counter and logs who did it.
+    function poke(string calldata note) external {
+        count += 1;
+        emit Poked(msg.sender, count, note);
+    }
+
+    /// Adds `x` to the counter, reverting with a reason when `x` is a multiple of five.
+    function mayFail(uint256 x) external {
+        require(x % 5 != 0, "Demo: multiple of five");
+        count += x;
+        emit Poked(msg.sender, count, "mayFail");
+    }
+
+    receive() external payable {}
+}

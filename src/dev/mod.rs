@@ -1,0 +1,49 @@
+//! `rockscout dev`: a local anvil devnet (chain id 713714), indexed and served, with demo traffic.
+
+pub mod anvil;
+pub mod contracts;
+pub mod traffic;
+
+use crate::config::{Config, DevArgs};
+use crate::indexer::ResetPolicy;
+use crate::{Daemon, RunError};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Runs the devnet, the daemon and the traffic until `cancel` fires.
+pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunError> {
+    let bin = anvil::locate(args.anvil_bin.as_deref())?;
+    let options = anvil::AnvilOptions {
+        block_time: Some(args.block_time),
+        ..Default::default()
+    };
+    let node = tokio::task::spawn_blocking(move || anvil::Anvil::spawn(&bin, &options))
+        .await
+        .map_err(|e| RunError::Task(e.to_string()))??;
+    // Every devnet is a new chain: start the index afresh and follow resets (`anvil_reset`) by reindexing.
+    let mut config = Config::from_args(node.http_url(), Some(node.ws_url()), &args.daemon);
+    config.reindex = true;
+    config.indexer.on_reset = ResetPolicy::Reindex;
+    let daemon = Daemon::start(&config).await?;
+    let base = format!("http://{}", daemon.addr());
+    tracing::info!(
+        node = %node.http_url(),
+        rest = %format!("{base}/api/v2/stats"),
+        rpc = %format!("{base}/api/eth"),
+        websocket = %format!("ws://{}/socket/v2/websocket?vsn=2.0.0", daemon.addr()),
+        "devnet running (chain id {}); Ctrl-C stops it",
+        anvil::DEV_CHAIN_ID
+    );
+    if !args.no_traffic {
+        let interval = Duration::from_secs(args.block_time.max(1));
+        tokio::spawn(traffic::run(
+            node.http_url(),
+            node.signers(),
+            interval,
+            cancel.clone(),
+        ));
+    }
+    let result = daemon.run_until(cancel).await;
+    drop(node);
+    result
+}

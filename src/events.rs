@@ -1,0 +1,32 @@
+//! Chain events the indexer publishes after each commit, for live consumers (WebSocket stream, caches).
+//!
+//! A bounded `tokio::sync::broadcast`: a consumer that falls behind loses events (and learns it), the indexer
+//! never waits for anyone.
+
+use crate::indexer::bundle::Bundle;
+use alloy::primitives::B256;
+use std::sync::Arc;
+
+/// Something that changed in the index.
+#[derive(Debug, Clone)]
+pub enum ChainEvent {
+    /// A block was committed (a new head, or a block of the new branch after a reorg).
+    Applied(Arc<Bundle>),
+    /// A block was reverted by a reorg.
+    Reverted {
+        /// Height.
+        number: u64,
+        /// Hash of the reverted block.
+        hash: B256,
+    },
+    /// The index was wiped because the node's chain was replaced.
+    Reset,
+}
+
+/// Sender side of the event stream.
+pub type EventSender = tokio::sync::broadcast::Sender<ChainEvent>;
+
+/// A new event channel holding at most `capacity` undelivered events per consumer.
+pub fn channel(capacity: usize) -> EventSender {
+    tokio::sync::broadcast::channel(capacity).0
+}

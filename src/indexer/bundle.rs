@@ -1,0 +1,150 @@
+//! `Bundle`: one block as the index stores it (header record, transactions with receipt summaries, logs), built
+//! from the node's answers with consistency checks. The same shape is read back from the store to revert a block.
+
+use crate::node::{wire::RpcReceipt, RawBundle};
+use crate::store::records::{AuthorizationRecord, BlockRecord, LogRecord, TxRecord};
+use alloy::primitives::{B64, U256};
+
+/// A block ready to index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    /// Header record (with counts and fee totals).
+    pub header: BlockRecord,
+    /// Transactions, in block order.
+    pub txs: Vec<TxRecord>,
+    /// Logs, in block order (index = position).
+    pub logs: Vec<LogRecord>,
+}
+
+/// The node's block and receipts do not fit together (typically the chain moved between the two requests).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("block {number}: {problem}")]
+pub struct BundleError {
+    /// Block height.
+    pub number: u64,
+    /// What did not fit.
+    pub problem: String,
+}
+
+impl Bundle {
+    /// Height.
+    pub fn number(&self) -> u64 {
+        self.header.number
+    }
+
+    /// Builds the bundle, checking that every receipt belongs to this block's transaction at the same position.
+    pub fn from_rpc(raw: RawBundle) -> Result<Bundle, BundleError> {
+        let RawBundle { block, receipts } = raw;
+        let number = block.number.to::<u64>();
+        let fail = |problem: String| BundleError { number, problem };
+        if receipts.len() != block.transactions.len() {
+            return Err(fail(format!(
+                "{} receipts for {} transactions",
+                receipts.len(),
+                block.transactions.len()
+            )));
+        }
+        let base_fee = block.base_fee_per_gas.map(|f| f.to::<u128>());
+        let mut txs = Vec::with_capacity(block.transactions.len());
+        let mut logs = Vec::new();
+        let (mut fees, mut priority_fees) = (U256::ZERO, U256::ZERO);
+        for (index, (tx, receipt)) in block.transactions.into_iter().zip(receipts).enumerate() {
+            check_receipt(&receipt, tx.hash, block.hash).map_err(fail)?;
+            let gas_price = tx.gas_price.map(|p| p.to::<u128>());
+            let max_fee = tx.max_fee_per_gas.map(|p| p.to::<u128>());
+            let max_priority = tx.max_priority_fee_per_gas.map(|p| p.to::<u128>());
+            let effective_gas_price = receipt
+                .effective_gas_price
+                .map(|p| p.to::<u128>())
+                .or(gas_price)
+                .or_else(|| Some(max_fee?.min(base_fee? + max_priority?)))
+                .unwrap_or(0);
+            let gas_used = receipt.gas_used.to::<u64>();
+            fees += U256::from(gas_used) * U256::from(effective_gas_price);
+            let tip = effective_gas_price.saturating_sub(base_fee.unwrap_or(0));
+            priority_fees += U256::from(gas_used) * U256::from(tip);
+            let first_log = u32::try_from(logs.len()).map_err(|_| fail("too many logs".into()))?;
+            for log in receipt.logs {
+                logs.push(LogRecord {
+                    address: log.address,
+                    topics: log.topics,
+                    data: log.data,
+                    tx_index: index as u32,
+                    tx_hash: tx.hash,
+                });
+            }
+            txs.push(TxRecord {
+                hash: tx.hash,
+                from: tx.from,
+                to: tx.to,
+                value: tx.value,
+                input: tx.input,
+                nonce: tx.nonce.to(),
+                gas_limit: tx.gas.to(),
+                gas_price,
+                max_fee_per_gas: max_fee,
+                max_priority_fee_per_gas: max_priority,
+                tx_type: tx.tx_type.map(|t| t.to::<u8>()).unwrap_or(0),
+                status: receipt.status.map(|s| s.to::<u64>() == 1),
+                gas_used,
+                effective_gas_price,
+                created: receipt.contract_address.filter(|_| tx.to.is_none()),
+                first_log,
+                log_count: logs.len() as u32 - first_log,
+                authorizations: tx
+                    .authorization_list
+                    .into_iter()
+                    .map(|a| AuthorizationRecord {
+                        chain_id: a.chain_id,
+                        address: a.address,
+                        nonce: a.nonce.to(),
+                        y_parity: a.y_parity.to(),
+                        r: a.r,
+                        s: a.s,
+                    })
+                    .collect(),
+            });
+        }
+        let gas_used = block.gas_used.to::<u64>();
+        let header = BlockRecord {
+            number,
+            hash: block.hash,
+            parent_hash: block.parent_hash,
+            timestamp: block.timestamp.to(),
+            miner: block.miner,
+            gas_used,
+            gas_limit: block.gas_limit.to(),
+            base_fee,
+            size: block.size.map(|s| s.to()),
+            difficulty: block.difficulty.unwrap_or_default(),
+            total_difficulty: block.total_difficulty,
+            nonce: block.nonce.unwrap_or(B64::ZERO),
+            extra_data: block.extra_data,
+            uncles: block.uncles,
+            withdrawals_count: block.withdrawals.map(|w| w.len() as u32),
+            tx_count: txs.len() as u32,
+            log_count: logs.len() as u32,
+            fees,
+            burnt_fees: U256::from(base_fee.unwrap_or(0)) * U256::from(gas_used),
+            priority_fees,
+        };
+        Ok(Bundle { header, txs, logs })
+    }
+}
+
+fn check_receipt(
+    receipt: &RpcReceipt,
+    tx_hash: alloy::primitives::B256,
+    block_hash: alloy::primitives::B256,
+) -> Result<(), String> {
+    if receipt.transaction_hash != tx_hash {
+        return Err(format!(
+            "receipt for {} where {} was expected",
+            receipt.transaction_hash, tx_hash
+        ));
+    }
+    if receipt.block_hash.is_some_and(|h| h != block_hash) {
+        return Err(format!("receipt of {tx_hash} belongs to another block"));
+    }
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! `Status`: what the follower knows right now (node head, reachability, indexed tip), shared with the API for
+//! `/health` and the indexing-status endpoint.
+
+use std::sync::Mutex;
+
+/// A copy of the follower's state at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusSnapshot {
+    /// The node's latest head, once seen.
+    pub node_head: Option<u64>,
+    /// Whether the last node request succeeded.
+    pub node_reachable: bool,
+    /// The last node error, while the node is unreachable.
+    pub node_error: Option<String>,
+    /// Highest indexed block.
+    pub indexed: Option<u64>,
+}
+
+impl StatusSnapshot {
+    /// Blocks the index is behind the node (0 when unknown).
+    pub fn lag(&self) -> u64 {
+        match (self.node_head, self.indexed) {
+            (Some(head), Some(indexed)) => head.saturating_sub(indexed),
+            (Some(head), None) => head + 1,
+            _ => 0,
+        }
+    }
+}
+
+/// Shared, updated by the follower.
+#[derive(Debug, Default)]
+pub struct Status(Mutex<StatusSnapshot>);
+
+impl Status {
+    fn update(&self, f: impl FnOnce(&mut StatusSnapshot)) {
+        let mut guard = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut guard);
+    }
+
+    /// The current state.
+    pub fn snapshot(&self) -> StatusSnapshot {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn set_node_head(&self, head: u64) {
+        self.update(|s| s.node_head = Some(head));
+    }
+
+    pub(crate) fn set_node_ok(&self) {
+        self.update(|s| {
+            s.node_reachable = true;
+            s.node_error = None;
+        });
+    }
+
+    pub(crate) fn set_node_error(&self, error: String) {
+        self.update(|s| {
+            s.node_reachable = false;
+            s.node_error = Some(error);
+        });
+    }
+
+    pub(crate) fn set_indexed(&self, tip: Option<u64>) {
+        self.update(|s| s.indexed = tip);
+    }
+}

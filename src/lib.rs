@@ -1,0 +1,248 @@
+//! rockscout: an EVM block explorer backend in one process. It follows an execution node, indexes the chain into
+//! an embedded RocksDB and serves Blockscout's REST (`/api/v2`), JSON-RPC (`/api/eth`) and WebSocket (`/socket/v2`)
+//! surfaces.
+//!
+//! Layers (see `docs/architecture.md`): [`node`] talks to the node, [`indexer`] turns blocks into rows (pure core
+//! in `indexer::rows`), [`store`] is the only user of RocksDB, [`api`] the only user of hyper. [`run`] wires them.
+
+pub mod api;
+pub mod config;
+pub mod dev;
+pub mod events;
+pub mod indexer;
+pub mod node;
+pub mod store;
+pub mod telemetry;
+
+pub use config::Config;
+
+use indexer::{Indexer, IndexerError, Status, StatusSnapshot};
+use node::{Node, NodeError};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use store::{OpenState, Store, StoreError, StoreOptions};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Why the daemon could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The store could not be opened or written.
+    #[error("store at {path}: {source}")]
+    Store {
+        /// Data directory.
+        path: String,
+        /// Cause.
+        source: StoreError,
+    },
+    /// The follower stopped.
+    #[error(transparent)]
+    Indexer(#[from] IndexerError),
+    /// Bad node settings.
+    #[error(transparent)]
+    Node(#[from] NodeError),
+    /// The listen address is unavailable.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The devnet could not start.
+    #[error(transparent)]
+    Anvil(#[from] dev::anvil::AnvilError),
+    /// A background task panicked or was cancelled.
+    #[error("task failed: {0}")]
+    Task(String),
+}
+
+/// A running daemon: store, follower and HTTP server.
+#[derive(Debug)]
+pub struct Daemon {
+    addr: SocketAddr,
+    store: Arc<Store>,
+    status: Arc<Status>,
+    events: events::EventSender,
+    cancel: CancellationToken,
+    indexer: JoinHandle<Result<(), IndexerError>>,
+    server: JoinHandle<()>,
+}
+
+impl Daemon {
+    /// Opens the store, binds the listener and starts following the node.
+    pub async fn start(config: &Config) -> Result<Daemon, RunError> {
+        let store_error = |source| RunError::Store {
+            path: config.data_dir.display().to_string(),
+            source,
+        };
+        if config.reindex {
+            Store::destroy(&config.data_dir).map_err(store_error)?;
+        }
+        let store =
+            Arc::new(Store::open(&config.data_dir, &StoreOptions::default()).map_err(store_error)?);
+        match store.open_state() {
+            OpenState::Created => {
+                tracing::info!(path = %config.data_dir.display(), "created a new index")
+            }
+            OpenState::Clean => {
+                tracing::info!(path = %config.data_dir.display(), "opened the index")
+            }
+            OpenState::Unclean => tracing::warn!(
+                path = %config.data_dir.display(),
+                "the previous run did not stop cleanly; every commit is atomic, resuming from the stored tip"
+            ),
+        }
+        let node = Node::new(
+            &config.rpc_url,
+            config.ws_url.as_deref(),
+            config.rpc_timeout,
+        )?;
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| RunError::Bind {
+                addr: config.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| RunError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        tracing::info!(%addr, "http server listening");
+
+        let status = Arc::new(Status::default());
+        let events = events::channel(1024);
+        let cancel = CancellationToken::new();
+        let state = api::AppState::new(
+            store.clone(),
+            status.clone(),
+            node.clone(),
+            events.clone(),
+            api::ApiConfig::default(),
+        );
+        let server = tokio::spawn(api::serve(listener, state, cancel.clone()));
+        let follower = Indexer::new(
+            store.clone(),
+            node,
+            config.indexer.clone(),
+            status.clone(),
+            events.clone(),
+        );
+        let indexer = tokio::spawn(follower.run(cancel.clone()));
+        Ok(Daemon {
+            addr,
+            store,
+            status,
+            events,
+            cancel,
+            indexer,
+            server,
+        })
+    }
+
+    /// The address the HTTP server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The store (for inspection by tests and tools).
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The follower's current state.
+    pub fn status(&self) -> StatusSnapshot {
+        self.status.snapshot()
+    }
+
+    /// Subscribes to chain events.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<events::ChainEvent> {
+        self.events.subscribe()
+    }
+
+    /// Runs until `cancel` fires (then shuts down cleanly) or the follower fails.
+    pub async fn run_until(mut self, cancel: CancellationToken) -> Result<(), RunError> {
+        let outcome = tokio::select! {
+            _ = cancel.cancelled() => None,
+            result = &mut self.indexer => Some(result),
+        };
+        match outcome {
+            None => self.shutdown().await,
+            Some(result) => {
+                let indexer_result = flatten(result);
+                self.cancel.cancel();
+                let _ = self.server.await;
+                close_store(self.store);
+                indexer_result
+            }
+        }
+    }
+
+    /// Stops accepting requests, lets in-flight ones finish, stops the follower after its current commit and
+    /// closes the store.
+    pub async fn shutdown(self) -> Result<(), RunError> {
+        self.cancel.cancel();
+        let served = self.server.await;
+        let indexed = flatten(self.indexer.await);
+        close_store(self.store);
+        served.map_err(|e| RunError::Task(e.to_string()))?;
+        indexed
+    }
+}
+
+fn flatten(
+    result: Result<Result<(), IndexerError>, tokio::task::JoinError>,
+) -> Result<(), RunError> {
+    match result {
+        Ok(inner) => inner.map_err(RunError::from),
+        Err(e) => Err(RunError::Task(e.to_string())),
+    }
+}
+
+fn close_store(store: Arc<Store>) {
+    match Arc::try_unwrap(store) {
+        Ok(store) => match store.close() {
+            Ok(()) => tracing::info!("index closed cleanly"),
+            Err(e) => tracing::warn!(error = %e, "closing the index failed"),
+        },
+        // Someone (a test, a lingering task) still holds the store: it closes when dropped, and the next start
+        // recovers as after any unclean stop.
+        Err(_) => tracing::debug!("store still shared; leaving it to be dropped"),
+    }
+}
+
+/// Runs the daemon until `cancel` fires or the follower fails.
+pub async fn run(config: Config, cancel: CancellationToken) -> Result<(), RunError> {
+    Daemon::start(&config).await?.run_until(cancel).await
+}
+
+/// A token cancelled on SIGINT or SIGTERM.
+pub fn cancel_on_signals() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let token = cancel.clone();
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(term) => term,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                        let _ = ctrl_c.await;
+                        token.cancel();
+                        return;
+                    }
+                };
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = ctrl_c.await;
+        tracing::info!("shutting down");
+        token.cancel();
+    });
+    cancel
+}

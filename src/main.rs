@@ -1,0 +1,40 @@
+//! The `rockscout` binary: parse flags, set up logging, run until a signal or an unrecoverable error.
+
+use clap::Parser;
+use rockscout::config::{Cli, Command, Config};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    rockscout::telemetry::init(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("rockscout: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let cancel = rockscout::cancel_on_signals();
+        match cli.command {
+            Command::Run(args) => {
+                rockscout::run(
+                    Config::from_args(args.rpc_url, args.ws_url, &args.daemon),
+                    cancel,
+                )
+                .await
+            }
+            Command::Dev(args) => rockscout::dev::run(args, cancel).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! `Node`: the execution node as the indexer sees it, on alloy's provider (HTTP for requests, optional WebSocket
+//! for `newHeads` wake-ups). Every call has a bounded timeout; retrying is the caller's choice ([`retry`]).
+
+pub mod wire;
+
+use alloy::primitives::{Address, Bytes, B256, U256, U64};
+use alloy::providers::{Provider, ProviderBuilder, RootProvider, WsConnect};
+use futures_util::StreamExt;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use wire::{RpcBlock, RpcHead, RpcReceipt};
+
+/// A failed node request.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum NodeError {
+    /// Connection refused, reset, DNS, HTTP status: the node is down or unreachable.
+    #[error("node unreachable: {0}")]
+    Transport(String),
+    /// No answer within the request timeout.
+    #[error("node did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The node answered with a JSON-RPC error.
+    #[error("node error {code}: {message}")]
+    Rpc {
+        /// JSON-RPC error code.
+        code: i64,
+        /// Message.
+        message: String,
+    },
+    /// The node's answer did not make sense (wrong shape, receipts of another block).
+    #[error("unexpected answer from node: {0}")]
+    Invalid(String),
+}
+
+impl From<alloy::transports::TransportError> for NodeError {
+    fn from(e: alloy::transports::TransportError) -> Self {
+        use alloy::transports::RpcError;
+        match e {
+            RpcError::ErrorResp(payload) => NodeError::Rpc {
+                code: payload.code,
+                message: payload.message.to_string(),
+            },
+            RpcError::DeserError { err, text } => NodeError::Invalid(format!(
+                "{err}: {}",
+                text.chars().take(200).collect::<String>()
+            )),
+            other => NodeError::Transport(other.to_string()),
+        }
+    }
+}
+
+/// A block with full transactions and its receipts, exactly as the node returned them.
+#[derive(Debug, Clone)]
+pub struct RawBundle {
+    /// The block.
+    pub block: RpcBlock,
+    /// Its receipts, in transaction order.
+    pub receipts: Vec<RpcReceipt>,
+}
+
+/// The execution node.
+#[derive(Debug, Clone)]
+pub struct Node {
+    provider: RootProvider,
+    ws_url: Option<String>,
+    timeout: Duration,
+}
+
+fn quantity(n: u64) -> String {
+    format!("{n:#x}")
+}
+
+impl Node {
+    /// A client for the node at `http_url` (and `ws_url` for head notifications, if given).
+    pub fn new(http_url: &str, ws_url: Option<&str>, timeout: Duration) -> Result<Node, NodeError> {
+        let url = http_url
+            .parse()
+            .map_err(|e| NodeError::Invalid(format!("rpc url {http_url:?}: {e}")))?;
+        Ok(Node {
+            provider: RootProvider::new_http(url),
+            ws_url: ws_url.map(str::to_owned),
+            timeout,
+        })
+    }
+
+    async fn call<R>(&self, method: &'static str, params: serde_json::Value) -> Result<R, NodeError>
+    where
+        R: serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + Unpin + 'static,
+    {
+        let request = self.provider.raw_request::<_, R>(method.into(), params);
+        match tokio::time::timeout(self.timeout, request).await {
+            Ok(result) => Ok(result?),
+            Err(_) => Err(NodeError::Timeout(self.timeout)),
+        }
+    }
+
+    /// `eth_chainId`.
+    pub async fn chain_id(&self) -> Result<u64, NodeError> {
+        Ok(self
+            .call::<U64>("eth_chainId", serde_json::json!([]))
+            .await?
+            .to())
+    }
+
+    /// The node's latest block header.
+    pub async fn head(&self) -> Result<RpcHead, NodeError> {
+        self.call::<Option<RpcHead>>("eth_getBlockByNumber", serde_json::json!(["latest", false]))
+            .await?
+            .ok_or_else(|| NodeError::Invalid("no latest block".into()))
+    }
+
+    /// The header at `number`, if the node has it.
+    pub async fn header(&self, number: u64) -> Result<Option<RpcHead>, NodeError> {
+        self.call(
+            "eth_getBlockByNumber",
+            serde_json::json!([quantity(number), false]),
+        )
+        .await
+    }
+
+    /// Block `number` with full transactions, and its receipts. `None` if the node has no such block (yet).
+    pub async fn bundle(&self, number: u64) -> Result<Option<RawBundle>, NodeError> {
+        let block = self.call::<Option<RpcBlock>>(
+            "eth_getBlockByNumber",
+            serde_json::json!([quantity(number), true]),
+        );
+        let receipts = self.call::<Option<Vec<RpcReceipt>>>(
+            "eth_getBlockReceipts",
+            serde_json::json!([quantity(number)]),
+        );
+        let (block, receipts) = tokio::try_join!(block, receipts)?;
+        match (block, receipts) {
+            (Some(block), Some(receipts)) => Ok(Some(RawBundle { block, receipts })),
+            _ => Ok(None),
+        }
+    }
+
+    /// Native balance of `address` at block `number`.
+    pub async fn balance(&self, address: Address, number: u64) -> Result<U256, NodeError> {
+        self.call(
+            "eth_getBalance",
+            serde_json::json!([address, quantity(number)]),
+        )
+        .await
+    }
+
+    /// Code at `address` at block `number`.
+    pub async fn code(&self, address: Address, number: u64) -> Result<Bytes, NodeError> {
+        self.call(
+            "eth_getCode",
+            serde_json::json!([address, quantity(number)]),
+        )
+        .await
+    }
+
+    /// Replays a call at the state before block `number`; returns the revert data when it reverts (empty when the
+    /// node gives no data), `None` when it succeeds.
+    pub async fn revert_data(
+        &self,
+        call: serde_json::Value,
+        number: u64,
+    ) -> Result<Option<Bytes>, NodeError> {
+        let params = serde_json::json!([call, quantity(number.saturating_sub(1))]);
+        let request = self
+            .provider
+            .raw_request::<_, Bytes>("eth_call".into(), params);
+        match tokio::time::timeout(self.timeout, request).await {
+            Err(_) => Err(NodeError::Timeout(self.timeout)),
+            Ok(Ok(_)) => Ok(None),
+            Ok(Err(alloy::transports::RpcError::ErrorResp(payload))) => {
+                Ok(Some(payload.as_revert_data().unwrap_or_default()))
+            }
+            Ok(Err(e)) => Err(e.into()),
+        }
+    }
+
+    /// Hash of block `number` on the node's canonical chain.
+    pub async fn block_hash(&self, number: u64) -> Result<Option<B256>, NodeError> {
+        Ok(self.header(number).await?.map(|h| h.hash))
+    }
+
+    /// Waits until the node may have a new head: a `newHeads` notification when a WebSocket URL is configured
+    /// and reachable, otherwise `poll` elapses. Returns early on cancellation.
+    pub fn head_signal(&self, poll: Duration, cancel: CancellationToken) -> HeadSignal {
+        let (tx, rx) = tokio::sync::watch::channel(0u64);
+        if let Some(url) = self.ws_url.clone() {
+            tokio::spawn(follow_new_heads(url, tx, cancel));
+        }
+        HeadSignal { rx, poll }
+    }
+}
+
+/// Wakes the follower when a new head may exist.
+#[derive(Debug)]
+pub struct HeadSignal {
+    rx: tokio::sync::watch::Receiver<u64>,
+    poll: Duration,
+}
+
+impl HeadSignal {
+    /// Returns after a `newHeads` notification or after the poll interval, whichever comes first.
+    pub async fn wait(&mut self) {
+        let _ = tokio::time::timeout(self.poll, self.rx.changed()).await;
+    }
+}
+
+async fn follow_new_heads(
+    url: String,
+    tx: tokio::sync::watch::Sender<u64>,
+    cancel: CancellationToken,
+) {
+    let mut backoff = Backoff::new();
+    while !cancel.is_cancelled() {
+        let connected = async {
+            let provider = ProviderBuilder::new()
+                .connect_ws(WsConnect::new(url.clone()))
+                .await?;
+            let mut stream = provider.subscribe_blocks().await?.into_stream();
+            tracing::info!(%url, "following newHeads over websocket");
+            while let Some(header) = stream.next().await {
+                tx.send_replace(header.number);
+            }
+            Ok::<_, alloy::transports::TransportError>(())
+        };
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            result = connected => {
+                if let Err(e) = result {
+                    tracing::warn!(%url, error = %e, "websocket head subscription failed; polling meanwhile");
+                }
+            }
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(backoff.next_delay()) => {}
+        }
+    }
+}
+
+/// Capped exponential backoff: 100 ms doubling up to 5 s.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    /// Starts at the shortest delay.
+    pub fn new() -> Self {
+        Backoff {
+            next: Duration::from_millis(100),
+        }
+    }
+
+    /// The delay to wait now; the following one doubles, up to 5 s.
+    pub fn next_delay(&mut self) -> Duration {
+        let delay = self.next;
+        self.next = (self.next * 2).min(Duration::from_secs(5));
+        delay
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let mut b = Backoff::new();
+        let delays: Vec<_> = (0..8).map(|_| b.next_delay().as_millis()).collect();
+        assert_eq!(delays, vec![100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+    }
+}

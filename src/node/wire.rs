@@ -1,0 +1,165 @@
+//! The JSON-RPC shapes we read from the node: only the fields the index stores, every optional field optional.
+//!
+//! Deliberately leaner than alloy's full RPC types: a node that returns a transaction type alloy does not know
+//! (chain-specific envelopes) or omits a field we do not need must not stop indexing.
+
+use alloy::primitives::{Address, Bytes, B256, B64, U128, U256, U64, U8};
+use serde::Deserialize;
+
+/// `eth_getBlockByNumber(n, true)`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RpcBlock {
+    /// Height.
+    pub number: U64,
+    /// Hash.
+    pub hash: B256,
+    /// Parent hash.
+    pub parent_hash: B256,
+    /// Unix seconds.
+    pub timestamp: U64,
+    /// Fee recipient.
+    #[serde(default)]
+    pub miner: Address,
+    /// Gas used.
+    pub gas_used: U64,
+    /// Gas limit.
+    pub gas_limit: U64,
+    /// Base fee.
+    #[serde(default)]
+    pub base_fee_per_gas: Option<U128>,
+    /// Size in bytes.
+    #[serde(default)]
+    pub size: Option<U64>,
+    /// Difficulty.
+    #[serde(default)]
+    pub difficulty: Option<U256>,
+    /// Total difficulty.
+    #[serde(default)]
+    pub total_difficulty: Option<U256>,
+    /// Nonce.
+    #[serde(default)]
+    pub nonce: Option<B64>,
+    /// Extra data.
+    #[serde(default)]
+    pub extra_data: Bytes,
+    /// Uncle hashes.
+    #[serde(default)]
+    pub uncles: Vec<B256>,
+    /// Withdrawals (only counted).
+    #[serde(default)]
+    pub withdrawals: Option<Vec<serde::de::IgnoredAny>>,
+    /// Full transactions.
+    pub transactions: Vec<RpcTransaction>,
+}
+
+/// A transaction object inside a full block.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RpcTransaction {
+    /// Hash.
+    pub hash: B256,
+    /// Sender.
+    pub from: Address,
+    /// Recipient.
+    #[serde(default)]
+    pub to: Option<Address>,
+    /// Value.
+    #[serde(default)]
+    pub value: U256,
+    /// Call data.
+    #[serde(default)]
+    pub input: Bytes,
+    /// Nonce.
+    pub nonce: U64,
+    /// Gas limit.
+    pub gas: U64,
+    /// Gas price (legacy, or the effective price some nodes report).
+    #[serde(default)]
+    pub gas_price: Option<U128>,
+    /// EIP-1559 max fee.
+    #[serde(default)]
+    pub max_fee_per_gas: Option<U128>,
+    /// EIP-1559 max priority fee.
+    #[serde(default)]
+    pub max_priority_fee_per_gas: Option<U128>,
+    /// Envelope type.
+    #[serde(default, rename = "type")]
+    pub tx_type: Option<U8>,
+    /// EIP-7702 authorizations.
+    #[serde(default)]
+    pub authorization_list: Vec<RpcAuthorization>,
+}
+
+/// One EIP-7702 authorization.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RpcAuthorization {
+    /// Chain id.
+    pub chain_id: U256,
+    /// Delegate address.
+    pub address: Address,
+    /// Nonce.
+    pub nonce: U64,
+    /// Parity.
+    #[serde(alias = "v")]
+    pub y_parity: U8,
+    /// r.
+    pub r: U256,
+    /// s.
+    pub s: U256,
+}
+
+/// One receipt of `eth_getBlockReceipts`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RpcReceipt {
+    /// Transaction hash.
+    pub transaction_hash: B256,
+    /// Block hash (checked against the block: a mismatch means the chain moved between the two requests).
+    #[serde(default)]
+    pub block_hash: Option<B256>,
+    /// 1 success, 0 failure; absent before Byzantium.
+    #[serde(default)]
+    pub status: Option<U64>,
+    /// Gas used by this transaction.
+    pub gas_used: U64,
+    /// Effective gas price.
+    #[serde(default)]
+    pub effective_gas_price: Option<U128>,
+    /// Created contract.
+    #[serde(default)]
+    pub contract_address: Option<Address>,
+    /// Logs.
+    #[serde(default)]
+    pub logs: Vec<RpcLog>,
+}
+
+/// One log inside a receipt.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RpcLog {
+    /// Emitter.
+    pub address: Address,
+    /// Topics.
+    #[serde(default)]
+    pub topics: Vec<B256>,
+    /// Data.
+    #[serde(default)]
+    pub data: Bytes,
+    /// Block-wide log index.
+    #[serde(default)]
+    pub log_index: Option<U64>,
+}
+
+/// A block header as `eth_getBlockByNumber(n, false)` returns it (only the fields the follower needs).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RpcHead {
+    /// Height.
+    pub number: U64,
+    /// Hash.
+    pub hash: B256,
+    /// Parent hash.
+    pub parent_hash: B256,
+}

@@ -1,0 +1,133 @@
+//! `Batch`: a typed RocksDB write batch, committed atomically by `Store::write`.
+
+use super::codec;
+use super::error::{StoreError, StoreResult};
+use super::keys::{Key, MetaKey};
+use super::records::Meta;
+use super::tables::{self, MetaTable, Table};
+use super::Store;
+use rocksdb::WriteBatch;
+
+/// Whether a commit waits for the WAL to reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync the WAL before returning (blocks at the head of the chain).
+    Sync,
+    /// Leave the WAL in the OS page cache (catch-up): survives a process kill, not a power loss. Either way a
+    /// batch is all-or-nothing.
+    Buffered,
+}
+
+/// Typed puts and deletes, applied together or not at all.
+pub struct Batch<'a> {
+    store: &'a Store,
+    inner: WriteBatch,
+}
+
+impl std::fmt::Debug for Batch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch")
+            .field("ops", &self.inner.len())
+            .finish()
+    }
+}
+
+impl<'a> Batch<'a> {
+    pub(super) fn new(store: &'a Store) -> Self {
+        Batch {
+            store,
+            inner: WriteBatch::default(),
+        }
+    }
+
+    pub(super) fn into_inner(self) -> WriteBatch {
+        self.inner
+    }
+
+    /// Number of operations in the batch.
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// Bytes the batch occupies.
+    pub fn size_in_bytes(&self) -> usize {
+        self.inner.size_in_bytes()
+    }
+
+    /// Puts a row.
+    pub fn put<T: Table>(&mut self, key: &T::Key, value: &T::Value) -> StoreResult<()> {
+        let bytes = codec::encode(value).map_err(|source| StoreError::Encode {
+            table: T::NAME,
+            source,
+        })?;
+        self.inner
+            .put_cf(self.store.cf(T::NAME), key.encode(), bytes);
+        Ok(())
+    }
+
+    /// Puts or deletes a row.
+    pub fn set<T: Table>(&mut self, key: &T::Key, value: Option<&T::Value>) -> StoreResult<()> {
+        match value {
+            Some(value) => self.put::<T>(key, value),
+            None => {
+                self.delete::<T>(key);
+                Ok(())
+            }
+        }
+    }
+
+    /// Deletes a row (absent rows are fine).
+    pub fn delete<T: Table>(&mut self, key: &T::Key) {
+        self.inner.delete_cf(self.store.cf(T::NAME), key.encode());
+    }
+
+    /// Deletes every row of `T` with a key in `[from, to)`.
+    pub fn delete_range<T: Table>(&mut self, from: &T::Key, to: &T::Key) {
+        self.inner
+            .delete_range_cf(self.store.cf(T::NAME), from.encode(), to.encode());
+    }
+
+    /// Puts a meta row under the tag its variant belongs to.
+    pub fn put_meta(&mut self, meta: &Meta) -> StoreResult<()> {
+        let key = match meta {
+            Meta::SchemaVersion(_) => MetaKey::SchemaVersion,
+            Meta::DbState(_) => MetaKey::DbState,
+            Meta::ChainId(_) => MetaKey::ChainId,
+            Meta::Genesis(_) => MetaKey::Genesis,
+            Meta::Tip(_) => MetaKey::Tip,
+            Meta::Counters(_) => MetaKey::Counters,
+        };
+        self.put::<MetaTable>(&key, meta)
+    }
+
+    /// Deletes a meta row.
+    pub fn delete_meta(&mut self, key: MetaKey) {
+        self.delete::<MetaTable>(&key);
+    }
+
+    /// Deletes every indexed row: all tables except `meta`, plus the meta rows that describe the chain. Used when
+    /// the node's chain was replaced (a new genesis), so nothing of the old chain survives.
+    pub fn clear_index(&mut self) {
+        let past_every_key = vec![0xff; tables::max_key_len() + 1];
+        for def in tables::ALL.iter().filter(|t| t.name != MetaTable::NAME) {
+            self.inner.delete_range_cf(
+                self.store.cf(def.name),
+                [].as_slice(),
+                past_every_key.as_slice(),
+            );
+        }
+        for key in [
+            MetaKey::ChainId,
+            MetaKey::Genesis,
+            MetaKey::Tip,
+            MetaKey::Counters,
+        ] {
+            self.delete_meta(key);
+        }
+    }
+}

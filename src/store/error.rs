@@ -1,0 +1,55 @@
+//! `StoreError`: what can go wrong below the store's API.
+
+use super::codec::CodecError;
+use super::keys::KeyError;
+
+/// A failure of the storage layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// RocksDB reported an I/O or internal error.
+    #[error("rocksdb: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    /// A stored value did not decode: the data is corrupt or was written by another schema.
+    #[error("corrupt value in `{table}` at key {key}: {source}")]
+    Decode {
+        /// Column family.
+        table: &'static str,
+        /// Key, hex.
+        key: String,
+        /// Codec failure.
+        source: CodecError,
+    },
+    /// A stored key had the wrong shape.
+    #[error("corrupt key in `{table}`: {source}")]
+    Key {
+        /// Column family.
+        table: &'static str,
+        /// Key failure.
+        source: KeyError,
+    },
+    /// A value could not be encoded.
+    #[error("encode for `{table}`: {source}")]
+    Encode {
+        /// Column family.
+        table: &'static str,
+        /// Codec failure.
+        source: CodecError,
+    },
+    /// The data directory holds another schema version.
+    #[error(
+        "the data directory holds schema version {found}, this build needs {expected}: \
+         restart with --reindex to rebuild the index (the node's data is not touched)"
+    )]
+    SchemaMismatch {
+        /// Version on disk.
+        found: u32,
+        /// Version this build writes.
+        expected: u32,
+    },
+    /// The data directory was created by a different program or is missing required rows.
+    #[error("store is inconsistent: {0}")]
+    Inconsistent(String),
+}
+
+/// Result alias of the store.
+pub type StoreResult<T> = Result<T, StoreError>;

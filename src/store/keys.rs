@@ -1,0 +1,387 @@
+//! Fixed-width, order-preserving key encodings for every column family.
+//!
+//! Rules (see `docs/schema.md`): every key has one fixed length, integers are big-endian, and block-ordered
+//! fields are stored as their bitwise complement so that a forward scan yields the newest rows first. A
+//! pagination cursor is therefore always "the encoded key to start after", never an offset. Decoding a slice of
+//! the wrong length is an error, never a panic.
+
+use alloy::primitives::{Address, B256};
+
+/// A key that encodes to exactly `LEN` bytes, with byte order equal to the key's logical order.
+pub trait Key: Sized {
+    /// Encoded length in bytes.
+    const LEN: usize;
+    /// The encoded form; a stack array.
+    type Bytes: AsRef<[u8]>;
+    /// Encodes the key.
+    fn encode(&self) -> Self::Bytes;
+    /// Decodes a key, refusing a slice of the wrong length.
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError>;
+}
+
+/// A key slice had the wrong length for its type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("key of {kind} must be {expected} bytes, got {got}")]
+pub struct KeyError {
+    /// The key type's name.
+    pub kind: &'static str,
+    /// The expected length.
+    pub expected: usize,
+    /// The length seen.
+    pub got: usize,
+}
+
+fn exact<const N: usize>(kind: &'static str, bytes: &[u8]) -> Result<[u8; N], KeyError> {
+    bytes.try_into().map_err(|_| KeyError {
+        kind,
+        expected: N,
+        got: bytes.len(),
+    })
+}
+
+fn desc64(n: u64) -> [u8; 8] {
+    (!n).to_be_bytes()
+}
+
+fn desc32(n: u32) -> [u8; 4] {
+    (!n).to_be_bytes()
+}
+
+fn read_desc64(bytes: &[u8]) -> u64 {
+    !u64::from_be_bytes(bytes[..8].try_into().expect("caller passes 8 bytes"))
+}
+
+fn read_desc32(bytes: &[u8]) -> u32 {
+    !u32::from_be_bytes(bytes[..4].try_into().expect("caller passes 4 bytes"))
+}
+
+/// One-byte tags of the `meta` column family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum MetaKey {
+    /// Schema version (u32).
+    SchemaVersion = 1,
+    /// Database state: open or clean.
+    DbState = 2,
+    /// Chain id of the indexed chain.
+    ChainId = 3,
+    /// Hash of block 0 of the indexed chain.
+    Genesis = 4,
+    /// Highest indexed block (number, hash).
+    Tip = 5,
+    /// Global counters (blocks, transactions, addresses).
+    Counters = 6,
+}
+
+impl MetaKey {
+    /// Every tag, in key order.
+    pub const ALL: [MetaKey; 6] = [
+        MetaKey::SchemaVersion,
+        MetaKey::DbState,
+        MetaKey::ChainId,
+        MetaKey::Genesis,
+        MetaKey::Tip,
+        MetaKey::Counters,
+    ];
+}
+
+impl Key for MetaKey {
+    const LEN: usize = 1;
+    type Bytes = [u8; 1];
+    fn encode(&self) -> [u8; 1] {
+        [*self as u8]
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let [tag] = exact::<1>("MetaKey", bytes)?;
+        MetaKey::ALL
+            .into_iter()
+            .find(|k| *k as u8 == tag)
+            .ok_or(KeyError {
+                kind: "MetaKey",
+                expected: 1,
+                got: 1,
+            })
+    }
+}
+
+/// A UTC day (days since the Unix epoch), newest first: `!be32(day)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DayKey(pub u32);
+
+impl DayKey {
+    /// The day a Unix timestamp falls on.
+    pub fn of_timestamp(seconds: u64) -> DayKey {
+        DayKey(u32::try_from(seconds / 86_400).unwrap_or(u32::MAX))
+    }
+}
+
+impl Key for DayKey {
+    const LEN: usize = 4;
+    type Bytes = [u8; 4];
+    fn encode(&self) -> [u8; 4] {
+        desc32(self.0)
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        Ok(DayKey(read_desc32(&exact::<4>("DayKey", bytes)?)))
+    }
+}
+
+/// A block number, newest first: `!be64(number)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BlockKey(pub u64);
+
+impl Key for BlockKey {
+    const LEN: usize = 8;
+    type Bytes = [u8; 8];
+    fn encode(&self) -> [u8; 8] {
+        desc64(self.0)
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        Ok(BlockKey(read_desc64(&exact::<8>("BlockKey", bytes)?)))
+    }
+}
+
+impl Key for B256 {
+    const LEN: usize = 32;
+    type Bytes = [u8; 32];
+    fn encode(&self) -> [u8; 32] {
+        self.0
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        Ok(B256::new(exact::<32>("Hash", bytes)?))
+    }
+}
+
+impl Key for Address {
+    const LEN: usize = 20;
+    type Bytes = [u8; 20];
+    fn encode(&self) -> [u8; 20] {
+        self.0 .0
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        Ok(Address::new(exact::<20>("Address", bytes)?))
+    }
+}
+
+/// Position of a row inside a block (transaction index or log index), newest first:
+/// `!be64(block) ‖ !be32(index)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct BlockPos {
+    /// Block number.
+    pub block: u64,
+    /// Index inside the block.
+    pub index: u32,
+}
+
+impl BlockPos {
+    /// Orders positions newest first, the order their encodings sort in.
+    pub fn newest_first(&self, other: &Self) -> std::cmp::Ordering {
+        (other.block, other.index).cmp(&(self.block, self.index))
+    }
+}
+
+impl Key for BlockPos {
+    const LEN: usize = 12;
+    type Bytes = [u8; 12];
+    fn encode(&self) -> [u8; 12] {
+        let mut out = [0u8; 12];
+        out[..8].copy_from_slice(&desc64(self.block));
+        out[8..].copy_from_slice(&desc32(self.index));
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<12>("BlockPos", bytes)?;
+        Ok(BlockPos {
+            block: read_desc64(&b),
+            index: read_desc32(&b[8..]),
+        })
+    }
+}
+
+/// A row of an address's history: `addr20 ‖ !be64(block) ‖ !be32(index)`, newest first within the address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AddressPos {
+    /// The address the history belongs to.
+    pub address: Address,
+    /// Where in the chain.
+    pub pos: BlockPos,
+}
+
+impl Key for AddressPos {
+    const LEN: usize = 32;
+    type Bytes = [u8; 32];
+    fn encode(&self) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        out[..20].copy_from_slice(self.address.as_slice());
+        out[20..].copy_from_slice(&self.pos.encode());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<32>("AddressPos", bytes)?;
+        Ok(AddressPos {
+            address: Address::from_slice(&b[..20]),
+            pos: BlockPos::decode(&b[20..])?,
+        })
+    }
+}
+
+/// A reorged-out block: `!be64(number) ‖ hash32`, newest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReorgedKey {
+    /// Height of the block that lost consensus.
+    pub number: u64,
+    /// Its hash.
+    pub hash: B256,
+}
+
+impl Key for ReorgedKey {
+    const LEN: usize = 40;
+    type Bytes = [u8; 40];
+    fn encode(&self) -> [u8; 40] {
+        let mut out = [0u8; 40];
+        out[..8].copy_from_slice(&desc64(self.number));
+        out[8..].copy_from_slice(self.hash.as_slice());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<40>("ReorgedKey", bytes)?;
+        Ok(ReorgedKey {
+            number: read_desc64(&b),
+            hash: B256::from_slice(&b[8..]),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn hex(bytes: impl AsRef<[u8]>) -> String {
+        alloy::hex::encode(bytes)
+    }
+
+    #[test]
+    fn golden_bytes() {
+        assert_eq!(hex(BlockKey(1).encode()), "fffffffffffffffe");
+        assert_eq!(hex(BlockKey(0x0102).encode()), "fffffffffffffefd");
+        assert_eq!(
+            hex(BlockPos { block: 5, index: 2 }.encode()),
+            "fffffffffffffffafffffffd"
+        );
+        let addr: Address = "0x00000000000000000000000000000000000000aa"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            hex(AddressPos {
+                address: addr,
+                pos: BlockPos { block: 0, index: 0 }
+            }
+            .encode()),
+            "00000000000000000000000000000000000000aaffffffffffffffffffffffff"
+        );
+        let hash = B256::repeat_byte(0x11);
+        assert_eq!(
+            hex(ReorgedKey { number: 255, hash }.encode()),
+            format!("ffffffffffffff00{}", "11".repeat(32))
+        );
+        assert_eq!(MetaKey::Tip.encode(), [5]);
+        assert_eq!(hex(DayKey(19_000).encode()), "ffffb5c7");
+        assert_eq!(DayKey::of_timestamp(86_400 * 3 + 5), DayKey(3));
+    }
+
+    #[test]
+    fn wrong_lengths_are_errors() {
+        assert_eq!(
+            BlockKey::decode(&[0; 7]).unwrap_err(),
+            KeyError {
+                kind: "BlockKey",
+                expected: 8,
+                got: 7
+            }
+        );
+        assert!(BlockPos::decode(&[0; 13]).is_err());
+        assert!(DayKey::decode(&[0; 3]).is_err());
+        assert!(AddressPos::decode(&[]).is_err());
+        assert!(ReorgedKey::decode(&[0; 39]).is_err());
+        assert!(B256::decode(&[0; 31]).is_err());
+        assert!(<Address as Key>::decode(&[0; 21]).is_err());
+        assert!(MetaKey::decode(&[0]).is_err());
+        assert!(MetaKey::decode(&[1, 2]).is_err());
+    }
+
+    #[test]
+    fn meta_tags_round_trip() {
+        for tag in MetaKey::ALL {
+            assert_eq!(MetaKey::decode(&tag.encode()).unwrap(), tag);
+        }
+    }
+
+    fn address() -> impl Strategy<Value = Address> {
+        // A small alphabet makes equal addresses (and so the block/index tie-breaks) common.
+        prop_oneof![
+            any::<[u8; 20]>().prop_map(Address::new),
+            (0u8..3).prop_map(|b| Address::repeat_byte(b))
+        ]
+    }
+
+    fn pos() -> impl Strategy<Value = BlockPos> {
+        (
+            prop_oneof![any::<u64>(), 0u64..4],
+            prop_oneof![any::<u32>(), 0u32..4],
+        )
+            .prop_map(|(block, index)| BlockPos { block, index })
+    }
+
+    proptest! {
+        #[test]
+        fn block_key_round_trips_and_sorts_newest_first(a: u64, b: u64) {
+            prop_assert_eq!(BlockKey::decode(&BlockKey(a).encode()).unwrap(), BlockKey(a));
+            prop_assert_eq!(BlockKey(a).encode().cmp(&BlockKey(b).encode()), b.cmp(&a));
+        }
+
+        #[test]
+        fn day_key_round_trips_and_sorts_newest_first(a: u32, b: u32) {
+            prop_assert_eq!(DayKey::decode(&DayKey(a).encode()).unwrap(), DayKey(a));
+            prop_assert_eq!(DayKey(a).encode().cmp(&DayKey(b).encode()), b.cmp(&a));
+        }
+
+        #[test]
+        fn block_pos_round_trips_and_sorts_newest_first(a in pos(), b in pos()) {
+            prop_assert_eq!(BlockPos::decode(&a.encode()).unwrap(), a);
+            prop_assert_eq!(a.encode().cmp(&b.encode()), a.newest_first(&b));
+        }
+
+        #[test]
+        fn address_pos_groups_by_address_then_newest_first(a1 in address(), p1 in pos(), a2 in address(), p2 in pos()) {
+            let (k1, k2) = (AddressPos { address: a1, pos: p1 }, AddressPos { address: a2, pos: p2 });
+            prop_assert_eq!(AddressPos::decode(&k1.encode()).unwrap(), k1);
+            let expected = a1.cmp(&a2).then(p1.newest_first(&p2));
+            prop_assert_eq!(k1.encode().cmp(&k2.encode()), expected);
+            prop_assert!(k1.encode().starts_with(a1.as_slice()));
+        }
+
+        #[test]
+        fn reorged_key_round_trips_and_sorts(n1: u64, h1: [u8; 32], n2: u64, h2: [u8; 32]) {
+            let (k1, k2) = (ReorgedKey { number: n1, hash: h1.into() }, ReorgedKey { number: n2, hash: h2.into() });
+            prop_assert_eq!(ReorgedKey::decode(&k1.encode()).unwrap(), k1);
+            prop_assert_eq!(k1.encode().cmp(&k2.encode()), n2.cmp(&n1).then(h1.cmp(&h2)));
+        }
+
+        #[test]
+        fn hash_and_address_keys_round_trip(h: [u8; 32], a: [u8; 20]) {
+            prop_assert_eq!(B256::decode(&B256::from(h).encode()).unwrap(), B256::from(h));
+            prop_assert_eq!(<Address as Key>::decode(&Address::from(a).encode()).unwrap(), Address::from(a));
+        }
+
+        #[test]
+        fn decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..48)) {
+            let _ = BlockKey::decode(&bytes);
+            let _ = DayKey::decode(&bytes);
+            let _ = BlockPos::decode(&bytes);
+            let _ = AddressPos::decode(&bytes);
+            let _ = ReorgedKey::decode(&bytes);
+            let _ = MetaKey::decode(&bytes);
+        }
+    }
+}

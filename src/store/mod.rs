@@ -1,0 +1,620 @@
+//! The store: the only module that imports `rocksdb`.
+//!
+//! One RocksDB instance, one column family per table of `tables::ALL`. Reads go through a [`Reader`] (optionally
+//! pinned to a snapshot so one API response sees one consistent state); writes go through a typed [`Batch`]
+//! committed atomically, always carrying the tip row of the block(s) it writes. The `meta` table holds the schema
+//! version and the open/clean state, both checked when the store opens.
+
+mod batch;
+pub mod codec;
+mod error;
+pub mod keys;
+pub mod records;
+pub mod tables;
+
+pub use batch::{Batch, Durability};
+pub use error::{StoreError, StoreResult};
+
+use keys::{Key, MetaKey};
+use records::{Counters, DbState, Meta, Tip};
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options,
+    ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
+};
+use std::path::{Path, PathBuf};
+use tables::{Access, MetaTable, Table, TableDef};
+
+/// Version of the on-disk layout; bump on any change to keys, values or the rows a block writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How to open the store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Open without writing anything (for tools and tests inspecting a stopped daemon's data).
+    pub read_only: bool,
+    /// Size of the block cache shared by all column families.
+    pub cache_bytes: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            read_only: false,
+            cache_bytes: 64 << 20,
+        }
+    }
+}
+
+/// What opening found about the previous run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenState {
+    /// A new, empty store.
+    Created,
+    /// The previous run closed the store cleanly.
+    Clean,
+    /// The previous run stopped without closing (crash, kill -9, power loss).
+    Unclean,
+}
+
+/// The RocksDB-backed index.
+#[derive(Debug)]
+pub struct Store {
+    db: DB,
+    path: PathBuf,
+    read_only: bool,
+    open_state: OpenState,
+}
+
+fn table_options(def: &TableDef, cache: &Cache) -> Options {
+    let mut block = BlockBasedOptions::default();
+    block.set_block_cache(cache);
+    block.set_cache_index_and_filter_blocks(true);
+    block.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    let mut opts = Options::default();
+    opts.set_compression_type(DBCompressionType::Lz4);
+    opts.set_bottommost_compression_type(DBCompressionType::Zstd);
+    opts.set_level_compaction_dynamic_level_bytes(true);
+    match def.access {
+        Access::Lookup => block.set_bloom_filter(10.0, false),
+        Access::AddressHistory => {
+            opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(20));
+            block.set_bloom_filter(10.0, false);
+            block.set_whole_key_filtering(false);
+        }
+        Access::Ordered => {}
+    }
+    opts.set_block_based_table_factory(&block);
+    opts
+}
+
+impl Store {
+    /// Opens (or creates) the store at `path`, checking the schema version and recording the open state.
+    pub fn open(path: &Path, options: &StoreOptions) -> StoreResult<Store> {
+        let cache = Cache::new_lru_cache(options.cache_bytes);
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(!options.read_only);
+        db_opts.create_missing_column_families(!options.read_only);
+        db_opts.increase_parallelism(2);
+        db_opts.set_max_background_jobs(2);
+        db_opts.set_keep_log_file_num(4);
+        db_opts.set_bytes_per_sync(1 << 20);
+        let cfs: Vec<_> = tables::ALL
+            .iter()
+            .map(|def| ColumnFamilyDescriptor::new(def.name, table_options(def, &cache)))
+            .collect();
+        let db = if options.read_only {
+            DB::open_cf_descriptors_read_only(&db_opts, path, cfs, false)?
+        } else {
+            DB::open_cf_descriptors(&db_opts, path, cfs)?
+        };
+        let mut store = Store {
+            db,
+            path: path.to_path_buf(),
+            read_only: options.read_only,
+            open_state: OpenState::Created,
+        };
+        store.open_state = store.check_meta()?;
+        Ok(store)
+    }
+
+    fn check_meta(&self) -> StoreResult<OpenState> {
+        let reader = self.reader();
+        let state = match reader.get::<MetaTable>(&MetaKey::SchemaVersion)? {
+            None if self.read_only => {
+                return Err(StoreError::Inconsistent("no schema version row".into()))
+            }
+            None => OpenState::Created,
+            Some(Meta::SchemaVersion(found)) if found != SCHEMA_VERSION => {
+                return Err(StoreError::SchemaMismatch {
+                    found,
+                    expected: SCHEMA_VERSION,
+                })
+            }
+            Some(Meta::SchemaVersion(_)) => match reader.get::<MetaTable>(&MetaKey::DbState)? {
+                Some(Meta::DbState(DbState::Clean)) => OpenState::Clean,
+                _ => OpenState::Unclean,
+            },
+            Some(other) => {
+                return Err(StoreError::Inconsistent(format!(
+                    "schema version row holds {other:?}"
+                )))
+            }
+        };
+        if !self.read_only {
+            let mut batch = self.batch();
+            batch.put_meta(&Meta::SchemaVersion(SCHEMA_VERSION))?;
+            batch.put_meta(&Meta::DbState(DbState::Open))?;
+            self.write(batch, Durability::Sync)?;
+        }
+        Ok(state)
+    }
+
+    /// What opening found about the previous run.
+    pub fn open_state(&self) -> OpenState {
+        self.open_state
+    }
+
+    /// The data directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Marks the store cleanly closed and flushes memtables. Dropping without `close` is safe too (the next open
+    /// reports [`OpenState::Unclean`]).
+    pub fn close(self) -> StoreResult<()> {
+        if !self.read_only {
+            let mut batch = self.batch();
+            batch.put_meta(&Meta::DbState(DbState::Clean))?;
+            self.write(batch, Durability::Sync)?;
+            self.db.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the whole data directory (for `--reindex`).
+    pub fn destroy(path: &Path) -> StoreResult<()> {
+        if path.exists() {
+            DB::destroy(&Options::default(), path)?;
+            let _ = std::fs::remove_dir_all(path);
+        }
+        Ok(())
+    }
+
+    fn cf(&self, name: &'static str) -> &ColumnFamily {
+        self.db
+            .cf_handle(name)
+            .expect("every table's column family is created at open")
+    }
+
+    /// A reader of the latest committed data.
+    pub fn reader(&self) -> Reader<'_> {
+        Reader {
+            store: self,
+            snapshot: None,
+        }
+    }
+
+    /// A reader pinned to a snapshot: every read sees the same committed state.
+    pub fn view(&self) -> Reader<'_> {
+        Reader {
+            store: self,
+            snapshot: Some(self.db.snapshot()),
+        }
+    }
+
+    /// A new, empty write batch.
+    pub fn batch(&self) -> Batch<'_> {
+        Batch::new(self)
+    }
+
+    /// Commits a batch atomically.
+    pub fn write(&self, batch: Batch<'_>, durability: Durability) -> StoreResult<()> {
+        let mut opts = rocksdb::WriteOptions::default();
+        opts.set_sync(durability == Durability::Sync);
+        self.db.write_opt(batch.into_inner(), &opts)?;
+        Ok(())
+    }
+
+    /// Approximate on-disk size of every column family (live SST files), for stats and benchmarks.
+    pub fn disk_usage(&self) -> StoreResult<Vec<(&'static str, u64)>> {
+        let mut out = Vec::new();
+        for def in tables::ALL {
+            let size = self
+                .db
+                .property_int_value_cf(self.cf(def.name), "rocksdb.total-sst-files-size")?
+                .unwrap_or(0);
+            out.push((def.name, size));
+        }
+        Ok(out)
+    }
+
+    /// Flushes memtables and compacts every column family fully (benchmarks, after bulk loads).
+    pub fn compact(&self) -> StoreResult<()> {
+        self.db.flush()?;
+        for def in tables::ALL {
+            self.db
+                .compact_range_cf(self.cf(def.name), None::<&[u8]>, None::<&[u8]>);
+        }
+        Ok(())
+    }
+}
+
+/// A key range of one table: `lower` inclusive, `upper` exclusive (`None`: to the end).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyRange {
+    lower: Vec<u8>,
+    upper: Option<Vec<u8>>,
+    prefix: bool,
+}
+
+impl KeyRange {
+    /// Every key.
+    pub fn all() -> Self {
+        KeyRange::default()
+    }
+
+    /// Every key starting with `prefix`.
+    pub fn prefix(prefix: &[u8]) -> Self {
+        KeyRange {
+            lower: prefix.to_vec(),
+            upper: next_prefix(prefix),
+            prefix: true,
+        }
+    }
+
+    /// Keys in `[lower, upper)`.
+    pub fn between(lower: &[u8], upper: &[u8]) -> Self {
+        KeyRange {
+            lower: lower.to_vec(),
+            upper: Some(upper.to_vec()),
+            prefix: false,
+        }
+    }
+
+    /// Narrows the range to keys strictly after `key` (for cursors: the last key already shown).
+    pub fn after(mut self, key: &[u8]) -> Self {
+        let mut successor = key.to_vec();
+        successor.push(0);
+        if successor > self.lower {
+            self.lower = successor;
+        }
+        self
+    }
+
+    /// Narrows the range to keys strictly before `key`.
+    pub fn before(mut self, key: &[u8]) -> Self {
+        if self.upper.as_deref().is_none_or(|u| key < u) {
+            self.upper = Some(key.to_vec());
+        }
+        self
+    }
+}
+
+/// The smallest byte string greater than every string starting with `prefix`, if any.
+fn next_prefix(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut out = prefix.to_vec();
+    while let Some(last) = out.pop() {
+        if last < 0xff {
+            out.push(last + 1);
+            return Some(out);
+        }
+    }
+    None
+}
+
+/// Scan direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Ascending key order (for newest-first tables: newest first).
+    Forward,
+    /// Descending key order.
+    Reverse,
+}
+
+/// Reads typed rows, at the latest state or at a snapshot.
+pub struct Reader<'a> {
+    store: &'a Store,
+    snapshot: Option<SnapshotWithThreadMode<'a, DB>>,
+}
+
+impl std::fmt::Debug for Reader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("snapshot", &self.snapshot.is_some())
+            .finish()
+    }
+}
+
+fn decode_value<T: Table>(key: &[u8], bytes: &[u8]) -> StoreResult<T::Value> {
+    codec::decode(bytes).map_err(|source| StoreError::Decode {
+        table: T::NAME,
+        key: alloy::hex::encode(key),
+        source,
+    })
+}
+
+impl<'a> Reader<'a> {
+    fn read_options(&self) -> ReadOptions {
+        let mut opts = ReadOptions::default();
+        if let Some(snapshot) = &self.snapshot {
+            opts.set_snapshot(snapshot);
+        }
+        opts
+    }
+
+    /// One row.
+    pub fn get<T: Table>(&self, key: &T::Key) -> StoreResult<Option<T::Value>> {
+        let key = key.encode();
+        let cf = self.store.cf(T::NAME);
+        match self
+            .store
+            .db
+            .get_pinned_cf_opt(cf, key.as_ref(), &self.read_options())?
+        {
+            Some(bytes) => Ok(Some(decode_value::<T>(key.as_ref(), &bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Several rows of one table in one call, in the order of `keys`.
+    pub fn multi_get<T: Table>(&self, keys: &[T::Key]) -> StoreResult<Vec<Option<T::Value>>> {
+        let encoded: Vec<_> = keys.iter().map(|k| k.encode()).collect();
+        let cf = self.store.cf(T::NAME);
+        let opts = self.read_options();
+        let results = self.store.db.batched_multi_get_cf_opt(
+            cf,
+            encoded.iter().map(|k| k.as_ref()),
+            false,
+            &opts,
+        );
+        encoded
+            .iter()
+            .zip(results)
+            .map(|(key, result)| match result? {
+                Some(bytes) => Ok(Some(decode_value::<T>(key.as_ref(), &bytes)?)),
+                None => Ok(None),
+            })
+            .collect()
+    }
+
+    /// Iterates the rows of `range` in `direction`.
+    pub fn scan<T: Table>(&self, range: KeyRange, direction: Direction) -> Scan<'_, T> {
+        let mut opts = self.read_options();
+        if range.prefix && range.lower.len() == 20 {
+            opts.set_prefix_same_as_start(true);
+        } else {
+            opts.set_total_order_seek(true);
+        }
+        opts.set_iterate_lower_bound(range.lower.clone());
+        if let Some(upper) = &range.upper {
+            opts.set_iterate_upper_bound(upper.clone());
+        }
+        let mut iter = self
+            .store
+            .db
+            .raw_iterator_cf_opt(self.store.cf(T::NAME), opts);
+        match direction {
+            Direction::Forward => iter.seek(&range.lower),
+            Direction::Reverse => match &range.upper {
+                Some(upper) => iter.seek_for_prev(upper),
+                None => iter.seek_to_last(),
+            },
+        }
+        // `seek_for_prev(upper)` may land on `upper` itself, which is outside the range.
+        if direction == Direction::Reverse
+            && iter.valid()
+            && Some(iter.key().unwrap_or_default()) == range.upper.as_deref()
+        {
+            iter.prev();
+        }
+        Scan {
+            iter,
+            direction,
+            done: false,
+            table: std::marker::PhantomData,
+        }
+    }
+
+    /// Whether any row exists in `range`.
+    pub fn any<T: Table>(&self, range: KeyRange) -> StoreResult<bool> {
+        Ok(self
+            .scan::<T>(range, Direction::Forward)
+            .next()
+            .transpose()?
+            .is_some())
+    }
+
+    /// Reads a typed meta row.
+    pub fn meta(&self, key: MetaKey) -> StoreResult<Option<Meta>> {
+        self.get::<MetaTable>(&key)
+    }
+
+    /// The highest indexed block.
+    pub fn tip(&self) -> StoreResult<Option<Tip>> {
+        match self.meta(MetaKey::Tip)? {
+            Some(Meta::Tip(tip)) => Ok(Some(tip)),
+            None => Ok(None),
+            Some(other) => Err(StoreError::Inconsistent(format!("tip row holds {other:?}"))),
+        }
+    }
+
+    /// Global counters.
+    pub fn counters(&self) -> StoreResult<Counters> {
+        match self.meta(MetaKey::Counters)? {
+            Some(Meta::Counters(c)) => Ok(c),
+            None => Ok(Counters::default()),
+            Some(other) => Err(StoreError::Inconsistent(format!(
+                "counters row holds {other:?}"
+            ))),
+        }
+    }
+
+    /// Chain id and genesis hash of the indexed chain, once known.
+    pub fn chain_identity(&self) -> StoreResult<Option<(u64, alloy::primitives::B256)>> {
+        match (self.meta(MetaKey::ChainId)?, self.meta(MetaKey::Genesis)?) {
+            (Some(Meta::ChainId(id)), Some(Meta::Genesis(hash))) => Ok(Some((id, hash))),
+            (None, None) => Ok(None),
+            other => Err(StoreError::Inconsistent(format!(
+                "chain identity rows hold {other:?}"
+            ))),
+        }
+    }
+}
+
+/// A typed iterator over one table.
+pub struct Scan<'r, T: Table> {
+    iter: rocksdb::DBRawIteratorWithThreadMode<'r, DB>,
+    direction: Direction,
+    done: bool,
+    table: std::marker::PhantomData<T>,
+}
+
+impl<T: Table> std::fmt::Debug for Scan<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scan")
+            .field("table", &T::NAME)
+            .field("direction", &self.direction)
+            .finish()
+    }
+}
+
+impl<T: Table> Iterator for Scan<'_, T> {
+    type Item = StoreResult<(T::Key, T::Value)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if !self.iter.valid() {
+            self.done = true;
+            return self.iter.status().err().map(|e| Err(e.into()));
+        }
+        let (key, value) = (
+            self.iter.key().unwrap_or_default(),
+            self.iter.value().unwrap_or_default(),
+        );
+        let item = T::Key::decode(key)
+            .map_err(|source| StoreError::Key {
+                table: T::NAME,
+                source,
+            })
+            .and_then(|k| Ok((k, decode_value::<T>(key, value)?)));
+        match self.direction {
+            Direction::Forward => self.iter.next(),
+            Direction::Reverse => self.iter.prev(),
+        }
+        if item.is_err() {
+            self.done = true;
+        }
+        Some(item)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keys::BlockKey;
+    use tables::Headers;
+
+    #[test]
+    fn next_prefix_handles_carries() {
+        assert_eq!(next_prefix(&[1, 2]), Some(vec![1, 3]));
+        assert_eq!(next_prefix(&[1, 0xff]), Some(vec![2]));
+        assert_eq!(next_prefix(&[0xff, 0xff]), None);
+    }
+
+    #[test]
+    fn schema_mismatch_refuses_to_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        assert_eq!(store.open_state(), OpenState::Created);
+        let mut batch = store.batch();
+        batch
+            .put_meta(&Meta::SchemaVersion(SCHEMA_VERSION + 1))
+            .unwrap();
+        store.write(batch, Durability::Sync).unwrap();
+        drop(store);
+        let err = Store::open(dir.path(), &StoreOptions::default()).unwrap_err();
+        assert!(
+            matches!(err, StoreError::SchemaMismatch { found, expected } if found == SCHEMA_VERSION + 1 && expected == SCHEMA_VERSION)
+        );
+        assert!(err.to_string().contains("--reindex"));
+    }
+
+    #[test]
+    fn open_state_tells_clean_from_unclean() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        store.close().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        assert_eq!(store.open_state(), OpenState::Clean);
+        drop(store); // no close: like a crash
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        assert_eq!(store.open_state(), OpenState::Unclean);
+    }
+
+    #[test]
+    fn undecodable_value_is_reported_with_table_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        store
+            .db
+            .put_cf(store.cf(Headers::NAME), BlockKey(7).encode(), [0xff, 0xff])
+            .unwrap();
+        let err = store.reader().get::<Headers>(&BlockKey(7)).unwrap_err();
+        match err {
+            StoreError::Decode { table, key, .. } => {
+                assert_eq!(table, "headers");
+                assert_eq!(key, "fffffffffffffff8");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn scans_respect_bounds_cursor_and_direction() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let mut batch = store.batch();
+        for n in 0..10u64 {
+            batch
+                .put::<tables::BlockHashes>(&alloy::primitives::B256::with_last_byte(n as u8), &n)
+                .unwrap();
+        }
+        store.write(batch, Durability::Buffered).unwrap();
+        let reader = store.reader();
+        let numbers = |range: KeyRange, dir: Direction| -> Vec<u64> {
+            reader
+                .scan::<tables::BlockHashes>(range, dir)
+                .map(|r| r.unwrap().1)
+                .collect()
+        };
+        assert_eq!(
+            numbers(KeyRange::all(), Direction::Forward),
+            (0..10).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            numbers(KeyRange::all(), Direction::Reverse),
+            (0..10).rev().collect::<Vec<_>>()
+        );
+        let three = alloy::primitives::B256::with_last_byte(3);
+        let seven = alloy::primitives::B256::with_last_byte(7);
+        assert_eq!(
+            numbers(KeyRange::all().after(three.as_slice()), Direction::Forward),
+            vec![4, 5, 6, 7, 8, 9]
+        );
+        assert_eq!(
+            numbers(
+                KeyRange::all()
+                    .after(three.as_slice())
+                    .before(seven.as_slice()),
+                Direction::Reverse
+            ),
+            vec![6, 5, 4]
+        );
+        assert_eq!(
+            numbers(KeyRange::all().before(three.as_slice()), Direction::Reverse),
+            vec![2, 1, 0]
+        );
+    }
+}

@@ -1,0 +1,290 @@
+//! The record types stored as values, one per table (the API's JSON shapes live in `api/`, not here).
+//!
+//! Amounts use the compact codec of `codec::amount`; everything goes through `codec` to become bytes.
+
+use super::codec::amount;
+use alloy::primitives::{Address, Bytes, B256, B64, U256};
+use serde::{Deserialize, Serialize};
+
+/// One block: header fields the explorer shows, plus counts and fee totals computed at indexing time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockRecord {
+    /// Height.
+    pub number: u64,
+    /// Block hash.
+    pub hash: B256,
+    /// Parent hash.
+    pub parent_hash: B256,
+    /// Unix seconds.
+    pub timestamp: u64,
+    /// Fee recipient.
+    pub miner: Address,
+    /// Gas used by all transactions.
+    pub gas_used: u64,
+    /// Block gas limit.
+    pub gas_limit: u64,
+    /// EIP-1559 base fee per gas (wei); `None` before London.
+    pub base_fee: Option<u128>,
+    /// Encoded size in bytes, when the node reports it.
+    pub size: Option<u64>,
+    /// Difficulty (0 after the merge).
+    #[serde(with = "amount")]
+    pub difficulty: U256,
+    /// Total difficulty, when the node reports it.
+    #[serde(with = "amount::option")]
+    pub total_difficulty: Option<U256>,
+    /// Header nonce.
+    pub nonce: B64,
+    /// Extra data.
+    pub extra_data: Bytes,
+    /// Uncle (ommer) hashes.
+    pub uncles: Vec<B256>,
+    /// Number of withdrawals, when the block has a withdrawals list.
+    pub withdrawals_count: Option<u32>,
+    /// Number of transactions.
+    pub tx_count: u32,
+    /// Number of logs.
+    pub log_count: u32,
+    /// Sum of gas used × effective gas price.
+    #[serde(with = "amount")]
+    pub fees: U256,
+    /// Base fee × gas used.
+    #[serde(with = "amount")]
+    pub burnt_fees: U256,
+    /// Sum of (effective price − base fee) × gas used.
+    #[serde(with = "amount")]
+    pub priority_fees: U256,
+}
+
+/// An EIP-7702 authorization carried by a set-code transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthorizationRecord {
+    /// Chain id the authorization is valid on (0 = any).
+    #[serde(with = "amount")]
+    pub chain_id: U256,
+    /// Address whose code is delegated to.
+    pub address: Address,
+    /// Nonce of the authority.
+    pub nonce: u64,
+    /// Signature parity.
+    pub y_parity: u8,
+    /// Signature r.
+    #[serde(with = "amount")]
+    pub r: U256,
+    /// Signature s.
+    #[serde(with = "amount")]
+    pub s: U256,
+}
+
+/// One transaction with the summary of its receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxRecord {
+    /// Transaction hash.
+    pub hash: B256,
+    /// Sender.
+    pub from: Address,
+    /// Recipient; `None` for a contract creation.
+    pub to: Option<Address>,
+    /// Value in wei.
+    #[serde(with = "amount")]
+    pub value: U256,
+    /// Call data.
+    pub input: Bytes,
+    /// Sender nonce.
+    pub nonce: u64,
+    /// Gas limit.
+    pub gas_limit: u64,
+    /// Legacy gas price (or the node's reported price).
+    pub gas_price: Option<u128>,
+    /// EIP-1559 max fee per gas.
+    pub max_fee_per_gas: Option<u128>,
+    /// EIP-1559 max priority fee per gas.
+    pub max_priority_fee_per_gas: Option<u128>,
+    /// Envelope type (0 legacy, 1, 2, 3, 4, or chain-specific).
+    pub tx_type: u8,
+    /// Receipt status; `None` for pre-Byzantium receipts.
+    pub status: Option<bool>,
+    /// Gas used by this transaction.
+    pub gas_used: u64,
+    /// Price actually paid per gas.
+    pub effective_gas_price: u128,
+    /// Contract created by this transaction.
+    pub created: Option<Address>,
+    /// Block-wide index of this transaction's first log.
+    pub first_log: u32,
+    /// Number of logs it emitted.
+    pub log_count: u32,
+    /// EIP-7702 authorizations.
+    pub authorizations: Vec<AuthorizationRecord>,
+}
+
+impl TxRecord {
+    /// Whether the transaction succeeded (pre-Byzantium receipts count as success).
+    pub fn succeeded(&self) -> bool {
+        self.status != Some(false)
+    }
+
+    /// Fee paid: gas used × effective gas price.
+    pub fn fee(&self) -> U256 {
+        U256::from(self.gas_used) * U256::from(self.effective_gas_price)
+    }
+
+    /// The 4-byte selector of a call, if the input has one.
+    pub fn selector(&self) -> Option<[u8; 4]> {
+        self.input.get(..4).map(|s| s.try_into().expect("4 bytes"))
+    }
+}
+
+/// One event log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogRecord {
+    /// Emitting contract.
+    pub address: Address,
+    /// Topics (0–4).
+    pub topics: Vec<B256>,
+    /// Data.
+    pub data: Bytes,
+    /// Index of the transaction in the block.
+    pub tx_index: u32,
+    /// Hash of that transaction.
+    pub tx_hash: B256,
+}
+
+/// Where an address appeared: block number and timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen {
+    /// Block number.
+    pub block: u64,
+    /// Block timestamp (unix seconds).
+    pub timestamp: u64,
+}
+
+/// How a contract came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Creation {
+    /// The account that created it.
+    pub creator: Address,
+    /// The creating transaction.
+    pub tx: B256,
+    /// Whether the creation succeeded (code exists).
+    pub success: bool,
+}
+
+/// What the index knows about one address; derived state, restored from undo data on revert.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountRecord {
+    /// First block the address appeared in.
+    pub first_seen: Seen,
+    /// Latest block the address appeared in.
+    pub last_seen: Seen,
+    /// Transactions the address sent, received or created.
+    pub tx_count: u64,
+    /// Gas used by the transactions it sent.
+    pub gas_used: u128,
+    /// Blocks it mined (as fee recipient).
+    pub blocks_mined: u64,
+    /// Logs it emitted.
+    pub log_count: u64,
+    /// Set when the address was created by an indexed transaction.
+    pub creation: Option<Creation>,
+}
+
+impl AccountRecord {
+    /// A record for an address first seen at `seen`.
+    pub fn new(seen: Seen) -> Self {
+        AccountRecord {
+            first_seen: seen,
+            last_seen: seen,
+            tx_count: 0,
+            gas_used: 0,
+            blocks_mined: 0,
+            log_count: 0,
+            creation: None,
+        }
+    }
+
+    /// Whether the address holds code created by an indexed transaction.
+    pub fn is_contract(&self) -> bool {
+        self.creation.is_some_and(|c| c.success)
+    }
+}
+
+/// Role bits of an `address_txs` row.
+pub mod role {
+    /// The address sent the transaction.
+    pub const FROM: u8 = 1;
+    /// The address received the transaction.
+    pub const TO: u8 = 2;
+    /// The address was created by the transaction.
+    pub const CREATED: u8 = 4;
+}
+
+/// Global counters shown by `/stats`; derived state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Indexed blocks.
+    pub blocks: u64,
+    /// Indexed transactions.
+    pub txs: u64,
+    /// Distinct addresses seen.
+    pub addresses: u64,
+    /// Gas used by all indexed transactions.
+    pub gas_used: u128,
+}
+
+/// Activity of one UTC day; derived state, for `/stats` and the transactions chart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayStats {
+    /// Blocks with a timestamp in the day.
+    pub blocks: u64,
+    /// Transactions in those blocks.
+    pub txs: u64,
+    /// Gas they used.
+    pub gas_used: u128,
+}
+
+/// The highest indexed block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tip {
+    /// Height.
+    pub number: u64,
+    /// Hash.
+    pub hash: B256,
+}
+
+/// Whether the process that last had the store open closed it cleanly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DbState {
+    /// Open, or the last run stopped without closing.
+    Open,
+    /// Closed cleanly.
+    Clean,
+}
+
+/// Prior values of the derived rows one block touched: the block's undo data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Undo {
+    /// Account records before the block (`None`: the address was unknown).
+    pub accounts: Vec<(Address, Option<AccountRecord>)>,
+    /// Global counters before the block.
+    pub counters: Counters,
+    /// The block's day and its statistics before the block.
+    pub day: (u32, Option<DayStats>),
+}
+
+/// A typed value of the `meta` table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Meta {
+    /// Schema version of the stored data.
+    SchemaVersion(u32),
+    /// Open or clean.
+    DbState(DbState),
+    /// Chain id.
+    ChainId(u64),
+    /// Genesis hash.
+    Genesis(B256),
+    /// Highest indexed block.
+    Tip(Tip),
+    /// Global counters.
+    Counters(Counters),
+}

@@ -1,0 +1,119 @@
+//! Every column family, declared once as data: name, key type, value type, tuning and what it is for.
+//!
+//! `ALL` drives column-family creation at open time, the per-CF options and the schema document test.
+
+use super::keys::{AddressPos, BlockKey, BlockPos, DayKey, Key, MetaKey, ReorgedKey};
+use super::records::{AccountRecord, BlockRecord, DayStats, LogRecord, Meta, TxRecord, Undo};
+use alloy::primitives::{Address, B256};
+use serde::{de::DeserializeOwned, Serialize};
+
+/// A column family with a fixed key type and value type.
+pub trait Table {
+    /// Column family name (never renamed: a rename is a schema change).
+    const NAME: &'static str;
+    /// Key type.
+    type Key: Key;
+    /// Value type (encoded by `codec`).
+    type Value: Serialize + DeserializeOwned;
+}
+
+/// How a column family is read, which decides its RocksDB options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Point lookups by hash, often for keys that do not exist: bloom filter on the whole key.
+    Lookup,
+    /// Histories scanned under a 20-byte address prefix: prefix extractor and prefix bloom.
+    AddressHistory,
+    /// Block-ordered rows read by point or range.
+    Ordered,
+}
+
+/// Runtime description of one column family.
+#[derive(Debug, Clone, Copy)]
+pub struct TableDef {
+    /// Column family name.
+    pub name: &'static str,
+    /// Key length in bytes.
+    pub key_len: usize,
+    /// Read pattern.
+    pub access: Access,
+}
+
+macro_rules! tables {
+    ($( $(#[$doc:meta])* $ty:ident = $name:literal : $key:ty => $value:ty, $access:ident; )*) => {
+        $(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy)]
+            pub struct $ty;
+            impl Table for $ty {
+                const NAME: &'static str = $name;
+                type Key = $key;
+                type Value = $value;
+            }
+        )*
+        /// Every column family of the schema.
+        pub const ALL: &[TableDef] = &[
+            $( TableDef { name: $name, key_len: <$key as Key>::LEN, access: Access::$access }, )*
+        ];
+    };
+}
+
+tables! {
+    /// One-byte tag → schema version, db state, chain id, genesis hash, tip, global counters.
+    MetaTable = "meta": MetaKey => Meta, Ordered;
+    /// Block number (newest first) → block record.
+    Headers = "headers": BlockKey => BlockRecord, Ordered;
+    /// Block hash → block number (canonical blocks only).
+    BlockHashes = "block_hashes": B256 => u64, Lookup;
+    /// (block, index), newest first → transaction with receipt summary.
+    Transactions = "txs": BlockPos => TxRecord, Ordered;
+    /// Transaction hash → (block, index).
+    TxHashes = "tx_hashes": B256 => BlockPos, Lookup;
+    /// (block, log index), newest first → log.
+    Logs = "logs": BlockPos => LogRecord, Ordered;
+    /// address ‖ (block, index) newest first → role bits (from / to / created).
+    AddressTxs = "address_txs": AddressPos => u8, AddressHistory;
+    /// emitter ‖ (block, log index) newest first → nothing.
+    AddressLogs = "address_logs": AddressPos => (), AddressHistory;
+    /// Address → account summary (derived).
+    Accounts = "accounts": Address => AccountRecord, Lookup;
+    /// (number newest first, hash) → record of a block that lost consensus.
+    Reorged = "reorged": ReorgedKey => BlockRecord, Ordered;
+    /// UTC day (newest first) → blocks, transactions and gas of the day (derived).
+    Daily = "daily": DayKey => DayStats, Ordered;
+    /// Block number (newest first) → prior values of the derived rows the block changed.
+    UndoLog = "undo": BlockKey => Undo, Ordered;
+}
+
+/// The longest key of any table; used to build a range bound past every key.
+pub fn max_key_len() -> usize {
+    ALL.iter().map(|t| t.key_len).max().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_snake_case() {
+        let mut names: Vec<_> = ALL.iter().map(|t| t.name).collect();
+        assert!(names
+            .iter()
+            .all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+    }
+
+    #[test]
+    fn every_table_is_documented_in_schema_md() {
+        let doc = include_str!("../../docs/schema.md");
+        for t in ALL {
+            assert!(
+                doc.contains(&format!("### `{}`", t.name)),
+                "docs/schema.md lacks a section for `{}`",
+                t.name
+            );
+        }
+    }
+}
