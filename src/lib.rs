@@ -72,15 +72,11 @@ pub struct Daemon {
 impl Daemon {
     /// Opens the store, binds the listener and starts following the node.
     pub async fn start(config: &Config) -> Result<Daemon, RunError> {
-        let store_error = |source| RunError::Store {
-            path: config.data_dir.display().to_string(),
-            source,
-        };
+        let store_error = |source| RunError::Store { path: config.data_dir.display().to_string(), source };
         if config.reindex {
             Store::destroy(&config.data_dir).map_err(store_error)?;
         }
-        let store =
-            Arc::new(Store::open(&config.data_dir, &StoreOptions::default()).map_err(store_error)?);
+        let store = Arc::new(Store::open(&config.data_dir, &StoreOptions::default()).map_err(store_error)?);
         match store.open_state() {
             OpenState::Created => {
                 tracing::info!(path = %config.data_dir.display(), "created a new index")
@@ -93,51 +89,22 @@ impl Daemon {
                 "the previous run did not stop cleanly; every commit is atomic, resuming from the stored tip"
             ),
         }
-        let node = Node::new(
-            &config.rpc_url,
-            config.ws_url.as_deref(),
-            config.rpc_timeout,
-        )?;
+        let node = Node::new(&config.rpc_url, config.ws_url.as_deref(), config.rpc_timeout)?;
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
-            .map_err(|source| RunError::Bind {
-                addr: config.listen,
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| RunError::Bind {
-            addr: config.listen,
-            source,
-        })?;
+            .map_err(|source| RunError::Bind { addr: config.listen, source })?;
+        let addr = listener.local_addr().map_err(|source| RunError::Bind { addr: config.listen, source })?;
         tracing::info!(%addr, "http server listening");
 
         let status = Arc::new(Status::default());
         let events = events::channel(1024);
         let cancel = CancellationToken::new();
-        let state = api::AppState::new(
-            store.clone(),
-            status.clone(),
-            node.clone(),
-            events.clone(),
-            api::ApiConfig::default(),
-        );
+        let state =
+            api::AppState::new(store.clone(), status.clone(), node.clone(), events.clone(), api::ApiConfig::default());
         let server = tokio::spawn(api::serve(listener, state, cancel.clone()));
-        let follower = Indexer::new(
-            store.clone(),
-            node,
-            config.indexer.clone(),
-            status.clone(),
-            events.clone(),
-        );
+        let follower = Indexer::new(store.clone(), node, config.indexer.clone(), status.clone(), events.clone());
         let indexer = tokio::spawn(follower.run(cancel.clone()));
-        Ok(Daemon {
-            addr,
-            store,
-            status,
-            events,
-            cancel,
-            indexer,
-            server,
-        })
+        Ok(Daemon { addr, store, status, events, cancel, indexer, server })
     }
 
     /// The address the HTTP server listens on.
@@ -190,9 +157,7 @@ impl Daemon {
     }
 }
 
-fn flatten(
-    result: Result<Result<(), IndexerError>, tokio::task::JoinError>,
-) -> Result<(), RunError> {
+fn flatten(result: Result<Result<(), IndexerError>, tokio::task::JoinError>) -> Result<(), RunError> {
     match result {
         Ok(inner) => inner.map_err(RunError::from),
         Err(e) => Err(RunError::Task(e.to_string())),
@@ -224,16 +189,15 @@ pub fn cancel_on_signals() -> CancellationToken {
         let ctrl_c = tokio::signal::ctrl_c();
         #[cfg(unix)]
         {
-            let mut term =
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(term) => term,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                        let _ = ctrl_c.await;
-                        token.cancel();
-                        return;
-                    }
-                };
+            let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                    let _ = ctrl_c.await;
+                    token.cancel();
+                    return;
+                }
+            };
             tokio::select! {
                 _ = ctrl_c => {}
                 _ = term.recv() => {}

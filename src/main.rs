@@ -7,10 +7,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     rockscout::telemetry::init(cli.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("rockscout: cannot start the async runtime: {e}");
@@ -21,11 +18,7 @@ fn main() -> ExitCode {
         let cancel = rockscout::cancel_on_signals();
         match cli.command {
             Command::Run(args) => {
-                rockscout::run(
-                    Config::from_args(args.rpc_url, args.ws_url, &args.daemon),
-                    cancel,
-                )
-                .await
+                rockscout::run(Config::from_args(args.rpc_url, args.ws_url, &args.daemon), cancel).await
             }
             Command::Dev(args) => rockscout::dev::run(args, cancel).await,
         }

@@ -53,18 +53,13 @@ pub enum ApiError {
 impl ApiError {
     /// A 422 for `param`.
     pub fn invalid(param: &'static str, detail: impl Into<String>) -> ApiError {
-        ApiError::InvalidParam {
-            param,
-            detail: detail.into(),
-        }
+        ApiError::InvalidParam { param, detail: detail.into() }
     }
 
     /// The HTTP status of this error.
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::NotFound | ApiError::BlockLostConsensus { .. } | ApiError::NoRoute => {
-                StatusCode::NOT_FOUND
-            }
+            ApiError::NotFound | ApiError::BlockLostConsensus { .. } | ApiError::NoRoute => StatusCode::NOT_FOUND,
             ApiError::InvalidParam { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::UnknownAction => StatusCode::BAD_REQUEST,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
@@ -109,10 +104,7 @@ impl ApiError {
         }
         let mut response = json_response(status, &self.body());
         if let ApiError::MethodNotAllowed { allow } = self {
-            response.headers_mut().insert(
-                hyper::header::ALLOW,
-                hyper::header::HeaderValue::from_static(allow),
-            );
+            response.headers_mut().insert(hyper::header::ALLOW, hyper::header::HeaderValue::from_static(allow));
         }
         response
     }

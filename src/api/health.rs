@@ -8,11 +8,7 @@ use serde_json::json;
 /// 200 while the node answers (catching up included), 503 while it does not; the body tells the tips and lag.
 pub fn health(state: &AppState) -> Response<Body> {
     let status = state.status.snapshot();
-    let code = if status.node_reachable {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
+    let code = if status.node_reachable { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     json_response(
         code,
         &json!({

@@ -47,10 +47,7 @@ pub struct ApiConfig {
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        ApiConfig {
-            header_read_timeout: Duration::from_secs(10),
-            shutdown_grace: Duration::from_secs(10),
-        }
+        ApiConfig { header_read_timeout: Duration::from_secs(10), shutdown_grace: Duration::from_secs(10) }
     }
 }
 
@@ -76,21 +73,8 @@ pub struct AppState(Arc<Shared>);
 
 impl AppState {
     /// State for a server over `store` and `node`.
-    pub fn new(
-        store: Arc<Store>,
-        status: Arc<Status>,
-        node: Node,
-        events: EventSender,
-        config: ApiConfig,
-    ) -> Self {
-        AppState(Arc::new(Shared {
-            store,
-            status,
-            node,
-            events,
-            config,
-            stats: Mutex::new(None),
-        }))
+    pub fn new(store: Arc<Store>, status: Arc<Status>, node: Node, events: EventSender, config: ApiConfig) -> Self {
+        AppState(Arc::new(Shared { store, status, node, events, config, stats: Mutex::new(None) }))
     }
 }
 
@@ -106,11 +90,7 @@ impl std::ops::Deref for AppState {
 pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationToken) {
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(state.config.header_read_timeout)
-        .keep_alive(true);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(state.config.header_read_timeout).keep_alive(true);
     loop {
         let (stream, peer) = tokio::select! {
             _ = cancel.cancelled() => break,
@@ -141,25 +121,15 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
     }
 }
 
-async fn handle(
-    req: Request<Incoming>,
-    state: AppState,
-    _peer: SocketAddr,
-) -> Result<Response<Body>, Infallible> {
+async fn handle(req: Request<Incoming>, state: AppState, _peer: SocketAddr) -> Result<Response<Body>, Infallible> {
     let response = match Route::parse(req.method(), req.uri().path(), req.uri().query()) {
-        Ok(route) => dispatch(route, &req, &state)
-            .await
-            .unwrap_or_else(ApiError::into_response),
+        Ok(route) => dispatch(route, &req, &state).await.unwrap_or_else(ApiError::into_response),
         Err(e) => e.into_response(),
     };
     Ok(response)
 }
 
-async fn dispatch(
-    route: Route,
-    req: &Request<Incoming>,
-    state: &AppState,
-) -> Result<Response<Body>, ApiError> {
+async fn dispatch(route: Route, req: &Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
     match route {
         Route::Health => Ok(health::health(state)),
         Route::Stats => rest::stats_handler(state, req.headers()),

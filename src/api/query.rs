@@ -26,15 +26,13 @@ pub fn percent_decode(raw: &str) -> String {
     while i < bytes.len() {
         match bytes[i] {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                match (hex_digit(bytes[i + 1]), hex_digit(bytes[i + 2])) {
-                    (Some(h), Some(l)) => {
-                        out.push(h << 4 | l);
-                        i += 2;
-                    }
-                    _ => out.push(b'%'),
+            b'%' if i + 2 < bytes.len() => match (hex_digit(bytes[i + 1]), hex_digit(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h << 4 | l);
+                    i += 2;
                 }
-            }
+                _ => out.push(b'%'),
+            },
             b => out.push(b),
         }
         i += 1;
@@ -59,20 +57,14 @@ impl Query {
 
     /// The first value of `key`, treating `""` and `"null"` as absent.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-            .filter(|v| !v.is_empty() && *v != "null")
+        self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty() && *v != "null")
     }
 
     /// An optional non-negative integer parameter.
     pub fn u64(&self, key: &'static str) -> Result<Option<u64>, ApiError> {
         self.get(key)
             .map(|v| {
-                v.parse::<u64>().map_err(|_| {
-                    ApiError::invalid(key, "Invalid value: expected a non-negative integer")
-                })
+                v.parse::<u64>().map_err(|_| ApiError::invalid(key, "Invalid value: expected a non-negative integer"))
             })
             .transpose()
     }
@@ -84,9 +76,7 @@ mod tests {
 
     #[test]
     fn decodes_and_treats_null_as_absent() {
-        let q = Query::parse(Some(
-            "q=a%20b+c&type=ERC-20%2CERC-721&block_number=null&index=&x=%zz&n=5",
-        ));
+        let q = Query::parse(Some("q=a%20b+c&type=ERC-20%2CERC-721&block_number=null&index=&x=%zz&n=5"));
         assert_eq!(q.get("q"), Some("a b c"));
         assert_eq!(q.get("type"), Some("ERC-20,ERC-721"));
         assert_eq!(q.get("block_number"), None);

@@ -49,29 +49,13 @@ mod tests {
             (Method::GET, "/health", Ok(Route::Health)),
             (Method::GET, "/api/v2/stats", Ok(Route::Stats)),
             (Method::GET, "/api/v2/stats/", Ok(Route::Stats)),
-            (
-                Method::POST,
-                "/api/v2/stats",
-                Err(ApiError::MethodNotAllowed { allow: "GET" }),
-            ),
-            (
-                Method::GET,
-                "/api/v2/nonsense",
-                Err(ApiError::UnknownAction),
-            ),
-            (
-                Method::DELETE,
-                "/api/v2/nonsense",
-                Err(ApiError::MethodNotAllowed { allow: "GET" }),
-            ),
+            (Method::POST, "/api/v2/stats", Err(ApiError::MethodNotAllowed { allow: "GET" })),
+            (Method::GET, "/api/v2/nonsense", Err(ApiError::UnknownAction)),
+            (Method::DELETE, "/api/v2/nonsense", Err(ApiError::MethodNotAllowed { allow: "GET" })),
             (Method::GET, "/favicon.ico", Err(ApiError::NoRoute)),
         ];
         for (method, path, expected) in cases {
-            assert_eq!(
-                &Route::parse(method, path, None),
-                expected,
-                "{method} {path}"
-            );
+            assert_eq!(&Route::parse(method, path, None), expected, "{method} {path}");
         }
     }
 }

@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 pub const NPM_ANVIL: &str = "scripts/tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil";
 
 /// How to get anvil when it is missing.
-pub const INSTALL_HINT: &str =
-    "anvil was not found. Install it with `scripts/setup` (npm installs \
+pub const INSTALL_HINT: &str = "anvil was not found. Install it with `scripts/setup` (npm installs \
      @foundry-rs/anvil-linux-amd64@1.7.1 into scripts/tools), or set ANVIL_BIN to an anvil binary";
 
 /// Chain id of the devnet (Sei's default EVM chain id).
@@ -39,18 +38,10 @@ pub enum AnvilError {
 /// ancestor of it or of this executable, then `PATH`.
 pub fn locate(explicit: Option<&Path>) -> Result<PathBuf, AnvilError> {
     if let Some(path) = explicit {
-        return if path.is_file() {
-            Ok(path.to_path_buf())
-        } else {
-            Err(AnvilError::NotFound)
-        };
+        return if path.is_file() { Ok(path.to_path_buf()) } else { Err(AnvilError::NotFound) };
     }
     if let Some(path) = std::env::var_os("ANVIL_BIN").map(PathBuf::from) {
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(AnvilError::NotFound)
-        };
+        return if path.is_file() { Ok(path) } else { Err(AnvilError::NotFound) };
     }
     let mut roots: Vec<PathBuf> = Vec::new();
     roots.extend(std::env::current_dir().ok());
@@ -89,13 +80,7 @@ pub struct AnvilOptions {
 
 impl Default for AnvilOptions {
     fn default() -> Self {
-        AnvilOptions {
-            chain_id: DEV_CHAIN_ID,
-            block_time: None,
-            port: 0,
-            gas_limit: 1_000_000_000,
-            extra_args: vec![],
-        }
+        AnvilOptions { chain_id: DEV_CHAIN_ID, block_time: None, port: 0, gas_limit: 1_000_000_000, extra_args: vec![] }
     }
 }
 
@@ -110,10 +95,7 @@ pub struct Anvil {
 impl Anvil {
     /// Starts anvil at `path` and waits (up to 30 s) until it listens.
     pub fn spawn(path: &Path, options: &AnvilOptions) -> Result<Anvil, AnvilError> {
-        let fail = |problem: String| AnvilError::Start {
-            path: path.to_path_buf(),
-            problem,
-        };
+        let fail = |problem: String| AnvilError::Start { path: path.to_path_buf(), problem };
         let mut command = Command::new(path);
         command
             .args(["--host", "127.0.0.1", "--port", &options.port.to_string()])
@@ -128,10 +110,7 @@ impl Anvil {
             command.args(["--block-time", &seconds.to_string()]);
         }
         let mut child = command.spawn().map_err(|e| fail(e.to_string()))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| fail("no stdout".into()))?;
+        let stdout = child.stdout.take().ok_or_else(|| fail("no stdout".into()))?;
         let (tx, rx) = std::sync::mpsc::channel();
         // Reads the banner, then keeps draining stdout so anvil never blocks on a full pipe.
         std::thread::spawn(move || {
@@ -146,19 +125,11 @@ impl Anvil {
                 if line.starts_with("Private Keys") {
                     in_keys = true;
                 } else if in_keys && line.starts_with('(') {
-                    if let Some(key) = line
-                        .split("0x")
-                        .nth(1)
-                        .and_then(|k| k.trim().parse::<B256>().ok())
-                    {
+                    if let Some(key) = line.split("0x").nth(1).and_then(|k| k.trim().parse::<B256>().ok()) {
                         keys.push(key);
                     }
                 } else if let Some(addr) = line.strip_prefix("Listening on") {
-                    let port = addr
-                        .trim()
-                        .rsplit(':')
-                        .next()
-                        .and_then(|p| p.parse::<u16>().ok());
+                    let port = addr.trim().rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
                     let _ = tx.send((port, std::mem::take(&mut keys)));
                     reported = true;
                 }
@@ -199,10 +170,7 @@ impl Anvil {
 
     /// Private keys of the funded dev accounts.
     pub fn signers(&self) -> Vec<PrivateKeySigner> {
-        self.keys
-            .iter()
-            .filter_map(|k| PrivateKeySigner::from_bytes(k).ok())
-            .collect()
+        self.keys.iter().filter_map(|k| PrivateKeySigner::from_bytes(k).ok()).collect()
     }
 
     /// Addresses of the funded dev accounts.

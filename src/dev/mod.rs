@@ -13,10 +13,7 @@ use tokio_util::sync::CancellationToken;
 /// Runs the devnet, the daemon and the traffic until `cancel` fires.
 pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunError> {
     let bin = anvil::locate(args.anvil_bin.as_deref())?;
-    let options = anvil::AnvilOptions {
-        block_time: Some(args.block_time),
-        ..Default::default()
-    };
+    let options = anvil::AnvilOptions { block_time: Some(args.block_time), ..Default::default() };
     let node = tokio::task::spawn_blocking(move || anvil::Anvil::spawn(&bin, &options))
         .await
         .map_err(|e| RunError::Task(e.to_string()))??;
@@ -36,12 +33,7 @@ pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunErro
     );
     if !args.no_traffic {
         let interval = Duration::from_secs(args.block_time.max(1));
-        tokio::spawn(traffic::run(
-            node.http_url(),
-            node.signers(),
-            interval,
-            cancel.clone(),
-        ));
+        tokio::spawn(traffic::run(node.http_url(), node.signers(), interval, cancel.clone()));
     }
     let result = daemon.run_until(cancel).await;
     drop(node);

@@ -17,11 +17,7 @@ pub struct Rng(u64);
 impl Rng {
     /// A sequence from `seed` (0 is replaced by a fixed odd constant).
     pub fn new(seed: u64) -> Self {
-        Rng(if seed == 0 {
-            0x9e37_79b9_7f4a_7c15
-        } else {
-            seed
-        })
+        Rng(if seed == 0 { 0x9e37_79b9_7f4a_7c15 } else { seed })
     }
 
     /// The next value.
@@ -39,12 +35,7 @@ impl Rng {
 }
 
 /// Sends demo transactions every `interval` until cancelled. Failures are logged and the next round goes on.
-pub async fn run(
-    rpc_url: String,
-    signers: Vec<PrivateKeySigner>,
-    interval: Duration,
-    cancel: CancellationToken,
-) {
+pub async fn run(rpc_url: String, signers: Vec<PrivateKeySigner>, interval: Duration, cancel: CancellationToken) {
     if signers.len() < 2 {
         tracing::warn!("demo traffic needs at least two dev accounts");
         return;
@@ -93,10 +84,7 @@ async fn traffic_round<P: Provider>(
             break;
         };
         let value = U256::from(1 + rng.below(1000)) * U256::from(10u64.pow(15));
-        let tx = TransactionRequest::default()
-            .with_from(accounts[from])
-            .with_to(accounts[to])
-            .with_value(value);
+        let tx = TransactionRequest::default().with_from(accounts[from]).with_to(accounts[to]).with_value(value);
         let _ = provider.send_transaction(tx).await?;
     }
     let Some(sender) = senders.next() else {
@@ -105,31 +93,17 @@ async fn traffic_round<P: Provider>(
     let from = accounts[sender];
     match *demo {
         None => {
-            let deployed = Demo::deploy_builder(provider)
-                .from(from)
-                .send()
-                .await?
-                .get_receipt()
-                .await?;
+            let deployed = Demo::deploy_builder(provider).from(from).send().await?.get_receipt().await?;
             *demo = deployed.contract_address;
             tracing::info!(contract = ?demo, "demo contract deployed");
         }
         Some(address) => {
             let contract = Demo::new(address, provider);
-            let _ = contract
-                .poke(format!("hello #{round}"))
-                .from(from)
-                .send()
-                .await?;
+            let _ = contract.poke(format!("hello #{round}")).from(from).send().await?;
             if let Some(other) = senders.next() {
                 // Every fifth value reverts ("Demo: multiple of five"); a fixed gas limit lets it be mined anyway.
                 let x = U256::from(1 + rng.below(10));
-                let _ = contract
-                    .mayFail(x)
-                    .from(accounts[other])
-                    .gas(100_000)
-                    .send()
-                    .await?;
+                let _ = contract.mayFail(x).from(accounts[other]).gas(100_000).send().await?;
             }
         }
     }

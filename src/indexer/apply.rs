@@ -2,7 +2,7 @@
 
 use super::bundle::Bundle;
 use super::rows::{block_day, block_rows, derive, touched_accounts, DeleteRows, PutRows};
-use crate::store::keys::{BlockKey, DayKey, Key, ReorgedKey};
+use crate::store::keys::{BlockKey, DayKey, Key, MetaKey, ReorgedKey};
 use crate::store::records::{AccountRecord, Counters, DayStats, Meta, Tip, Undo};
 use crate::store::tables::{Accounts, Daily, Headers, Logs, Reorged, Transactions, UndoLog};
 use crate::store::{Batch, Direction, KeyRange, Reader, Store, StoreError, StoreResult};
@@ -27,17 +27,13 @@ pub fn apply_block(
     keep_undo: bool,
 ) -> StoreResult<()> {
     let touched: Vec<Address> = touched_accounts(block).into_iter().collect();
-    let missing: Vec<Address> = touched
-        .iter()
-        .filter(|a| !overlay.accounts.contains_key(*a))
-        .copied()
-        .collect();
+    let missing: Vec<Address> = touched.iter().filter(|a| !overlay.accounts.contains_key(*a)).copied().collect();
     for (address, record) in missing.iter().zip(reader.multi_get::<Accounts>(&missing)?) {
         overlay.accounts.insert(*address, record);
     }
     let counters = match overlay.counters {
-        Some(c) => c,
-        None => reader.counters()?,
+        Some(c) => Some(c),
+        None => reader.stored_counters()?,
     };
     let day = block_day(block);
     let day_before = match overlay.days.get(&day) {
@@ -45,10 +41,7 @@ pub fn apply_block(
         None => reader.get::<Daily>(&DayKey(day))?,
     };
     let prior = Undo {
-        accounts: touched
-            .iter()
-            .map(|a| (*a, overlay.accounts[a].clone()))
-            .collect(),
+        accounts: touched.iter().map(|a| (*a, overlay.accounts[a].clone())).collect(),
         counters,
         day: (day, day_before),
     };
@@ -60,20 +53,12 @@ pub fn apply_block(
     }
     batch.put_meta(&Meta::Counters(derived.counters))?;
     batch.put::<Daily>(&DayKey(derived.day.0), &derived.day.1)?;
-    batch.put_meta(&Meta::Tip(Tip {
-        number: block.number(),
-        hash: block.header.hash,
-    }))?;
-    batch.delete::<Reorged>(&ReorgedKey {
-        number: block.number(),
-        hash: block.header.hash,
-    });
+    batch.put_meta(&Meta::Tip(Tip { number: block.number(), hash: block.header.hash }))?;
+    batch.delete::<Reorged>(&ReorgedKey { number: block.number(), hash: block.header.hash });
     if keep_undo {
         batch.put::<UndoLog>(&BlockKey(block.number()), &prior)?;
     }
-    overlay
-        .accounts
-        .extend(derived.accounts.into_iter().map(|(a, r)| (a, Some(r))));
+    overlay.accounts.extend(derived.accounts.into_iter().map(|(a, r)| (a, Some(r))));
     overlay.counters = Some(derived.counters);
     overlay.days.insert(derived.day.0, Some(derived.day.1));
     Ok(())
@@ -101,35 +86,23 @@ pub enum RevertError {
 
 /// Adds the revert of the stored tip block `block` to `batch`: deletes its rows, restores the derived rows from its
 /// undo data, moves the tip to its parent and records it as reorged.
-pub fn revert_block(
-    batch: &mut Batch<'_>,
-    reader: &Reader<'_>,
-    block: &Bundle,
-) -> Result<(), RevertError> {
+pub fn revert_block(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle) -> Result<(), RevertError> {
     let number = block.number();
-    let undo = reader
-        .get::<UndoLog>(&BlockKey(number))?
-        .ok_or(RevertError::NoUndo(number))?;
+    let undo = reader.get::<UndoLog>(&BlockKey(number))?.ok_or(RevertError::NoUndo(number))?;
     block_rows(block, &mut DeleteRows(batch))?;
     for (address, before) in &undo.accounts {
         batch.set::<Accounts>(address, before.as_ref())?;
     }
-    batch.put_meta(&Meta::Counters(undo.counters))?;
+    match undo.counters {
+        Some(counters) => batch.put_meta(&Meta::Counters(counters))?,
+        None => batch.delete_meta(MetaKey::Counters),
+    }
     batch.set::<Daily>(&DayKey(undo.day.0), undo.day.1.as_ref())?;
     match number.checked_sub(1) {
-        Some(parent) => batch.put_meta(&Meta::Tip(Tip {
-            number: parent,
-            hash: block.header.parent_hash,
-        }))?,
-        None => batch.delete_meta(crate::store::keys::MetaKey::Tip),
+        Some(parent) => batch.put_meta(&Meta::Tip(Tip { number: parent, hash: block.header.parent_hash }))?,
+        None => batch.delete_meta(MetaKey::Tip),
     }
-    batch.put::<Reorged>(
-        &ReorgedKey {
-            number,
-            hash: block.header.hash,
-        },
-        &block.header,
-    )?;
+    batch.put::<Reorged>(&ReorgedKey { number, hash: block.header.hash }, &block.header)?;
     batch.delete::<UndoLog>(&BlockKey(number));
     Ok(())
 }

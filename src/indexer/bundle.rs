@@ -38,11 +38,7 @@ impl Bundle {
         let number = block.number.to::<u64>();
         let fail = |problem: String| BundleError { number, problem };
         if receipts.len() != block.transactions.len() {
-            return Err(fail(format!(
-                "{} receipts for {} transactions",
-                receipts.len(),
-                block.transactions.len()
-            )));
+            return Err(fail(format!("{} receipts for {} transactions", receipts.len(), block.transactions.len())));
         }
         let base_fee = block.base_fee_per_gas.map(|f| f.to::<u128>());
         let mut txs = Vec::with_capacity(block.transactions.len());
@@ -138,10 +134,7 @@ fn check_receipt(
     block_hash: alloy::primitives::B256,
 ) -> Result<(), String> {
     if receipt.transaction_hash != tx_hash {
-        return Err(format!(
-            "receipt for {} where {} was expected",
-            receipt.transaction_hash, tx_hash
-        ));
+        return Err(format!("receipt for {} where {} was expected", receipt.transaction_hash, tx_hash));
     }
     if receipt.block_hash.is_some_and(|h| h != block_hash) {
         return Err(format!("receipt of {tx_hash} belongs to another block"));

@@ -121,20 +121,8 @@ enum Fetched {
 
 impl Indexer {
     /// A follower of `node` into `store`, reporting through `status` and `events`.
-    pub fn new(
-        store: Arc<Store>,
-        node: Node,
-        config: IndexerConfig,
-        status: Arc<Status>,
-        events: EventSender,
-    ) -> Self {
-        Indexer {
-            store,
-            node,
-            config,
-            status,
-            events,
-        }
+    pub fn new(store: Arc<Store>, node: Node, config: IndexerConfig, status: Arc<Status>, events: EventSender) -> Self {
+        Indexer { store, node, config, status, events }
     }
 
     /// Follows the chain until `cancel` fires (`Ok`) or an unrecoverable error occurs.
@@ -145,9 +133,7 @@ impl Indexer {
         if !self.check_chain(&cancel).await? {
             return Ok(());
         }
-        let mut signal = self
-            .node
-            .head_signal(self.config.poll_interval, cancel.clone());
+        let mut signal = self.node.head_signal(self.config.poll_interval, cancel.clone());
         loop {
             let Some(head) = self.ask("head", &cancel, || self.node.head()).await else {
                 return Ok(());
@@ -155,20 +141,11 @@ impl Indexer {
             let head_number = head.number.to::<u64>();
             self.status.set_node_head(head_number);
             let step = match self.store.reader().tip()? {
-                None => Step::Sync {
-                    from: 0,
-                    to: head_number,
-                },
-                Some(tip)
-                    if head_number < tip.number
-                        || (head_number == tip.number && head.hash != tip.hash) =>
-                {
+                None => Step::Sync { from: 0, to: head_number },
+                Some(tip) if head_number < tip.number || (head_number == tip.number && head.hash != tip.hash) => {
                     Step::Fork
                 }
-                Some(tip) if head_number > tip.number => Step::Sync {
-                    from: tip.number + 1,
-                    to: head_number,
-                },
+                Some(tip) if head_number > tip.number => Step::Sync { from: tip.number + 1, to: head_number },
                 Some(_) => Step::Idle,
             };
             match step {
@@ -199,12 +176,7 @@ impl Indexer {
     }
 
     /// Calls the node until it answers, recording reachability; `None` on cancellation.
-    async fn ask<T, F, Fut>(
-        &self,
-        what: &'static str,
-        cancel: &CancellationToken,
-        mut op: F,
-    ) -> Option<T>
+    async fn ask<T, F, Fut>(&self, what: &'static str, cancel: &CancellationToken, mut op: F) -> Option<T>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, NodeError>>,
@@ -248,7 +220,8 @@ impl Indexer {
                 tracing::info!(chain_id, %genesis, "resuming the indexed chain");
             }
             Some((id, hash)) => {
-                let reason = format!("index: chain id {id}, genesis {hash}; node: chain id {chain_id}, genesis {genesis}");
+                let reason =
+                    format!("index: chain id {id}, genesis {hash}; node: chain id {chain_id}, genesis {genesis}");
                 self.replace_chain(reason, chain_id, genesis)?;
             }
         }
@@ -256,15 +229,10 @@ impl Indexer {
     }
 
     async fn node_identity(&self, cancel: &CancellationToken) -> Option<(u64, B256)> {
-        let chain_id = self
-            .ask("chain id", cancel, || self.node.chain_id())
-            .await?;
+        let chain_id = self.ask("chain id", cancel, || self.node.chain_id()).await?;
         let genesis = self
             .ask("genesis", cancel, || async {
-                self.node
-                    .block_hash(0)
-                    .await?
-                    .ok_or_else(|| NodeError::Invalid("node has no block 0".into()))
+                self.node.block_hash(0).await?.ok_or_else(|| NodeError::Invalid("node has no block 0".into()))
             })
             .await?;
         Some((chain_id, genesis))
@@ -281,12 +249,7 @@ impl Indexer {
     }
 
     /// Applies the reset policy: wipe and start over, or stop with a clear error.
-    fn replace_chain(
-        &self,
-        reason: String,
-        chain_id: u64,
-        genesis: B256,
-    ) -> Result<(), IndexerError> {
+    fn replace_chain(&self, reason: String, chain_id: u64, genesis: B256) -> Result<(), IndexerError> {
         match self.config.on_reset {
             ResetPolicy::Exit => Err(IndexerError::ChainReplaced { reason }),
             ResetPolicy::Reindex => {
@@ -300,12 +263,7 @@ impl Indexer {
     }
 
     /// Indexes `from..=to`, fetching concurrently and committing in order.
-    async fn sync(
-        &self,
-        from: u64,
-        to: u64,
-        cancel: &CancellationToken,
-    ) -> Result<SyncEnd, IndexerError> {
+    async fn sync(&self, from: u64, to: u64, cancel: &CancellationToken) -> Result<SyncEnd, IndexerError> {
         let (tx, mut rx) = mpsc::channel::<Fetched>(self.config.fetch_concurrency * 2);
         let fetch_cancel = cancel.child_token();
         let _stop_fetcher = fetch_cancel.clone().drop_guard();
@@ -313,11 +271,7 @@ impl Indexer {
 
         let mut parent = match from {
             0 => None,
-            n => self
-                .store
-                .reader()
-                .get::<Headers>(&BlockKey(n - 1))?
-                .map(|h| h.hash),
+            n => self.store.reader().get::<Headers>(&BlockKey(n - 1))?.map(|h| h.hash),
         };
         let mut progress = Progress::new(from, to);
         loop {
@@ -335,19 +289,11 @@ impl Indexer {
             while let Some(item) = next.take() {
                 match item {
                     Fetched::Missing(n) => {
-                        tracing::debug!(
-                            block = n,
-                            "node no longer has the block; re-reading the head"
-                        );
+                        tracing::debug!(block = n, "node no longer has the block; re-reading the head");
                         end = Some(SyncEnd::Restart);
                     }
-                    Fetched::Block(block)
-                        if parent.is_some_and(|p| p != block.header.parent_hash) =>
-                    {
-                        tracing::info!(
-                            block = block.number(),
-                            "block does not extend the indexed tip: reorg"
-                        );
+                    Fetched::Block(block) if parent.is_some_and(|p| p != block.header.parent_hash) => {
+                        tracing::info!(block = block.number(), "block does not extend the indexed tip: reorg");
                         end = Some(SyncEnd::Fork);
                     }
                     Fetched::Block(block) => {
@@ -390,59 +336,49 @@ impl Indexer {
             }
             let last = chunk.last().map(|b| b.number()).unwrap_or_default();
             prune_undo(&mut batch, last, undo_depth);
-            let durability = if last + 2 >= head {
-                Durability::Sync
-            } else {
-                Durability::Buffered
-            };
+            let durability = if last + 2 >= head { Durability::Sync } else { Durability::Buffered };
             store.write(batch, durability)?;
             Ok(chunk)
         });
-        task.await
-            .map_err(|e| IndexerError::Task(e.to_string()))?
-            .map_err(Into::into)
+        task.await.map_err(|e| IndexerError::Task(e.to_string()))?.map_err(Into::into)
     }
 
     /// Walks back to the last block the node and the index agree on and reverts everything above it, newest
-    /// first. Returns `false` on cancellation.
+    /// first. A node that now serves another chain (new chain id or genesis) gets the reset policy instead.
+    /// Returns `false` on cancellation.
     async fn resolve_fork(&self, cancel: &CancellationToken) -> Result<bool, IndexerError> {
         let Some(tip) = self.store.reader().tip()? else {
             return Ok(true);
         };
+        // A reset node (e.g. `anvil_reset`) may keep block 0 and change its chain id: check the identity first.
+        let Some((chain_id, genesis)) = self.node_identity(cancel).await else {
+            return Ok(false);
+        };
+        if let Some((id, hash)) = self.store.reader().chain_identity()? {
+            if id != chain_id || hash != genesis {
+                let reason =
+                    format!("index: chain id {id}, genesis {hash}; node: chain id {chain_id}, genesis {genesis}");
+                self.replace_chain(reason, chain_id, genesis)?;
+                return Ok(true);
+            }
+        }
         let Some(head) = self.ask("head", cancel, || self.node.head()).await else {
             return Ok(false);
         };
         let mut n = tip.number.min(head.number.to());
         let ancestor = loop {
-            let stored = self
-                .store
-                .reader()
-                .get::<Headers>(&BlockKey(n))?
-                .map(|h| h.hash);
-            let Some(canonical) = self
-                .ask("block hash", cancel, || self.node.block_hash(n))
-                .await
-            else {
+            let stored = self.store.reader().get::<Headers>(&BlockKey(n))?.map(|h| h.hash);
+            let Some(canonical) = self.ask("block hash", cancel, || self.node.block_hash(n)).await else {
                 return Ok(false);
             };
             if stored.is_some() && stored == canonical {
-                break Some(n);
+                break n;
             }
             if n == 0 {
-                break None;
+                // Block 0 passed the identity check above: the walk ends here at the latest.
+                break 0;
             }
             n -= 1;
-        };
-        let Some(ancestor) = ancestor else {
-            let Some((chain_id, genesis)) = self.node_identity(cancel).await else {
-                return Ok(false);
-            };
-            self.replace_chain(
-                format!("the node's block 0 is now {genesis}"),
-                chain_id,
-                genesis,
-            )?;
-            return Ok(true);
         };
         tracing::warn!(
             tip = tip.number,
@@ -457,9 +393,6 @@ impl Indexer {
                     let _ = self.events.send(ChainEvent::Reverted { number, hash });
                 }
                 Err(RevertError::NoUndo(_)) => {
-                    let Some((chain_id, genesis)) = self.node_identity(cancel).await else {
-                        return Ok(false);
-                    };
                     let reason = format!(
                         "a reorg reaches block {}, deeper than the {} blocks of kept undo data",
                         ancestor + 1,
@@ -479,9 +412,8 @@ impl Indexer {
         let store = self.store.clone();
         let task = tokio::task::spawn_blocking(move || -> Result<B256, RevertError> {
             let reader = store.reader();
-            let block = load_block(&reader, number)?.ok_or_else(|| {
-                StoreError::Inconsistent(format!("tip block {number} is not stored"))
-            })?;
+            let block = load_block(&reader, number)?
+                .ok_or_else(|| StoreError::Inconsistent(format!("tip block {number} is not stored")))?;
             let mut batch = store.batch();
             revert_block(&mut batch, &reader, &block)?;
             store.write(batch, Durability::Sync)?;
@@ -493,13 +425,7 @@ impl Indexer {
 
 /// Fetches `from..=to` with `fetch_concurrency` requests in flight, delivering blocks in order. Stops after a
 /// missing block, on cancellation, or when the receiver is gone.
-async fn fetch_range(
-    indexer: Indexer,
-    from: u64,
-    to: u64,
-    tx: mpsc::Sender<Fetched>,
-    cancel: CancellationToken,
-) {
+async fn fetch_range(indexer: Indexer, from: u64, to: u64, tx: mpsc::Sender<Fetched>, cancel: CancellationToken) {
     let concurrency = indexer.config.fetch_concurrency.max(1);
     let fetches = futures_util::stream::iter(from..=to)
         .map(|n| {
@@ -525,14 +451,8 @@ async fn fetch_range(
 }
 
 /// One block and its receipts; `None` on cancellation.
-async fn fetch_block(
-    indexer: &Indexer,
-    number: u64,
-    cancel: &CancellationToken,
-) -> Option<Fetched> {
-    let raw = indexer
-        .ask("block", cancel, || indexer.node.bundle(number))
-        .await?;
+async fn fetch_block(indexer: &Indexer, number: u64, cancel: &CancellationToken) -> Option<Fetched> {
+    let raw = indexer.ask("block", cancel, || indexer.node.bundle(number)).await?;
     let Some(raw) = raw else {
         return Some(Fetched::Missing(number));
     };
@@ -560,13 +480,7 @@ impl Progress {
 
     fn new(from: u64, to: u64) -> Self {
         let now = Instant::now();
-        Progress {
-            started: now,
-            last_log: now,
-            blocks: 0,
-            txs: 0,
-            total: to - from + 1,
-        }
+        Progress { started: now, last_log: now, blocks: 0, txs: 0, total: to - from + 1 }
     }
 
     fn record(&mut self, chunk: &[Bundle], head: u64) {
@@ -580,11 +494,7 @@ impl Progress {
         let (bps, tps) = (self.blocks as f64 / secs, self.txs as f64 / secs);
         let indexed = chunk.last().map(|b| b.number()).unwrap_or_default();
         let lag = head.saturating_sub(indexed);
-        let eta = if bps > 0.0 {
-            Duration::from_secs_f64(lag as f64 / bps)
-        } else {
-            Duration::ZERO
-        };
+        let eta = if bps > 0.0 { Duration::from_secs_f64(lag as f64 / bps) } else { Duration::ZERO };
         tracing::info!(
             block = indexed,
             head,

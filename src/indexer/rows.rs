@@ -9,9 +9,7 @@
 use super::bundle::Bundle;
 use crate::store::keys::{AddressPos, BlockKey, BlockPos, DayKey};
 use crate::store::records::{role, AccountRecord, Counters, Creation, DayStats, Seen, Undo};
-use crate::store::tables::{
-    AddressLogs, AddressTxs, BlockHashes, Headers, Logs, Table, Transactions, TxHashes,
-};
+use crate::store::tables::{AddressLogs, AddressTxs, BlockHashes, Headers, Logs, Table, Transactions, TxHashes};
 use crate::store::{Batch, StoreResult};
 use alloy::primitives::Address;
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,10 +60,7 @@ pub fn block_rows(block: &Bundle, sink: &mut impl RowSink) -> StoreResult<()> {
     sink.row::<Headers>(&BlockKey(number), &block.header)?;
     sink.row::<BlockHashes>(&block.header.hash, &number)?;
     for (index, tx) in block.txs.iter().enumerate() {
-        let pos = BlockPos {
-            block: number,
-            index: index as u32,
-        };
+        let pos = BlockPos { block: number, index: index as u32 };
         sink.row::<Transactions>(&pos, tx)?;
         sink.row::<TxHashes>(&tx.hash, &pos)?;
         for (address, roles) in tx_participants(tx) {
@@ -73,18 +68,9 @@ pub fn block_rows(block: &Bundle, sink: &mut impl RowSink) -> StoreResult<()> {
         }
     }
     for (index, log) in block.logs.iter().enumerate() {
-        let pos = BlockPos {
-            block: number,
-            index: index as u32,
-        };
+        let pos = BlockPos { block: number, index: index as u32 };
         sink.row::<Logs>(&pos, log)?;
-        sink.row::<AddressLogs>(
-            &AddressPos {
-                address: log.address,
-                pos,
-            },
-            &(),
-        )?;
+        sink.row::<AddressLogs>(&AddressPos { address: log.address, pos }, &())?;
     }
     Ok(())
 }
@@ -137,18 +123,12 @@ pub fn block_day(block: &Bundle) -> u32 {
 pub fn derive(block: &Bundle, prior: &Undo) -> Result<Derived, MissingPrior> {
     let expected = block_day(block);
     if prior.day.0 != expected {
-        return Err(MissingPrior::Day {
-            expected,
-            given: prior.day.0,
-        });
+        return Err(MissingPrior::Day { expected, given: prior.day.0 });
     }
     let mut touched = Touched {
         accounts: BTreeMap::new(),
         prior: prior.accounts.iter().map(|(a, r)| (*a, r)).collect(),
-        seen: Seen {
-            block: block.number(),
-            timestamp: block.header.timestamp,
-        },
+        seen: Seen { block: block.number(), timestamp: block.header.timestamp },
         new_addresses: 0,
     };
     touched.get(block.header.miner)?.blocks_mined += 1;
@@ -160,11 +140,7 @@ pub fn derive(block: &Bundle, prior: &Undo) -> Result<Derived, MissingPrior> {
                 account.gas_used += u128::from(tx.gas_used);
             }
             if roles & role::CREATED != 0 {
-                account.creation = Some(Creation {
-                    creator: tx.from,
-                    tx: tx.hash,
-                    success: tx.succeeded(),
-                });
+                account.creation = Some(Creation { creator: tx.from, tx: tx.hash, success: tx.succeeded() });
             }
         }
     }
@@ -173,23 +149,16 @@ pub fn derive(block: &Bundle, prior: &Undo) -> Result<Derived, MissingPrior> {
     }
     let tx_count = block.txs.len() as u64;
     let gas_used = u128::from(block.header.gas_used);
+    let before = prior.counters.unwrap_or_default();
     let counters = Counters {
-        blocks: prior.counters.blocks + 1,
-        txs: prior.counters.txs + tx_count,
-        addresses: prior.counters.addresses + touched.new_addresses,
-        gas_used: prior.counters.gas_used + gas_used,
-    };
-    let before = prior.day.1.unwrap_or_default();
-    let day = DayStats {
         blocks: before.blocks + 1,
         txs: before.txs + tx_count,
+        addresses: before.addresses + touched.new_addresses,
         gas_used: before.gas_used + gas_used,
     };
-    Ok(Derived {
-        accounts: touched.accounts,
-        counters,
-        day: (expected, day),
-    })
+    let before = prior.day.1.unwrap_or_default();
+    let day = DayStats { blocks: before.blocks + 1, txs: before.txs + tx_count, gas_used: before.gas_used + gas_used };
+    Ok(Derived { accounts: touched.accounts, counters, day: (expected, day) })
 }
 
 /// Account records being rewritten by one block.
@@ -207,15 +176,9 @@ impl Touched<'_> {
         match self.accounts.entry(address) {
             Entry::Occupied(e) => Ok(e.into_mut()),
             Entry::Vacant(e) => {
-                let before = self
-                    .prior
-                    .get(&address)
-                    .ok_or(MissingPrior::Account(address))?;
+                let before = self.prior.get(&address).ok_or(MissingPrior::Account(address))?;
                 let record = match before {
-                    Some(r) => AccountRecord {
-                        last_seen: self.seen,
-                        ..r.clone()
-                    },
+                    Some(r) => AccountRecord { last_seen: self.seen, ..r.clone() },
                     None => {
                         self.new_addresses += 1;
                         AccountRecord::new(self.seen)

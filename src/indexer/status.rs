@@ -33,19 +33,13 @@ pub struct Status(Mutex<StatusSnapshot>);
 
 impl Status {
     fn update(&self, f: impl FnOnce(&mut StatusSnapshot)) {
-        let mut guard = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         f(&mut guard);
     }
 
     /// The current state.
     pub fn snapshot(&self) -> StatusSnapshot {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 
     pub(crate) fn set_node_head(&self, head: u64) {

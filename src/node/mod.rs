@@ -36,14 +36,10 @@ impl From<alloy::transports::TransportError> for NodeError {
     fn from(e: alloy::transports::TransportError) -> Self {
         use alloy::transports::RpcError;
         match e {
-            RpcError::ErrorResp(payload) => NodeError::Rpc {
-                code: payload.code,
-                message: payload.message.to_string(),
-            },
-            RpcError::DeserError { err, text } => NodeError::Invalid(format!(
-                "{err}: {}",
-                text.chars().take(200).collect::<String>()
-            )),
+            RpcError::ErrorResp(payload) => NodeError::Rpc { code: payload.code, message: payload.message.to_string() },
+            RpcError::DeserError { err, text } => {
+                NodeError::Invalid(format!("{err}: {}", text.chars().take(200).collect::<String>()))
+            }
             other => NodeError::Transport(other.to_string()),
         }
     }
@@ -73,14 +69,8 @@ fn quantity(n: u64) -> String {
 impl Node {
     /// A client for the node at `http_url` (and `ws_url` for head notifications, if given).
     pub fn new(http_url: &str, ws_url: Option<&str>, timeout: Duration) -> Result<Node, NodeError> {
-        let url = http_url
-            .parse()
-            .map_err(|e| NodeError::Invalid(format!("rpc url {http_url:?}: {e}")))?;
-        Ok(Node {
-            provider: RootProvider::new_http(url),
-            ws_url: ws_url.map(str::to_owned),
-            timeout,
-        })
+        let url = http_url.parse().map_err(|e| NodeError::Invalid(format!("rpc url {http_url:?}: {e}")))?;
+        Ok(Node { provider: RootProvider::new_http(url), ws_url: ws_url.map(str::to_owned), timeout })
     }
 
     async fn call<R>(&self, method: &'static str, params: serde_json::Value) -> Result<R, NodeError>
@@ -96,10 +86,7 @@ impl Node {
 
     /// `eth_chainId`.
     pub async fn chain_id(&self) -> Result<u64, NodeError> {
-        Ok(self
-            .call::<U64>("eth_chainId", serde_json::json!([]))
-            .await?
-            .to())
+        Ok(self.call::<U64>("eth_chainId", serde_json::json!([])).await?.to())
     }
 
     /// The node's latest block header.
@@ -111,23 +98,14 @@ impl Node {
 
     /// The header at `number`, if the node has it.
     pub async fn header(&self, number: u64) -> Result<Option<RpcHead>, NodeError> {
-        self.call(
-            "eth_getBlockByNumber",
-            serde_json::json!([quantity(number), false]),
-        )
-        .await
+        self.call("eth_getBlockByNumber", serde_json::json!([quantity(number), false])).await
     }
 
     /// Block `number` with full transactions, and its receipts. `None` if the node has no such block (yet).
     pub async fn bundle(&self, number: u64) -> Result<Option<RawBundle>, NodeError> {
-        let block = self.call::<Option<RpcBlock>>(
-            "eth_getBlockByNumber",
-            serde_json::json!([quantity(number), true]),
-        );
-        let receipts = self.call::<Option<Vec<RpcReceipt>>>(
-            "eth_getBlockReceipts",
-            serde_json::json!([quantity(number)]),
-        );
+        let block = self.call::<Option<RpcBlock>>("eth_getBlockByNumber", serde_json::json!([quantity(number), true]));
+        let receipts =
+            self.call::<Option<Vec<RpcReceipt>>>("eth_getBlockReceipts", serde_json::json!([quantity(number)]));
         let (block, receipts) = tokio::try_join!(block, receipts)?;
         match (block, receipts) {
             (Some(block), Some(receipts)) => Ok(Some(RawBundle { block, receipts })),
@@ -137,33 +115,19 @@ impl Node {
 
     /// Native balance of `address` at block `number`.
     pub async fn balance(&self, address: Address, number: u64) -> Result<U256, NodeError> {
-        self.call(
-            "eth_getBalance",
-            serde_json::json!([address, quantity(number)]),
-        )
-        .await
+        self.call("eth_getBalance", serde_json::json!([address, quantity(number)])).await
     }
 
     /// Code at `address` at block `number`.
     pub async fn code(&self, address: Address, number: u64) -> Result<Bytes, NodeError> {
-        self.call(
-            "eth_getCode",
-            serde_json::json!([address, quantity(number)]),
-        )
-        .await
+        self.call("eth_getCode", serde_json::json!([address, quantity(number)])).await
     }
 
     /// Replays a call at the state before block `number`; returns the revert data when it reverts (empty when the
     /// node gives no data), `None` when it succeeds.
-    pub async fn revert_data(
-        &self,
-        call: serde_json::Value,
-        number: u64,
-    ) -> Result<Option<Bytes>, NodeError> {
+    pub async fn revert_data(&self, call: serde_json::Value, number: u64) -> Result<Option<Bytes>, NodeError> {
         let params = serde_json::json!([call, quantity(number.saturating_sub(1))]);
-        let request = self
-            .provider
-            .raw_request::<_, Bytes>("eth_call".into(), params);
+        let request = self.provider.raw_request::<_, Bytes>("eth_call".into(), params);
         match tokio::time::timeout(self.timeout, request).await {
             Err(_) => Err(NodeError::Timeout(self.timeout)),
             Ok(Ok(_)) => Ok(None),
@@ -204,17 +168,11 @@ impl HeadSignal {
     }
 }
 
-async fn follow_new_heads(
-    url: String,
-    tx: tokio::sync::watch::Sender<u64>,
-    cancel: CancellationToken,
-) {
+async fn follow_new_heads(url: String, tx: tokio::sync::watch::Sender<u64>, cancel: CancellationToken) {
     let mut backoff = Backoff::new();
     while !cancel.is_cancelled() {
         let connected = async {
-            let provider = ProviderBuilder::new()
-                .connect_ws(WsConnect::new(url.clone()))
-                .await?;
+            let provider = ProviderBuilder::new().connect_ws(WsConnect::new(url.clone())).await?;
             let mut stream = provider.subscribe_blocks().await?.into_stream();
             tracing::info!(%url, "following newHeads over websocket");
             while let Some(header) = stream.next().await {
@@ -246,9 +204,7 @@ pub struct Backoff {
 impl Backoff {
     /// Starts at the shortest delay.
     pub fn new() -> Self {
-        Backoff {
-            next: Duration::from_millis(100),
-        }
+        Backoff { next: Duration::from_millis(100) }
     }
 
     /// The delay to wait now; the following one doubles, up to 5 s.

@@ -26,18 +26,13 @@ pub struct Batch<'a> {
 
 impl std::fmt::Debug for Batch<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Batch")
-            .field("ops", &self.inner.len())
-            .finish()
+        f.debug_struct("Batch").field("ops", &self.inner.len()).finish()
     }
 }
 
 impl<'a> Batch<'a> {
     pub(super) fn new(store: &'a Store) -> Self {
-        Batch {
-            store,
-            inner: WriteBatch::default(),
-        }
+        Batch { store, inner: WriteBatch::default() }
     }
 
     pub(super) fn into_inner(self) -> WriteBatch {
@@ -61,12 +56,8 @@ impl<'a> Batch<'a> {
 
     /// Puts a row.
     pub fn put<T: Table>(&mut self, key: &T::Key, value: &T::Value) -> StoreResult<()> {
-        let bytes = codec::encode(value).map_err(|source| StoreError::Encode {
-            table: T::NAME,
-            source,
-        })?;
-        self.inner
-            .put_cf(self.store.cf(T::NAME), key.encode(), bytes);
+        let bytes = codec::encode(value).map_err(|source| StoreError::Encode { table: T::NAME, source })?;
+        self.inner.put_cf(self.store.cf(T::NAME), key.encode(), bytes);
         Ok(())
     }
 
@@ -88,8 +79,7 @@ impl<'a> Batch<'a> {
 
     /// Deletes every row of `T` with a key in `[from, to)`.
     pub fn delete_range<T: Table>(&mut self, from: &T::Key, to: &T::Key) {
-        self.inner
-            .delete_range_cf(self.store.cf(T::NAME), from.encode(), to.encode());
+        self.inner.delete_range_cf(self.store.cf(T::NAME), from.encode(), to.encode());
     }
 
     /// Puts a meta row under the tag its variant belongs to.
@@ -115,18 +105,9 @@ impl<'a> Batch<'a> {
     pub fn clear_index(&mut self) {
         let past_every_key = vec![0xff; tables::max_key_len() + 1];
         for def in tables::ALL.iter().filter(|t| t.name != MetaTable::NAME) {
-            self.inner.delete_range_cf(
-                self.store.cf(def.name),
-                [].as_slice(),
-                past_every_key.as_slice(),
-            );
+            self.inner.delete_range_cf(self.store.cf(def.name), [].as_slice(), past_every_key.as_slice());
         }
-        for key in [
-            MetaKey::ChainId,
-            MetaKey::Genesis,
-            MetaKey::Tip,
-            MetaKey::Counters,
-        ] {
+        for key in [MetaKey::ChainId, MetaKey::Genesis, MetaKey::Tip, MetaKey::Counters] {
             self.delete_meta(key);
         }
     }

@@ -53,8 +53,7 @@ pub mod amount {
     /// Deserializes at most 32 big-endian bytes.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<U256, D::Error> {
         let bytes: Vec<u8> = serde_bytes_vec(d)?;
-        U256::try_from_be_slice(&bytes)
-            .ok_or_else(|| D::Error::custom("amount longer than 32 bytes"))
+        U256::try_from_be_slice(&bytes).ok_or_else(|| D::Error::custom("amount longer than 32 bytes"))
     }
 
     fn serde_bytes_vec<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
@@ -114,35 +113,17 @@ mod tests {
 
     #[test]
     fn amounts_are_compact() {
-        let zero = encode(&Sample {
-            value: U256::ZERO,
-            maybe: None,
-            n: 0,
-        })
-        .unwrap();
+        let zero = encode(&Sample { value: U256::ZERO, maybe: None, n: 0 }).unwrap();
         assert_eq!(zero, vec![0, 0, 0]);
-        let one_eth = encode(&Sample {
-            value: U256::from(10u64.pow(18)),
-            maybe: None,
-            n: 1,
-        })
-        .unwrap();
+        let one_eth = encode(&Sample { value: U256::from(10u64.pow(18)), maybe: None, n: 1 }).unwrap();
         assert_eq!(alloy::hex::encode(one_eth), "080de0b6b3a76400000001");
     }
 
     #[test]
     fn trailing_bytes_and_garbage_are_errors() {
-        let mut bytes = encode(&Sample {
-            value: U256::from(7),
-            maybe: Some(U256::MAX),
-            n: 9,
-        })
-        .unwrap();
+        let mut bytes = encode(&Sample { value: U256::from(7), maybe: Some(U256::MAX), n: 9 }).unwrap();
         bytes.push(0);
-        assert!(matches!(
-            decode::<Sample>(&bytes),
-            Err(CodecError::Trailing(1))
-        ));
+        assert!(matches!(decode::<Sample>(&bytes), Err(CodecError::Trailing(1))));
         assert!(decode::<Sample>(&[0x21; 40]).is_err());
     }
 

@@ -32,11 +32,7 @@ pub struct KeyError {
 }
 
 fn exact<const N: usize>(kind: &'static str, bytes: &[u8]) -> Result<[u8; N], KeyError> {
-    bytes.try_into().map_err(|_| KeyError {
-        kind,
-        expected: N,
-        got: bytes.len(),
-    })
+    bytes.try_into().map_err(|_| KeyError { kind, expected: N, got: bytes.len() })
 }
 
 fn desc64(n: u64) -> [u8; 8] {
@@ -75,14 +71,8 @@ pub enum MetaKey {
 
 impl MetaKey {
     /// Every tag, in key order.
-    pub const ALL: [MetaKey; 6] = [
-        MetaKey::SchemaVersion,
-        MetaKey::DbState,
-        MetaKey::ChainId,
-        MetaKey::Genesis,
-        MetaKey::Tip,
-        MetaKey::Counters,
-    ];
+    pub const ALL: [MetaKey; 6] =
+        [MetaKey::SchemaVersion, MetaKey::DbState, MetaKey::ChainId, MetaKey::Genesis, MetaKey::Tip, MetaKey::Counters];
 }
 
 impl Key for MetaKey {
@@ -93,14 +83,7 @@ impl Key for MetaKey {
     }
     fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
         let [tag] = exact::<1>("MetaKey", bytes)?;
-        MetaKey::ALL
-            .into_iter()
-            .find(|k| *k as u8 == tag)
-            .ok_or(KeyError {
-                kind: "MetaKey",
-                expected: 1,
-                got: 1,
-            })
+        MetaKey::ALL.into_iter().find(|k| *k as u8 == tag).ok_or(KeyError { kind: "MetaKey", expected: 1, got: 1 })
     }
 }
 
@@ -191,10 +174,7 @@ impl Key for BlockPos {
     }
     fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
         let b = exact::<12>("BlockPos", bytes)?;
-        Ok(BlockPos {
-            block: read_desc64(&b),
-            index: read_desc32(&b[8..]),
-        })
+        Ok(BlockPos { block: read_desc64(&b), index: read_desc32(&b[8..]) })
     }
 }
 
@@ -218,10 +198,7 @@ impl Key for AddressPos {
     }
     fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
         let b = exact::<32>("AddressPos", bytes)?;
-        Ok(AddressPos {
-            address: Address::from_slice(&b[..20]),
-            pos: BlockPos::decode(&b[20..])?,
-        })
+        Ok(AddressPos { address: Address::from_slice(&b[..20]), pos: BlockPos::decode(&b[20..])? })
     }
 }
 
@@ -245,10 +222,7 @@ impl Key for ReorgedKey {
     }
     fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
         let b = exact::<40>("ReorgedKey", bytes)?;
-        Ok(ReorgedKey {
-            number: read_desc64(&b),
-            hash: B256::from_slice(&b[8..]),
-        })
+        Ok(ReorgedKey { number: read_desc64(&b), hash: B256::from_slice(&b[8..]) })
     }
 }
 
@@ -265,26 +239,14 @@ mod tests {
     fn golden_bytes() {
         assert_eq!(hex(BlockKey(1).encode()), "fffffffffffffffe");
         assert_eq!(hex(BlockKey(0x0102).encode()), "fffffffffffffefd");
+        assert_eq!(hex(BlockPos { block: 5, index: 2 }.encode()), "fffffffffffffffafffffffd");
+        let addr: Address = "0x00000000000000000000000000000000000000aa".parse().unwrap();
         assert_eq!(
-            hex(BlockPos { block: 5, index: 2 }.encode()),
-            "fffffffffffffffafffffffd"
-        );
-        let addr: Address = "0x00000000000000000000000000000000000000aa"
-            .parse()
-            .unwrap();
-        assert_eq!(
-            hex(AddressPos {
-                address: addr,
-                pos: BlockPos { block: 0, index: 0 }
-            }
-            .encode()),
+            hex(AddressPos { address: addr, pos: BlockPos { block: 0, index: 0 } }.encode()),
             "00000000000000000000000000000000000000aaffffffffffffffffffffffff"
         );
         let hash = B256::repeat_byte(0x11);
-        assert_eq!(
-            hex(ReorgedKey { number: 255, hash }.encode()),
-            format!("ffffffffffffff00{}", "11".repeat(32))
-        );
+        assert_eq!(hex(ReorgedKey { number: 255, hash }.encode()), format!("ffffffffffffff00{}", "11".repeat(32)));
         assert_eq!(MetaKey::Tip.encode(), [5]);
         assert_eq!(hex(DayKey(19_000).encode()), "ffffb5c7");
         assert_eq!(DayKey::of_timestamp(86_400 * 3 + 5), DayKey(3));
@@ -292,14 +254,7 @@ mod tests {
 
     #[test]
     fn wrong_lengths_are_errors() {
-        assert_eq!(
-            BlockKey::decode(&[0; 7]).unwrap_err(),
-            KeyError {
-                kind: "BlockKey",
-                expected: 8,
-                got: 7
-            }
-        );
+        assert_eq!(BlockKey::decode(&[0; 7]).unwrap_err(), KeyError { kind: "BlockKey", expected: 8, got: 7 });
         assert!(BlockPos::decode(&[0; 13]).is_err());
         assert!(DayKey::decode(&[0; 3]).is_err());
         assert!(AddressPos::decode(&[]).is_err());
@@ -319,17 +274,11 @@ mod tests {
 
     fn address() -> impl Strategy<Value = Address> {
         // A small alphabet makes equal addresses (and so the block/index tie-breaks) common.
-        prop_oneof![
-            any::<[u8; 20]>().prop_map(Address::new),
-            (0u8..3).prop_map(|b| Address::repeat_byte(b))
-        ]
+        prop_oneof![any::<[u8; 20]>().prop_map(Address::new), (0u8..3).prop_map(|b| Address::repeat_byte(b))]
     }
 
     fn pos() -> impl Strategy<Value = BlockPos> {
-        (
-            prop_oneof![any::<u64>(), 0u64..4],
-            prop_oneof![any::<u32>(), 0u32..4],
-        )
+        (prop_oneof![any::<u64>(), 0u64..4], prop_oneof![any::<u32>(), 0u32..4])
             .prop_map(|(block, index)| BlockPos { block, index })
     }
 

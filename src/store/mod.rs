@@ -18,8 +18,8 @@ pub use error::{StoreError, StoreResult};
 use keys::{Key, MetaKey};
 use records::{Counters, DbState, Meta, Tip};
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options,
-    ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, ReadOptions,
+    SliceTransform, SnapshotWithThreadMode, DB,
 };
 use std::path::{Path, PathBuf};
 use tables::{Access, MetaTable, Table, TableDef};
@@ -38,10 +38,7 @@ pub struct StoreOptions {
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions {
-            read_only: false,
-            cache_bytes: 64 << 20,
-        }
+        StoreOptions { read_only: false, cache_bytes: 64 << 20 }
     }
 }
 
@@ -98,21 +95,15 @@ impl Store {
         db_opts.set_max_background_jobs(2);
         db_opts.set_keep_log_file_num(4);
         db_opts.set_bytes_per_sync(1 << 20);
-        let cfs: Vec<_> = tables::ALL
-            .iter()
-            .map(|def| ColumnFamilyDescriptor::new(def.name, table_options(def, &cache)))
-            .collect();
+        let cfs: Vec<_> =
+            tables::ALL.iter().map(|def| ColumnFamilyDescriptor::new(def.name, table_options(def, &cache))).collect();
         let db = if options.read_only {
             DB::open_cf_descriptors_read_only(&db_opts, path, cfs, false)?
         } else {
             DB::open_cf_descriptors(&db_opts, path, cfs)?
         };
-        let mut store = Store {
-            db,
-            path: path.to_path_buf(),
-            read_only: options.read_only,
-            open_state: OpenState::Created,
-        };
+        let mut store =
+            Store { db, path: path.to_path_buf(), read_only: options.read_only, open_state: OpenState::Created };
         store.open_state = store.check_meta()?;
         Ok(store)
     }
@@ -120,25 +111,16 @@ impl Store {
     fn check_meta(&self) -> StoreResult<OpenState> {
         let reader = self.reader();
         let state = match reader.get::<MetaTable>(&MetaKey::SchemaVersion)? {
-            None if self.read_only => {
-                return Err(StoreError::Inconsistent("no schema version row".into()))
-            }
+            None if self.read_only => return Err(StoreError::Inconsistent("no schema version row".into())),
             None => OpenState::Created,
             Some(Meta::SchemaVersion(found)) if found != SCHEMA_VERSION => {
-                return Err(StoreError::SchemaMismatch {
-                    found,
-                    expected: SCHEMA_VERSION,
-                })
+                return Err(StoreError::SchemaMismatch { found, expected: SCHEMA_VERSION })
             }
             Some(Meta::SchemaVersion(_)) => match reader.get::<MetaTable>(&MetaKey::DbState)? {
                 Some(Meta::DbState(DbState::Clean)) => OpenState::Clean,
                 _ => OpenState::Unclean,
             },
-            Some(other) => {
-                return Err(StoreError::Inconsistent(format!(
-                    "schema version row holds {other:?}"
-                )))
-            }
+            Some(other) => return Err(StoreError::Inconsistent(format!("schema version row holds {other:?}"))),
         };
         if !self.read_only {
             let mut batch = self.batch();
@@ -181,25 +163,17 @@ impl Store {
     }
 
     fn cf(&self, name: &'static str) -> &ColumnFamily {
-        self.db
-            .cf_handle(name)
-            .expect("every table's column family is created at open")
+        self.db.cf_handle(name).expect("every table's column family is created at open")
     }
 
     /// A reader of the latest committed data.
     pub fn reader(&self) -> Reader<'_> {
-        Reader {
-            store: self,
-            snapshot: None,
-        }
+        Reader { store: self, snapshot: None }
     }
 
     /// A reader pinned to a snapshot: every read sees the same committed state.
     pub fn view(&self) -> Reader<'_> {
-        Reader {
-            store: self,
-            snapshot: Some(self.db.snapshot()),
-        }
+        Reader { store: self, snapshot: Some(self.db.snapshot()) }
     }
 
     /// A new, empty write batch.
@@ -219,11 +193,27 @@ impl Store {
     pub fn disk_usage(&self) -> StoreResult<Vec<(&'static str, u64)>> {
         let mut out = Vec::new();
         for def in tables::ALL {
-            let size = self
-                .db
-                .property_int_value_cf(self.cf(def.name), "rocksdb.total-sst-files-size")?
-                .unwrap_or(0);
+            let size = self.db.property_int_value_cf(self.cf(def.name), "rocksdb.total-sst-files-size")?.unwrap_or(0);
             out.push((def.name, size));
+        }
+        Ok(out)
+    }
+
+    /// Every row of every table as raw bytes, in key order (for tests that compare whole stores, and tools).
+    pub fn raw_rows(&self) -> StoreResult<Vec<(&'static str, Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for def in tables::ALL {
+            let mut iter = self.db.raw_iterator_cf(self.cf(def.name));
+            iter.seek_to_first();
+            while iter.valid() {
+                out.push((
+                    def.name,
+                    iter.key().unwrap_or_default().to_vec(),
+                    iter.value().unwrap_or_default().to_vec(),
+                ));
+                iter.next();
+            }
+            iter.status()?;
         }
         Ok(out)
     }
@@ -232,8 +222,7 @@ impl Store {
     pub fn compact(&self) -> StoreResult<()> {
         self.db.flush()?;
         for def in tables::ALL {
-            self.db
-                .compact_range_cf(self.cf(def.name), None::<&[u8]>, None::<&[u8]>);
+            self.db.compact_range_cf(self.cf(def.name), None::<&[u8]>, None::<&[u8]>);
         }
         Ok(())
     }
@@ -255,20 +244,12 @@ impl KeyRange {
 
     /// Every key starting with `prefix`.
     pub fn prefix(prefix: &[u8]) -> Self {
-        KeyRange {
-            lower: prefix.to_vec(),
-            upper: next_prefix(prefix),
-            prefix: true,
-        }
+        KeyRange { lower: prefix.to_vec(), upper: next_prefix(prefix), prefix: true }
     }
 
     /// Keys in `[lower, upper)`.
     pub fn between(lower: &[u8], upper: &[u8]) -> Self {
-        KeyRange {
-            lower: lower.to_vec(),
-            upper: Some(upper.to_vec()),
-            prefix: false,
-        }
+        KeyRange { lower: lower.to_vec(), upper: Some(upper.to_vec()), prefix: false }
     }
 
     /// Narrows the range to keys strictly after `key` (for cursors: the last key already shown).
@@ -319,18 +300,12 @@ pub struct Reader<'a> {
 
 impl std::fmt::Debug for Reader<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reader")
-            .field("snapshot", &self.snapshot.is_some())
-            .finish()
+        f.debug_struct("Reader").field("snapshot", &self.snapshot.is_some()).finish()
     }
 }
 
 fn decode_value<T: Table>(key: &[u8], bytes: &[u8]) -> StoreResult<T::Value> {
-    codec::decode(bytes).map_err(|source| StoreError::Decode {
-        table: T::NAME,
-        key: alloy::hex::encode(key),
-        source,
-    })
+    codec::decode(bytes).map_err(|source| StoreError::Decode { table: T::NAME, key: alloy::hex::encode(key), source })
 }
 
 impl<'a> Reader<'a> {
@@ -346,11 +321,7 @@ impl<'a> Reader<'a> {
     pub fn get<T: Table>(&self, key: &T::Key) -> StoreResult<Option<T::Value>> {
         let key = key.encode();
         let cf = self.store.cf(T::NAME);
-        match self
-            .store
-            .db
-            .get_pinned_cf_opt(cf, key.as_ref(), &self.read_options())?
-        {
+        match self.store.db.get_pinned_cf_opt(cf, key.as_ref(), &self.read_options())? {
             Some(bytes) => Ok(Some(decode_value::<T>(key.as_ref(), &bytes)?)),
             None => Ok(None),
         }
@@ -361,12 +332,7 @@ impl<'a> Reader<'a> {
         let encoded: Vec<_> = keys.iter().map(|k| k.encode()).collect();
         let cf = self.store.cf(T::NAME);
         let opts = self.read_options();
-        let results = self.store.db.batched_multi_get_cf_opt(
-            cf,
-            encoded.iter().map(|k| k.as_ref()),
-            false,
-            &opts,
-        );
+        let results = self.store.db.batched_multi_get_cf_opt(cf, encoded.iter().map(|k| k.as_ref()), false, &opts);
         encoded
             .iter()
             .zip(results)
@@ -389,10 +355,7 @@ impl<'a> Reader<'a> {
         if let Some(upper) = &range.upper {
             opts.set_iterate_upper_bound(upper.clone());
         }
-        let mut iter = self
-            .store
-            .db
-            .raw_iterator_cf_opt(self.store.cf(T::NAME), opts);
+        let mut iter = self.store.db.raw_iterator_cf_opt(self.store.cf(T::NAME), opts);
         match direction {
             Direction::Forward => iter.seek(&range.lower),
             Direction::Reverse => match &range.upper {
@@ -407,21 +370,12 @@ impl<'a> Reader<'a> {
         {
             iter.prev();
         }
-        Scan {
-            iter,
-            direction,
-            done: false,
-            table: std::marker::PhantomData,
-        }
+        Scan { iter, direction, done: false, table: std::marker::PhantomData }
     }
 
     /// Whether any row exists in `range`.
     pub fn any<T: Table>(&self, range: KeyRange) -> StoreResult<bool> {
-        Ok(self
-            .scan::<T>(range, Direction::Forward)
-            .next()
-            .transpose()?
-            .is_some())
+        Ok(self.scan::<T>(range, Direction::Forward).next().transpose()?.is_some())
     }
 
     /// Reads a typed meta row.
@@ -438,14 +392,17 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Global counters.
+    /// Global counters (zero before the first block).
     pub fn counters(&self) -> StoreResult<Counters> {
+        Ok(self.stored_counters()?.unwrap_or_default())
+    }
+
+    /// The counters row, if one was written.
+    pub fn stored_counters(&self) -> StoreResult<Option<Counters>> {
         match self.meta(MetaKey::Counters)? {
-            Some(Meta::Counters(c)) => Ok(c),
-            None => Ok(Counters::default()),
-            Some(other) => Err(StoreError::Inconsistent(format!(
-                "counters row holds {other:?}"
-            ))),
+            Some(Meta::Counters(c)) => Ok(Some(c)),
+            None => Ok(None),
+            Some(other) => Err(StoreError::Inconsistent(format!("counters row holds {other:?}"))),
         }
     }
 
@@ -454,9 +411,7 @@ impl<'a> Reader<'a> {
         match (self.meta(MetaKey::ChainId)?, self.meta(MetaKey::Genesis)?) {
             (Some(Meta::ChainId(id)), Some(Meta::Genesis(hash))) => Ok(Some((id, hash))),
             (None, None) => Ok(None),
-            other => Err(StoreError::Inconsistent(format!(
-                "chain identity rows hold {other:?}"
-            ))),
+            other => Err(StoreError::Inconsistent(format!("chain identity rows hold {other:?}"))),
         }
     }
 }
@@ -471,10 +426,7 @@ pub struct Scan<'r, T: Table> {
 
 impl<T: Table> std::fmt::Debug for Scan<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scan")
-            .field("table", &T::NAME)
-            .field("direction", &self.direction)
-            .finish()
+        f.debug_struct("Scan").field("table", &T::NAME).field("direction", &self.direction).finish()
     }
 }
 
@@ -489,15 +441,9 @@ impl<T: Table> Iterator for Scan<'_, T> {
             self.done = true;
             return self.iter.status().err().map(|e| Err(e.into()));
         }
-        let (key, value) = (
-            self.iter.key().unwrap_or_default(),
-            self.iter.value().unwrap_or_default(),
-        );
+        let (key, value) = (self.iter.key().unwrap_or_default(), self.iter.value().unwrap_or_default());
         let item = T::Key::decode(key)
-            .map_err(|source| StoreError::Key {
-                table: T::NAME,
-                source,
-            })
+            .map_err(|source| StoreError::Key { table: T::NAME, source })
             .and_then(|k| Ok((k, decode_value::<T>(key, value)?)));
         match self.direction {
             Direction::Forward => self.iter.next(),
@@ -529,9 +475,7 @@ mod tests {
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
         assert_eq!(store.open_state(), OpenState::Created);
         let mut batch = store.batch();
-        batch
-            .put_meta(&Meta::SchemaVersion(SCHEMA_VERSION + 1))
-            .unwrap();
+        batch.put_meta(&Meta::SchemaVersion(SCHEMA_VERSION + 1)).unwrap();
         store.write(batch, Durability::Sync).unwrap();
         drop(store);
         let err = Store::open(dir.path(), &StoreOptions::default()).unwrap_err();
@@ -557,10 +501,7 @@ mod tests {
     fn undecodable_value_is_reported_with_table_and_key() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
-        store
-            .db
-            .put_cf(store.cf(Headers::NAME), BlockKey(7).encode(), [0xff, 0xff])
-            .unwrap();
+        store.db.put_cf(store.cf(Headers::NAME), BlockKey(7).encode(), [0xff, 0xff]).unwrap();
         let err = store.reader().get::<Headers>(&BlockKey(7)).unwrap_err();
         match err {
             StoreError::Decode { table, key, .. } => {
@@ -577,44 +518,22 @@ mod tests {
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
         let mut batch = store.batch();
         for n in 0..10u64 {
-            batch
-                .put::<tables::BlockHashes>(&alloy::primitives::B256::with_last_byte(n as u8), &n)
-                .unwrap();
+            batch.put::<tables::BlockHashes>(&alloy::primitives::B256::with_last_byte(n as u8), &n).unwrap();
         }
         store.write(batch, Durability::Buffered).unwrap();
         let reader = store.reader();
         let numbers = |range: KeyRange, dir: Direction| -> Vec<u64> {
-            reader
-                .scan::<tables::BlockHashes>(range, dir)
-                .map(|r| r.unwrap().1)
-                .collect()
+            reader.scan::<tables::BlockHashes>(range, dir).map(|r| r.unwrap().1).collect()
         };
-        assert_eq!(
-            numbers(KeyRange::all(), Direction::Forward),
-            (0..10).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            numbers(KeyRange::all(), Direction::Reverse),
-            (0..10).rev().collect::<Vec<_>>()
-        );
+        assert_eq!(numbers(KeyRange::all(), Direction::Forward), (0..10).collect::<Vec<_>>());
+        assert_eq!(numbers(KeyRange::all(), Direction::Reverse), (0..10).rev().collect::<Vec<_>>());
         let three = alloy::primitives::B256::with_last_byte(3);
         let seven = alloy::primitives::B256::with_last_byte(7);
+        assert_eq!(numbers(KeyRange::all().after(three.as_slice()), Direction::Forward), vec![4, 5, 6, 7, 8, 9]);
         assert_eq!(
-            numbers(KeyRange::all().after(three.as_slice()), Direction::Forward),
-            vec![4, 5, 6, 7, 8, 9]
-        );
-        assert_eq!(
-            numbers(
-                KeyRange::all()
-                    .after(three.as_slice())
-                    .before(seven.as_slice()),
-                Direction::Reverse
-            ),
+            numbers(KeyRange::all().after(three.as_slice()).before(seven.as_slice()), Direction::Reverse),
             vec![6, 5, 4]
         );
-        assert_eq!(
-            numbers(KeyRange::all().before(three.as_slice()), Direction::Reverse),
-            vec![2, 1, 0]
-        );
+        assert_eq!(numbers(KeyRange::all().before(three.as_slice()), Direction::Reverse), vec![2, 1, 0]);
     }
 }

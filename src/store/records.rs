@@ -266,8 +266,8 @@ pub enum DbState {
 pub struct Undo {
     /// Account records before the block (`None`: the address was unknown).
     pub accounts: Vec<(Address, Option<AccountRecord>)>,
-    /// Global counters before the block.
-    pub counters: Counters,
+    /// Global counters before the block (`None` before the first block).
+    pub counters: Option<Counters>,
     /// The block's day and its statistics before the block.
     pub day: (u32, Option<DayStats>),
 }

@@ -97,9 +97,7 @@ mod tests {
     #[test]
     fn names_are_unique_snake_case() {
         let mut names: Vec<_> = ALL.iter().map(|t| t.name).collect();
-        assert!(names
-            .iter()
-            .all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
+        assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
         names.sort();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
@@ -109,11 +107,7 @@ mod tests {
     fn every_table_is_documented_in_schema_md() {
         let doc = include_str!("../../docs/schema.md");
         for t in ALL {
-            assert!(
-                doc.contains(&format!("### `{}`", t.name)),
-                "docs/schema.md lacks a section for `{}`",
-                t.name
-            );
+            assert!(doc.contains(&format!("### `{}`", t.name)), "docs/schema.md lacks a section for `{}`", t.name);
         }
     }
 }

@@ -1,1 +1,10 @@
+//! The integration test binary: real anvil nodes, real RocksDB, the daemon in-process (or as a process where a
+//! test kills it).
 
+mod core;
+mod crash;
+mod outage;
+mod reorg;
+mod reset;
+mod support;
+mod sync;

@@ -43,11 +43,7 @@ pub struct ChainStats {
 
 /// Headers of the newest `limit` blocks, newest first.
 pub fn recent_headers(reader: &Reader<'_>, limit: usize) -> StoreResult<Vec<BlockRecord>> {
-    reader
-        .scan::<Headers>(KeyRange::all(), Direction::Forward)
-        .take(limit)
-        .map(|r| r.map(|(_, h)| h))
-        .collect()
+    reader.scan::<Headers>(KeyRange::all(), Direction::Forward).take(limit).map(|r| r.map(|(_, h)| h)).collect()
 }
 
 fn percentile(sorted: &[u128], p: usize) -> u128 {
@@ -60,27 +56,18 @@ pub fn compute(reader: &Reader<'_>, tip: Option<Tip>) -> StoreResult<ChainStats>
     let headers = &gas_window[..gas_window.len().min(BLOCK_WINDOW)];
     let average_block_time_ms = match (headers.first(), headers.last()) {
         (Some(newest), Some(oldest)) if headers.len() > 1 => {
-            newest.timestamp.saturating_sub(oldest.timestamp) as f64 * 1000.0
-                / (headers.len() - 1) as f64
+            newest.timestamp.saturating_sub(oldest.timestamp) as f64 * 1000.0 / (headers.len() - 1) as f64
         }
         _ => 0.0,
     };
     let utilization_percent = if headers.is_empty() {
         0.0
     } else {
-        let sum: f64 = headers
-            .iter()
-            .map(|h| h.gas_used as f64 / (h.gas_limit.max(1)) as f64)
-            .sum();
+        let sum: f64 = headers.iter().map(|h| h.gas_used as f64 / (h.gas_limit.max(1)) as f64).sum();
         sum * 100.0 / headers.len() as f64
     };
     let gas = gas_tiers(reader, &gas_window)?;
-    Ok(ChainStats {
-        tip: tip.map(|t| t.hash),
-        average_block_time_ms,
-        utilization_percent,
-        gas,
-    })
+    Ok(ChainStats { tip: tip.map(|t| t.hash), average_block_time_ms, utilization_percent, gas })
 }
 
 fn gas_tiers(reader: &Reader<'_>, headers: &[BlockRecord]) -> StoreResult<Option<[GasTier; 3]>> {
@@ -93,16 +80,10 @@ fn gas_tiers(reader: &Reader<'_>, headers: &[BlockRecord]) -> StoreResult<Option
         Some(below) => KeyRange::all().before(&BlockKey(below).encode()),
         None => KeyRange::all(),
     };
-    let base_fees: HashMap<u64, u128> = headers
-        .iter()
-        .filter_map(|h| Some((h.number, h.base_fee?)))
-        .collect();
+    let base_fees: HashMap<u64, u128> = headers.iter().filter_map(|h| Some((h.number, h.base_fee?))).collect();
     let mut prices = Vec::new();
     let mut tips = Vec::new();
-    for row in reader
-        .scan::<Transactions>(window, Direction::Forward)
-        .take(GAS_TX_SAMPLE)
-    {
+    for row in reader.scan::<Transactions>(window, Direction::Forward).take(GAS_TX_SAMPLE) {
         let (pos, tx) = row?;
         let base = base_fees.get(&pos.block).copied().unwrap_or(0);
         prices.push(tx.effective_gas_price);
@@ -110,23 +91,13 @@ fn gas_tiers(reader: &Reader<'_>, headers: &[BlockRecord]) -> StoreResult<Option
     }
     let latest_base = latest.base_fee.unwrap_or(0);
     if prices.is_empty() {
-        return Ok(latest.base_fee.map(|b| {
-            [GasTier {
-                price: b,
-                base_fee: b,
-                priority_fee: 0,
-            }; 3]
-        }));
+        return Ok(latest.base_fee.map(|b| [GasTier { price: b, base_fee: b, priority_fee: 0 }; 3]));
     }
     prices.sort_unstable();
     tips.sort_unstable();
     Ok(Some([35, 60, 90].map(|p| {
         let priority_fee = percentile(&tips, p);
-        GasTier {
-            price: percentile(&prices, p).max(latest_base + priority_fee),
-            base_fee: latest_base,
-            priority_fee,
-        }
+        GasTier { price: percentile(&prices, p).max(latest_base + priority_fee), base_fee: latest_base, priority_fee }
     })))
 }
 
@@ -162,16 +133,9 @@ pub fn gas_prices_json(stats: &ChainStats, detailed: bool) -> Value {
 }
 
 /// The whole `/stats` body.
-pub fn stats_json(
-    reader: &Reader<'_>,
-    stats: &ChainStats,
-    detailed: bool,
-    now: u64,
-) -> StoreResult<Value> {
+pub fn stats_json(reader: &Reader<'_>, stats: &ChainStats, detailed: bool, now: u64) -> StoreResult<Value> {
     let counters = reader.counters()?;
-    let today = reader
-        .get::<Daily>(&DayKey::of_timestamp(now))?
-        .unwrap_or_default();
+    let today = reader.get::<Daily>(&DayKey::of_timestamp(now))?.unwrap_or_default();
     Ok(json!({
         "total_blocks": counters.blocks.to_string(),
         "total_addresses": counters.addresses.to_string(),

@@ -1,0 +1,43 @@
+//! The node goes away and comes back: the daemon stays up, reports the outage, and catches up afterwards.
+
+use crate::support::compare::assert_store_matches_node;
+use crate::support::*;
+use rockscout::dev::anvil::AnvilOptions;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_stopped_and_restarted_mid_run() {
+    let state = tempfile::tempdir().unwrap();
+    let state_file = state.path().join("anvil-state.json");
+    let options = |port| AnvilOptions {
+        port,
+        extra_args: vec!["--no-mining".into(), "--state".into(), state_file.display().to_string()],
+        ..Default::default()
+    };
+    let anvil = start_anvil_with(options(0));
+    let port = anvil.port();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses();
+    generate_traffic(&node, &accounts, 5, 3).await;
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    wait_synced(&t.daemon, &node).await;
+
+    anvil.stop();
+    let reply = poll_until("/health to report the node down", Duration::from_secs(30), || async {
+        let reply = http::get(t.daemon.addr(), "/health").await;
+        (reply.status == 503).then_some(reply)
+    })
+    .await;
+    assert_eq!(reply.json()["node_reachable"], false);
+    // The API keeps serving what is indexed.
+    let stats = http::get(t.daemon.addr(), "/api/v2/stats").await;
+    assert_eq!(stats.status, 200);
+
+    let anvil = start_anvil_with(options(port));
+    let node = provider(&anvil.http_url());
+    generate_traffic(&node, &accounts, 4, 2).await;
+    wait_synced(&t.daemon, &node).await;
+    assert_store_matches_node(t.daemon.store(), &node).await;
+    assert_eq!(http::get(t.daemon.addr(), "/health").await.status, 200);
+    t.daemon.shutdown().await.unwrap();
+}

@@ -1,0 +1,112 @@
+//! Reorgs driven by anvil (`anvil_reorg`, `anvil_rollback`, `evm_snapshot`/`evm_revert`): afterwards the store
+//! equals the node's canonical chain exactly and the replaced blocks are recorded as reorged.
+
+use crate::support::compare::{assert_store_matches_node, reorged_hashes, stored_hashes};
+use crate::support::*;
+use alloy::primitives::{Address, U256};
+use alloy::providers::{Provider, RootProvider};
+use serde_json::json;
+use std::collections::BTreeSet;
+
+/// A fresh address that only the new branch of a reorg pays.
+fn newcomer(seed: u8) -> Address {
+    Address::repeat_byte(seed)
+}
+
+async fn synced_daemon_with_history(blocks: u64) -> (rockscout::dev::anvil::Anvil, RootProvider, TestDaemon) {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    generate_traffic(&node, &anvil.addresses(), blocks, 4).await;
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    wait_synced(&t.daemon, &node).await;
+    assert_store_matches_node(t.daemon.store(), &node).await;
+    (anvil, node, t)
+}
+
+async fn reorg_with_anvil_reorg(depth: u64) {
+    let (anvil, node, t) = synced_daemon_with_history(depth + 8).await;
+    let before = stored_hashes(t.daemon.store());
+    let tip = *before.keys().last().unwrap();
+    let accounts = anvil.addresses();
+    // The new branch pays addresses the old chain never saw, in its first and last block.
+    let pairs = json!([
+        [{"from": accounts[1], "to": newcomer(0xa1), "value": U256::from(777u64)}, 0],
+        [{"from": accounts[2], "to": newcomer(0xa2), "value": U256::from(888u64)}, depth - 1],
+    ]);
+    let _: serde_json::Value = node.raw_request("anvil_reorg".into(), json!([depth, pairs])).await.unwrap();
+    assert_eq!(node.get_block_number().await.unwrap(), tip, "anvil_reorg keeps the height");
+
+    wait_synced(&t.daemon, &node).await;
+    assert_store_matches_node(t.daemon.store(), &node).await;
+    let replaced: BTreeSet<_> = before.range(tip - depth + 1..).map(|(_, h)| *h).collect();
+    assert_eq!(replaced.len() as u64, depth);
+    assert_eq!(reorged_hashes(t.daemon.store()), replaced, "exactly the replaced blocks are recorded as reorged");
+    let after = stored_hashes(t.daemon.store());
+    assert_eq!(before.range(..=tip - depth).collect::<Vec<_>>(), after.range(..=tip - depth).collect::<Vec<_>>());
+    for seed in [0xa1, 0xa2] {
+        let account = t.daemon.store().reader().get::<rockscout::store::tables::Accounts>(&newcomer(seed)).unwrap();
+        assert_eq!(account.map(|a| a.tx_count), Some(1), "the new branch's payee {seed:#x} is indexed");
+    }
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reorg_of_depth_one() {
+    reorg_with_anvil_reorg(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reorg_of_depth_two() {
+    reorg_with_anvil_reorg(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reorg_of_depth_twelve() {
+    reorg_with_anvil_reorg(12).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_then_a_new_branch() {
+    let (anvil, node, t) = synced_daemon_with_history(10).await;
+    let before = stored_hashes(t.daemon.store());
+    let tip = *before.keys().last().unwrap();
+    let _: serde_json::Value = node.raw_request("anvil_rollback".into(), json!([3])).await.unwrap();
+    // The node is now shorter than the index: the index follows it down.
+    assert_eq!(wait_synced(&t.daemon, &node).await, tip - 3);
+    assert_store_matches_node(t.daemon.store(), &node).await;
+    let rolled_back: BTreeSet<_> = before.range(tip - 2..).map(|(_, h)| *h).collect();
+    assert_eq!(reorged_hashes(t.daemon.store()), rolled_back);
+
+    // A different branch grows past the old tip.
+    let accounts = anvil.addresses();
+    for i in 0..5u64 {
+        transfer(&node, accounts[3], newcomer(0xb0 + i as u8), 5 + i).await;
+        mine(&node, 1).await;
+    }
+    assert_eq!(wait_synced(&t.daemon, &node).await, tip + 2);
+    assert_store_matches_node(t.daemon.store(), &node).await;
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_revert_replaces_a_branch() {
+    let (anvil, node, t) = synced_daemon_with_history(4).await;
+    let accounts = anvil.addresses();
+    let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+    generate_traffic(&node, &accounts, 6, 3).await;
+    wait_synced(&t.daemon, &node).await;
+    let old_branch: BTreeSet<_> = stored_hashes(t.daemon.store()).into_values().collect();
+    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+    assert!(reverted);
+    for i in 0..9u64 {
+        transfer(&node, accounts[4], newcomer(0xc0 + i as u8), 1 + i).await;
+        mine(&node, 1).await;
+    }
+    wait_synced(&t.daemon, &node).await;
+    assert_store_matches_node(t.daemon.store(), &node).await;
+    let now: BTreeSet<_> = stored_hashes(t.daemon.store()).into_values().collect();
+    let replaced: BTreeSet<_> = old_branch.difference(&now).copied().collect();
+    assert_eq!(replaced.len(), 7, "the deploy block's successors on the old branch");
+    assert_eq!(reorged_hashes(t.daemon.store()), replaced);
+    t.daemon.shutdown().await.unwrap();
+}

@@ -1,0 +1,63 @@
+//! `anvil_reset` replaces the node's chain: with `--on-reset=reindex` the index is rebuilt from the new chain,
+//! with `--on-reset=exit` the daemon stops with a clear error and the old index is left intact. Never mixed.
+
+use crate::support::compare::{assert_store_matches_node, reorged_hashes, stored_hashes};
+use crate::support::*;
+use alloy::providers::Provider;
+use rockscout::indexer::{IndexerError, ResetPolicy};
+use rockscout::store::{Store, StoreOptions};
+use rockscout::RunError;
+use serde_json::json;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_with_reindex_policy_rebuilds_from_the_new_chain() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses();
+    generate_traffic(&node, &accounts, 8, 3).await;
+    let t = start_daemon(&anvil.http_url(), |c| c.indexer.on_reset = ResetPolicy::Reindex).await;
+    wait_synced(&t.daemon, &node).await;
+    let old: Vec<_> = stored_hashes(t.daemon.store()).into_values().collect();
+
+    let _: serde_json::Value = node.raw_request("anvil_reset".into(), json!([])).await.unwrap();
+    let new_chain_id = node.get_chain_id().await.unwrap();
+    generate_traffic(&node, &accounts, 3, 2).await;
+    poll_until("the index to hold the new chain", Duration::from_secs(60), || async {
+        let identity = t.daemon.store().reader().chain_identity().ok()??;
+        (identity.0 == new_chain_id).then_some(())
+    })
+    .await;
+    wait_synced(&t.daemon, &node).await;
+    assert_store_matches_node(t.daemon.store(), &node).await;
+    let now = stored_hashes(t.daemon.store());
+    assert!(old.iter().skip(1).all(|h| !now.values().any(|n| n == h)), "no block of the old chain survives");
+    assert!(reorged_hashes(t.daemon.store()).is_empty(), "a replaced chain is not a reorg");
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_with_exit_policy_stops_and_keeps_the_old_index() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    generate_traffic(&node, &anvil.addresses(), 6, 2).await;
+    let t = start_daemon(&anvil.http_url(), |c| c.indexer.on_reset = ResetPolicy::Exit).await;
+    wait_synced(&t.daemon, &node).await;
+    let old = stored_hashes(t.daemon.store());
+
+    let _: serde_json::Value = node.raw_request("anvil_reset".into(), json!([])).await.unwrap();
+    mine(&node, 2).await;
+    let TestDaemon { daemon, dir } = t;
+    let never = tokio_util::sync::CancellationToken::new();
+    let result = tokio::time::timeout(Duration::from_secs(60), daemon.run_until(never)).await.expect("daemon stops");
+    match result {
+        Err(RunError::Indexer(IndexerError::ChainReplaced { reason })) => {
+            assert!(reason.contains("chain id"), "{reason}");
+            let message = RunError::Indexer(IndexerError::ChainReplaced { reason }).to_string();
+            assert!(message.contains("--on-reset=reindex"), "the error says what to do: {message}");
+        }
+        other => panic!("expected ChainReplaced, got {other:?}"),
+    }
+    let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+    assert_eq!(stored_hashes(&store), old, "the old index is intact, nothing of the new chain was written");
+}
