@@ -115,7 +115,7 @@ enum SyncEnd {
 }
 
 enum Fetched {
-    Block(Bundle),
+    Block(Box<Bundle>),
     Missing(u64),
 }
 
@@ -299,7 +299,7 @@ impl Indexer {
                     Fetched::Block(block) => {
                         parent = Some(block.header.hash);
                         txs += block.txs.len();
-                        chunk.push(block);
+                        chunk.push(*block);
                         if chunk.len() < self.config.chunk_blocks && txs < self.config.chunk_txs {
                             next = rx.try_recv().ok();
                         }
@@ -457,7 +457,7 @@ async fn fetch_block(indexer: &Indexer, number: u64, cancel: &CancellationToken)
         return Some(Fetched::Missing(number));
     };
     match Bundle::from_rpc(raw) {
-        Ok(block) => Some(Fetched::Block(block)),
+        Ok(block) => Some(Fetched::Block(Box::new(block))),
         Err(e) => {
             // Typically the chain moved between the block and receipts requests.
             tracing::warn!(error = %e, "inconsistent block from node");

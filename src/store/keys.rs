@@ -274,7 +274,7 @@ mod tests {
 
     fn address() -> impl Strategy<Value = Address> {
         // A small alphabet makes equal addresses (and so the block/index tie-breaks) common.
-        prop_oneof![any::<[u8; 20]>().prop_map(Address::new), (0u8..3).prop_map(|b| Address::repeat_byte(b))]
+        prop_oneof![any::<[u8; 20]>().prop_map(Address::new), (0u8..3).prop_map(Address::repeat_byte)]
     }
 
     fn pos() -> impl Strategy<Value = BlockPos> {

@@ -24,6 +24,9 @@ use rocksdb::{
 use std::path::{Path, PathBuf};
 use tables::{Access, MetaTable, Table, TableDef};
 
+/// One stored row as raw bytes: table name, key, value.
+pub type RawRow = (&'static str, Vec<u8>, Vec<u8>);
+
 /// Version of the on-disk layout; bump on any change to keys, values or the rows a block writes.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -200,7 +203,7 @@ impl Store {
     }
 
     /// Every row of every table as raw bytes, in key order (for tests that compare whole stores, and tools).
-    pub fn raw_rows(&self) -> StoreResult<Vec<(&'static str, Vec<u8>, Vec<u8>)>> {
+    pub fn raw_rows(&self) -> StoreResult<Vec<RawRow>> {
         let mut out = Vec::new();
         for def in tables::ALL {
             let mut iter = self.db.raw_iterator_cf(self.cf(def.name));

@@ -3,6 +3,7 @@
 
 mod core;
 mod crash;
+mod dev;
 mod outage;
 mod reorg;
 mod reset;
