@@ -4,13 +4,14 @@
 //! dispatches it with one `match` and turns any [`ApiError`] into a response in one place. Connections are
 //! drained gracefully on shutdown.
 //!
-//! Routes:
-//! * `GET /health`: indexed tip, node tip, lag, node reachability.
-//! * `GET /api/v2/stats`: network statistics (Blockscout's shape).
+//! Routes (see `docs/api.md`): `GET /health`, and Blockscout's REST surface under `/api/v2`: stats, blocks,
+//! transactions, addresses, search, and the home-page endpoints.
 
 mod body;
 mod error;
 mod health;
+pub mod json;
+mod methods;
 mod query;
 mod rest;
 mod router;
@@ -20,8 +21,9 @@ pub use router::Route;
 
 use crate::events::EventSender;
 use crate::indexer::Status;
-use crate::node::Node;
+use crate::node::{Node, NodeError};
 use crate::store::Store;
+use alloy::primitives::{Address, U256};
 use body::Body;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -29,6 +31,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use rest::stats::ChainStats;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -65,7 +68,27 @@ pub struct Shared {
     /// Server limits.
     pub config: ApiConfig,
     stats: Mutex<Option<Arc<ChainStats>>>,
+    on_chain: Mutex<OnChainCache>,
 }
+
+/// An address's balance and whether it has code, read from the node at one block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnChain {
+    /// Native balance in wei.
+    pub balance: U256,
+    /// Whether code is deployed at the address.
+    pub has_code: bool,
+}
+
+/// [`OnChain`] values of the current tip; emptied when the tip moves.
+#[derive(Debug, Default)]
+struct OnChainCache {
+    tip: u64,
+    entries: HashMap<Address, OnChain>,
+}
+
+/// Most addresses cached per tip.
+const ON_CHAIN_CACHE_LIMIT: usize = 10_000;
 
 /// Cheap handle on [`Shared`].
 #[derive(Debug, Clone)]
@@ -74,7 +97,34 @@ pub struct AppState(Arc<Shared>);
 impl AppState {
     /// State for a server over `store` and `node`.
     pub fn new(store: Arc<Store>, status: Arc<Status>, node: Node, events: EventSender, config: ApiConfig) -> Self {
-        AppState(Arc::new(Shared { store, status, node, events, config, stats: Mutex::new(None) }))
+        AppState(Arc::new(Shared {
+            store,
+            status,
+            node,
+            events,
+            config,
+            stats: Mutex::new(None),
+            on_chain: Mutex::new(OnChainCache::default()),
+        }))
+    }
+
+    /// Balance and code presence of `address` at block `tip`, from the node, cached per tip.
+    pub async fn account_state(&self, address: Address, tip: u64) -> Result<OnChain, NodeError> {
+        {
+            let cache = self.on_chain.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(hit) = cache.entries.get(&address).filter(|_| cache.tip == tip) {
+                return Ok(*hit);
+            }
+        }
+        let (balance, code) = tokio::try_join!(self.node.balance(address, tip), self.node.code(address, tip))?;
+        let fresh = OnChain { balance, has_code: !code.is_empty() };
+        let mut cache = self.on_chain.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.tip != tip || cache.entries.len() >= ON_CHAIN_CACHE_LIMIT {
+            cache.tip = tip;
+            cache.entries.clear();
+        }
+        cache.entries.insert(address, fresh);
+        Ok(fresh)
     }
 }
 
@@ -130,8 +180,36 @@ async fn handle(req: Request<Incoming>, state: AppState, _peer: SocketAddr) -> R
 }
 
 async fn dispatch(route: Route, req: &Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
+    use rest::{addresses, blocks, search, stats, transactions};
     match route {
         Route::Health => Ok(health::health(state)),
-        Route::Stats => rest::stats_handler(state, req.headers()),
+        Route::Stats => stats::handler(state, req.headers()),
+        Route::Blocks { kind, page } => blocks::list(state, kind, page),
+        Route::Block(id) => blocks::detail(state, id),
+        Route::BlockTransactions { id, kinds, page } => blocks::transactions(state, id, kinds, page),
+        Route::Transactions { pending, kinds, methods, page } => {
+            transactions::list(state, pending, kinds, methods, page)
+        }
+        Route::Transaction(hash) => transactions::detail(state, hash).await,
+        Route::TransactionLogs { hash, page } => transactions::logs(state, hash, page),
+        Route::TransactionSub(hash, sub) => transactions::sub(state, hash, sub),
+        Route::Address(address) => addresses::detail(state, address).await,
+        Route::AddressTransactions { address, direction, ascending, page } => {
+            addresses::transactions(state, address, direction, ascending, page)
+        }
+        Route::AddressLogs { address, topic, page } => addresses::logs(state, address, topic, page),
+        Route::AddressCounters(address) => addresses::counters(state, address),
+        Route::AddressTabsCounters(address) => addresses::tabs_counters(state, address),
+        Route::CoinBalanceHistory { address, page } => addresses::coin_balance_history(state, address, page).await,
+        Route::AddressSub(_, sub) => Ok(addresses::sub(sub)),
+        Route::Tokens => Ok(body::ok(&json::Envelope::<()>::empty())),
+        Route::Search(q) => search::search(state, &q),
+        Route::SearchQuick(q) => search::quick(state, &q),
+        Route::SearchRedirect(q) => search::redirect(state, &q),
+        Route::MainPageBlocks => blocks::main_page(state),
+        Route::MainPageTransactions => transactions::main_page(state),
+        Route::IndexingStatus => Ok(stats::indexing_status(state)),
+        Route::BackendVersion => Ok(stats::backend_version()),
+        Route::TransactionsChart => stats::transactions_chart(state),
     }
 }

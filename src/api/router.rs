@@ -1,9 +1,175 @@
 //! `Route`: a request parsed from (method, path, query) into a typed endpoint, before any I/O. Pure and
 //! table-tested; `dispatch` in `api/mod.rs` is the one `match` over it.
+//!
+//! Path and query parameters are validated here: a malformed hash, number or address, or a page size outside
+//! 1–100, is a 422 with Blockscout's `errors` body; handlers only see typed values.
 
 use super::error::ApiError;
+use super::json::BlockKind;
+use super::methods::selectors_for;
 use super::query::Query;
+use crate::store::keys::BlockPos;
+use alloy::primitives::{Address, B256};
 use hyper::Method;
+
+/// Default page size (the seed's 25).
+pub const DEFAULT_PAGE: usize = 25;
+/// Largest page size.
+pub const MAX_PAGE: usize = 100;
+
+/// A block named by number or hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockId {
+    /// Height.
+    Number(u64),
+    /// Block hash.
+    Hash(B256),
+}
+
+/// Transaction kinds a list can be filtered to (`type=a,b`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxKinds {
+    /// `coin_transfer`.
+    pub coin_transfer: bool,
+    /// `contract_call`.
+    pub contract_call: bool,
+    /// `contract_creation`.
+    pub contract_creation: bool,
+    /// `token_transfer`.
+    pub token_transfer: bool,
+    /// `token_creation`.
+    pub token_creation: bool,
+    /// `blob_transaction`.
+    pub blob_transaction: bool,
+}
+
+impl TxKinds {
+    /// Whether a filter was given at all.
+    pub fn any(&self) -> bool {
+        *self != TxKinds::default()
+    }
+
+    fn parse(q: &Query) -> Result<TxKinds, ApiError> {
+        let mut kinds = TxKinds::default();
+        let Some(raw) = q.get("type") else {
+            return Ok(kinds);
+        };
+        for kind in raw.trim_start_matches('[').trim_end_matches(']').split(',').filter(|k| !k.is_empty()) {
+            match kind.trim() {
+                "coin_transfer" => kinds.coin_transfer = true,
+                "contract_call" => kinds.contract_call = true,
+                "contract_creation" => kinds.contract_creation = true,
+                "token_transfer" => kinds.token_transfer = true,
+                "token_creation" => kinds.token_creation = true,
+                "blob_transaction" => kinds.blob_transaction = true,
+                _ => return Err(ApiError::invalid("type", "Invalid value for enum")),
+            }
+        }
+        Ok(kinds)
+    }
+}
+
+/// `filter=to|from` on address lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Rows where the address receives.
+    To,
+    /// Rows where the address sends.
+    From,
+}
+
+/// A paginated request: page size and whether a cursor continues a previous page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page<C> {
+    /// Items per page (1–100).
+    pub size: usize,
+    /// Continue after this position.
+    pub after: Option<C>,
+}
+
+/// The next-page cursor of a list ordered by (block, index).
+fn pos_cursor(q: &Query) -> Result<Option<BlockPos>, ApiError> {
+    match (q.u64("block_number")?, q.u64("index")?) {
+        (Some(block), Some(index)) => {
+            let index = u32::try_from(index).map_err(|_| ApiError::invalid("index", "Invalid value: too large"))?;
+            Ok(Some(BlockPos { block, index }))
+        }
+        // A block alone continues below that block.
+        (Some(block), None) => Ok(Some(BlockPos { block, index: 0 })),
+        (None, _) => Ok(None),
+    }
+}
+
+fn page_size(q: &Query) -> Result<usize, ApiError> {
+    match q.u64("items_count")? {
+        None => Ok(DEFAULT_PAGE),
+        Some(n) if (1..=MAX_PAGE as u64).contains(&n) => Ok(n as usize),
+        Some(_) => Err(ApiError::invalid("items_count", format!("Invalid value: must be between 1 and {MAX_PAGE}"))),
+    }
+}
+
+fn page<C>(q: &Query, after: Option<C>) -> Result<Page<C>, ApiError> {
+    Ok(Page { size: page_size(q)?, after })
+}
+
+/// Parses a 32-byte `0x` hash.
+pub fn parse_hash(raw: &str, param: &'static str) -> Result<B256, ApiError> {
+    let valid = raw.len() == 66 && raw.starts_with("0x") && raw[2..].bytes().all(|b| b.is_ascii_hexdigit());
+    if !valid {
+        return Err(ApiError::invalid(param, "Invalid format. Expected ~r/^0x([A-Fa-f0-9]{64})$/"));
+    }
+    raw.parse().map_err(|_| ApiError::invalid(param, "Invalid format. Expected ~r/^0x([A-Fa-f0-9]{64})$/"))
+}
+
+/// Parses a 20-byte `0x` address (any letter case).
+pub fn parse_address(raw: &str, param: &'static str) -> Result<Address, ApiError> {
+    let valid = raw.len() == 42 && raw.starts_with("0x") && raw[2..].bytes().all(|b| b.is_ascii_hexdigit());
+    if !valid {
+        return Err(ApiError::invalid(param, "Invalid format. Expected ~r/^0x([A-Fa-f0-9]{40})$/"));
+    }
+    raw.parse().map_err(|_| ApiError::invalid(param, "Invalid format. Expected ~r/^0x([A-Fa-f0-9]{40})$/"))
+}
+
+fn parse_block_id(raw: &str) -> Result<BlockId, ApiError> {
+    if raw.starts_with("0x") {
+        return parse_hash(raw, "block_hash_or_number_param").map(BlockId::Hash);
+    }
+    if !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(n) = raw.parse::<u64>() {
+            return Ok(BlockId::Number(n));
+        }
+    }
+    Err(ApiError::invalid(
+        "block_hash_or_number_param",
+        "Invalid format. Expected a non-negative integer or ~r/^0x([A-Fa-f0-9]{64})$/",
+    ))
+}
+
+/// Transaction sub-resources that other issues fill (token transfers, tracing); empty until then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxSub {
+    /// `/token-transfers`.
+    TokenTransfers,
+    /// `/internal-transactions`.
+    InternalTransactions,
+    /// `/state-changes`.
+    StateChanges,
+    /// `/raw-trace` (a bare array).
+    RawTrace,
+}
+
+/// Address sub-resources that other issues fill; empty until then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressSub {
+    /// `/token-transfers`.
+    TokenTransfers,
+    /// `/internal-transactions`.
+    InternalTransactions,
+    /// `/tokens`.
+    Tokens,
+    /// `/token-balances` (a bare array).
+    TokenBalances,
+}
 
 /// Every endpoint, with its typed parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,24 +178,122 @@ pub enum Route {
     Health,
     /// `GET /api/v2/stats`.
     Stats,
+    /// `GET /api/v2/blocks`.
+    Blocks {
+        /// `type`.
+        kind: BlockKind,
+        /// Size and cursor (`block_number`, and `hash` for reorgs).
+        page: Page<(u64, Option<B256>)>,
+    },
+    /// `GET /api/v2/blocks/:id`.
+    Block(BlockId),
+    /// `GET /api/v2/blocks/:id/transactions`.
+    BlockTransactions {
+        /// The block.
+        id: BlockId,
+        /// `type` filter.
+        kinds: TxKinds,
+        /// Size and cursor (transaction index).
+        page: Page<u32>,
+    },
+    /// `GET /api/v2/transactions`.
+    Transactions {
+        /// `filter=pending`.
+        pending: bool,
+        /// `type` filter.
+        kinds: TxKinds,
+        /// `method` filter (selectors).
+        methods: Option<Vec<[u8; 4]>>,
+        /// Size and cursor.
+        page: Page<BlockPos>,
+    },
+    /// `GET /api/v2/transactions/:hash`.
+    Transaction(B256),
+    /// `GET /api/v2/transactions/:hash/logs`.
+    TransactionLogs {
+        /// The transaction.
+        hash: B256,
+        /// Size and cursor (log index).
+        page: Page<u32>,
+    },
+    /// Transaction sub-resources not indexed yet.
+    TransactionSub(B256, TxSub),
+    /// `GET /api/v2/addresses/:a`.
+    Address(Address),
+    /// `GET /api/v2/addresses/:a/transactions`.
+    AddressTransactions {
+        /// The address.
+        address: Address,
+        /// `filter=to|from`.
+        direction: Option<Direction>,
+        /// `order=asc` (oldest first).
+        ascending: bool,
+        /// Size and cursor.
+        page: Page<BlockPos>,
+    },
+    /// `GET /api/v2/addresses/:a/logs`.
+    AddressLogs {
+        /// The emitter.
+        address: Address,
+        /// `topic` filter (any position).
+        topic: Option<B256>,
+        /// Size and cursor.
+        page: Page<BlockPos>,
+    },
+    /// `GET /api/v2/addresses/:a/counters`.
+    AddressCounters(Address),
+    /// `GET /api/v2/addresses/:a/tabs-counters`.
+    AddressTabsCounters(Address),
+    /// `GET /api/v2/addresses/:a/coin-balance-history`.
+    CoinBalanceHistory {
+        /// The address.
+        address: Address,
+        /// Size and cursor (block number).
+        page: Page<u64>,
+    },
+    /// Address sub-resources not indexed yet.
+    AddressSub(Address, AddressSub),
+    /// `GET /api/v2/tokens`: no token index yet, an empty list.
+    Tokens,
+    /// `GET /api/v2/search`.
+    Search(String),
+    /// `GET /api/v2/search/quick`.
+    SearchQuick(String),
+    /// `GET /api/v2/search/check-redirect`.
+    SearchRedirect(String),
+    /// `GET /api/v2/main-page/blocks`.
+    MainPageBlocks,
+    /// `GET /api/v2/main-page/transactions`.
+    MainPageTransactions,
+    /// `GET /api/v2/main-page/indexing-status`.
+    IndexingStatus,
+    /// `GET /api/v2/config/backend-version`.
+    BackendVersion,
+    /// `GET /api/v2/stats/charts/transactions`.
+    TransactionsChart,
+}
+
+fn search_query(q: &Query) -> Result<String, ApiError> {
+    match q.get("q") {
+        Some(text) if text.len() <= 256 => Ok(text.trim().to_owned()),
+        Some(_) => Err(ApiError::invalid("q", "Invalid value: longer than 256 characters")),
+        None => Err(ApiError::invalid("q", "Missing parameter: q")),
+    }
 }
 
 impl Route {
     /// Parses a request line. Unknown `/api/v2/*` GETs are 400 (Blockscout's "Unknown API v2 action"), other
     /// unknown paths 404, known paths with another method 405.
     pub fn parse(method: &Method, path: &str, query: Option<&str>) -> Result<Route, ApiError> {
-        let _query = Query::parse(query);
+        let q = Query::parse(query);
         let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
         let route = match segments.as_slice() {
             ["health"] => Route::Health,
-            ["api", "v2", "stats"] => Route::Stats,
-            ["api", "v2", ..] => {
-                return Err(if method == Method::GET {
-                    ApiError::UnknownAction
-                } else {
-                    ApiError::MethodNotAllowed { allow: "GET" }
-                })
-            }
+            ["api", "v2", rest @ ..] => match Self::parse_v2(rest, &q)? {
+                Some(route) => route,
+                None if method == Method::GET => return Err(ApiError::UnknownAction),
+                None => return Err(ApiError::MethodNotAllowed { allow: "GET" }),
+            },
             _ => return Err(ApiError::NoRoute),
         };
         if method != Method::GET && method != Method::HEAD {
@@ -37,25 +301,191 @@ impl Route {
         }
         Ok(route)
     }
+
+    fn parse_v2(segments: &[&str], q: &Query) -> Result<Option<Route>, ApiError> {
+        let tx = |raw: &str| parse_hash(raw, "transaction_hash_param");
+        let addr = |raw: &str| parse_address(raw, "address_hash_param");
+        let route = match segments {
+            ["stats"] => Route::Stats,
+            ["blocks"] => {
+                let kind = match q.get("type") {
+                    None | Some("block") => BlockKind::Block,
+                    Some("reorg") => BlockKind::Reorg,
+                    Some("uncle") => BlockKind::Uncle,
+                    Some(_) => return Err(ApiError::invalid("type", "Invalid value for enum")),
+                };
+                let hash = q.get("hash").map(|h| parse_hash(h, "hash")).transpose()?;
+                Route::Blocks { kind, page: page(q, q.u64("block_number")?.map(|n| (n, hash)))? }
+            }
+            ["blocks", id] => Route::Block(parse_block_id(id)?),
+            ["blocks", id, "transactions"] => {
+                let id = parse_block_id(id)?;
+                let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
+                Route::BlockTransactions { id, kinds: TxKinds::parse(q)?, page: page(q, after)? }
+            }
+            ["transactions"] => {
+                let pending = match q.get("filter") {
+                    None | Some("validated") => false,
+                    Some("pending") => true,
+                    Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
+                };
+                let methods = q.get("method").map(|m| m.split(',').flat_map(selectors_for).collect());
+                Route::Transactions { pending, kinds: TxKinds::parse(q)?, methods, page: page(q, pos_cursor(q)?)? }
+            }
+            ["transactions", hash] => Route::Transaction(tx(hash)?),
+            ["transactions", hash, "logs"] => {
+                let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
+                Route::TransactionLogs { hash: tx(hash)?, page: page(q, after)? }
+            }
+            ["transactions", hash, "token-transfers"] => Route::TransactionSub(tx(hash)?, TxSub::TokenTransfers),
+            ["transactions", hash, "internal-transactions"] => {
+                Route::TransactionSub(tx(hash)?, TxSub::InternalTransactions)
+            }
+            ["transactions", hash, "state-changes"] => Route::TransactionSub(tx(hash)?, TxSub::StateChanges),
+            ["transactions", hash, "raw-trace"] => Route::TransactionSub(tx(hash)?, TxSub::RawTrace),
+            ["addresses", a] => Route::Address(addr(a)?),
+            ["addresses", a, "transactions"] => {
+                let direction = match q.get("filter") {
+                    None => None,
+                    Some("to") => Some(Direction::To),
+                    Some("from") => Some(Direction::From),
+                    Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
+                };
+                match q.get("sort") {
+                    None | Some("block_number") => {}
+                    Some("value") | Some("fee") => {
+                        return Err(ApiError::invalid("sort", "Sorting by value or fee is not supported"))
+                    }
+                    Some(_) => return Err(ApiError::invalid("sort", "Invalid value for enum")),
+                }
+                let ascending = match q.get("order") {
+                    None | Some("desc") => false,
+                    Some("asc") => true,
+                    Some(_) => return Err(ApiError::invalid("order", "Invalid value for enum")),
+                };
+                Route::AddressTransactions { address: addr(a)?, direction, ascending, page: page(q, pos_cursor(q)?)? }
+            }
+            ["addresses", a, "logs"] => {
+                let topic = q.get("topic").map(|t| parse_hash(t, "topic")).transpose()?;
+                Route::AddressLogs { address: addr(a)?, topic, page: page(q, pos_cursor(q)?)? }
+            }
+            ["addresses", a, "counters"] => Route::AddressCounters(addr(a)?),
+            ["addresses", a, "tabs-counters"] => Route::AddressTabsCounters(addr(a)?),
+            ["addresses", a, "coin-balance-history"] => {
+                Route::CoinBalanceHistory { address: addr(a)?, page: page(q, q.u64("block_number")?)? }
+            }
+            ["addresses", a, "token-transfers"] => Route::AddressSub(addr(a)?, AddressSub::TokenTransfers),
+            ["addresses", a, "internal-transactions"] => Route::AddressSub(addr(a)?, AddressSub::InternalTransactions),
+            ["addresses", a, "tokens"] => Route::AddressSub(addr(a)?, AddressSub::Tokens),
+            ["addresses", a, "token-balances"] => Route::AddressSub(addr(a)?, AddressSub::TokenBalances),
+            ["tokens"] => Route::Tokens,
+            ["search"] => Route::Search(search_query(q)?),
+            ["search", "quick"] => Route::SearchQuick(search_query(q)?),
+            ["search", "check-redirect"] => Route::SearchRedirect(search_query(q)?),
+            ["main-page", "blocks"] => Route::MainPageBlocks,
+            ["main-page", "transactions"] => Route::MainPageTransactions,
+            ["main-page", "indexing-status"] => Route::IndexingStatus,
+            ["config", "backend-version"] => Route::BackendVersion,
+            ["stats", "charts", "transactions"] => Route::TransactionsChart,
+            _ => return Ok(None),
+        };
+        Ok(Some(route))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn parse(method: Method, path_and_query: &str) -> Result<Route, ApiError> {
+        let (path, query) = match path_and_query.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (path_and_query, None),
+        };
+        Route::parse(&method, path, query)
+    }
+
+    fn invalid(param: &'static str) -> impl Fn(&Result<Route, ApiError>) -> bool {
+        move |r| matches!(r, Err(ApiError::InvalidParam { param: p, .. }) if *p == param)
+    }
+
     #[test]
     fn parse_table() {
-        let cases: &[(Method, &str, Result<Route, ApiError>)] = &[
-            (Method::GET, "/health", Ok(Route::Health)),
-            (Method::GET, "/api/v2/stats", Ok(Route::Stats)),
-            (Method::GET, "/api/v2/stats/", Ok(Route::Stats)),
-            (Method::POST, "/api/v2/stats", Err(ApiError::MethodNotAllowed { allow: "GET" })),
-            (Method::GET, "/api/v2/nonsense", Err(ApiError::UnknownAction)),
-            (Method::DELETE, "/api/v2/nonsense", Err(ApiError::MethodNotAllowed { allow: "GET" })),
-            (Method::GET, "/favicon.ico", Err(ApiError::NoRoute)),
+        let hash = format!("0x{}", "ab".repeat(32));
+        let address = "0x000000000000000000000000000000000000dEaD";
+        let dead: Address = address.parse().unwrap();
+        let cases: Vec<(Method, String, Result<Route, ApiError>)> = vec![
+            (Method::GET, "/health".into(), Ok(Route::Health)),
+            (Method::GET, "/api/v2/stats".into(), Ok(Route::Stats)),
+            (Method::GET, "/api/v2/stats/".into(), Ok(Route::Stats)),
+            (
+                Method::GET,
+                "/api/v2/blocks".into(),
+                Ok(Route::Blocks { kind: BlockKind::Block, page: Page { size: 25, after: None } }),
+            ),
+            (
+                Method::GET,
+                "/api/v2/blocks?type=reorg&items_count=2&block_number=7".into(),
+                Ok(Route::Blocks { kind: BlockKind::Reorg, page: Page { size: 2, after: Some((7, None)) } }),
+            ),
+            (Method::GET, "/api/v2/blocks/12".into(), Ok(Route::Block(BlockId::Number(12)))),
+            (Method::GET, format!("/api/v2/blocks/{hash}"), Ok(Route::Block(BlockId::Hash(hash.parse().unwrap())))),
+            (
+                Method::GET,
+                "/api/v2/transactions?block_number=9&index=3&filter=validated&items_count=null".into(),
+                Ok(Route::Transactions {
+                    pending: false,
+                    kinds: TxKinds::default(),
+                    methods: None,
+                    page: Page { size: 25, after: Some(BlockPos { block: 9, index: 3 }) },
+                }),
+            ),
+            (Method::GET, format!("/api/v2/transactions/{hash}"), Ok(Route::Transaction(hash.parse().unwrap()))),
+            (Method::GET, format!("/api/v2/addresses/{address}"), Ok(Route::Address(dead))),
+            (
+                Method::GET,
+                format!("/api/v2/addresses/{}/counters", address.to_lowercase()),
+                Ok(Route::AddressCounters(dead)),
+            ),
+            (Method::POST, "/api/v2/stats".into(), Err(ApiError::MethodNotAllowed { allow: "GET" })),
+            (Method::GET, "/api/v2/nonsense".into(), Err(ApiError::UnknownAction)),
+            (Method::DELETE, "/api/v2/nonsense".into(), Err(ApiError::MethodNotAllowed { allow: "GET" })),
+            (Method::GET, "/favicon.ico".into(), Err(ApiError::NoRoute)),
         ];
         for (method, path, expected) in cases {
-            assert_eq!(&Route::parse(method, path, None), expected, "{method} {path}");
+            assert_eq!(parse(method.clone(), &path), expected, "{method} {path}");
         }
+    }
+
+    #[test]
+    fn bad_input_is_422_with_the_parameter_named() {
+        let checks: &[(&str, &'static str)] = &[
+            ("/api/v2/blocks/not-a-block", "block_hash_or_number_param"),
+            ("/api/v2/blocks/-1", "block_hash_or_number_param"),
+            ("/api/v2/blocks/0x1234", "block_hash_or_number_param"),
+            ("/api/v2/blocks/99999999999999999999999", "block_hash_or_number_param"),
+            ("/api/v2/transactions/0x1234", "transaction_hash_param"),
+            ("/api/v2/transactions/0xzz", "transaction_hash_param"),
+            ("/api/v2/addresses/0xnothex", "address_hash_param"),
+            ("/api/v2/blocks?items_count=0", "items_count"),
+            ("/api/v2/blocks?items_count=101", "items_count"),
+            ("/api/v2/blocks?items_count=abc", "items_count"),
+            ("/api/v2/blocks?type=sideways", "type"),
+            ("/api/v2/blocks?block_number=-5", "block_number"),
+            ("/api/v2/transactions?filter=maybe", "filter"),
+            ("/api/v2/transactions?type=weird", "type"),
+            ("/api/v2/search", "q"),
+        ];
+        for (path, param) in checks {
+            let result = parse(Method::GET, path);
+            assert!(invalid(param)(&result), "{path}: {result:?}");
+        }
+    }
+
+    #[test]
+    fn type_lists_accept_commas_and_brackets() {
+        let route = parse(Method::GET, "/api/v2/transactions?type=%5Bcoin_transfer,contract_creation%5D").unwrap();
+        let Route::Transactions { kinds, .. } = route else { panic!("{route:?}") };
+        assert!(kinds.coin_transfer && kinds.contract_creation && !kinds.contract_call);
     }
 }

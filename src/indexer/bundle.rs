@@ -3,6 +3,7 @@
 
 use crate::node::{wire::RpcReceipt, RawBundle};
 use crate::store::records::{AuthorizationRecord, BlockRecord, LogRecord, TxRecord};
+use alloy::eips::eip7702::{Authorization, SignedAuthorization};
 use alloy::primitives::{B64, U256};
 
 /// A block ready to index.
@@ -90,13 +91,18 @@ impl Bundle {
                 authorizations: tx
                     .authorization_list
                     .into_iter()
-                    .map(|a| AuthorizationRecord {
-                        chain_id: a.chain_id,
-                        address: a.address,
-                        nonce: a.nonce.to(),
-                        y_parity: a.y_parity.to(),
-                        r: a.r,
-                        s: a.s,
+                    .map(|a| {
+                        let inner = Authorization { chain_id: a.chain_id, address: a.address, nonce: a.nonce.to() };
+                        let signed = SignedAuthorization::new_unchecked(inner, a.y_parity.to(), a.r, a.s);
+                        AuthorizationRecord {
+                            chain_id: a.chain_id,
+                            address: a.address,
+                            nonce: a.nonce.to(),
+                            y_parity: a.y_parity.to(),
+                            r: a.r,
+                            s: a.s,
+                            authority: signed.recover_authority().ok(),
+                        }
                     })
                     .collect(),
             });
@@ -118,7 +124,10 @@ impl Bundle {
             extra_data: block.extra_data,
             uncles: block.uncles,
             withdrawals_count: block.withdrawals.map(|w| w.len() as u32),
+            blob_gas_used: block.blob_gas_used.map(|g| g.to()),
+            excess_blob_gas: block.excess_blob_gas.map(|g| g.to()),
             tx_count: txs.len() as u32,
+            blob_tx_count: txs.iter().filter(|t| t.tx_type == 3).count() as u32,
             log_count: logs.len() as u32,
             fees,
             burnt_fees: U256::from(base_fee.unwrap_or(0)) * U256::from(gas_used),

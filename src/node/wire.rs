@@ -46,6 +46,12 @@ pub struct RpcBlock {
     /// Uncle hashes.
     #[serde(default)]
     pub uncles: Vec<B256>,
+    /// EIP-4844 blob gas used.
+    #[serde(default)]
+    pub blob_gas_used: Option<U64>,
+    /// EIP-4844 excess blob gas.
+    #[serde(default)]
+    pub excess_blob_gas: Option<U64>,
     /// Withdrawals (only counted).
     #[serde(default)]
     pub withdrawals: Option<Vec<serde::de::IgnoredAny>>,

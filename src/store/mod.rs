@@ -349,7 +349,9 @@ impl<'a> Reader<'a> {
     /// Iterates the rows of `range` in `direction`.
     pub fn scan<T: Table>(&self, range: KeyRange, direction: Direction) -> Scan<'_, T> {
         let mut opts = self.read_options();
-        if range.prefix && range.lower.len() == 20 {
+        // Prefix mode (and its bloom filter) fits forward scans inside one address; a reverse scan starts from
+        // the next prefix, so it needs total order.
+        if range.prefix && range.lower.len() == 20 && direction == Direction::Forward {
             opts.set_prefix_same_as_start(true);
         } else {
             opts.set_total_order_seek(true);
@@ -538,5 +540,33 @@ mod tests {
             vec![6, 5, 4]
         );
         assert_eq!(numbers(KeyRange::all().before(three.as_slice()), Direction::Reverse), vec![2, 1, 0]);
+    }
+
+    #[test]
+    fn address_prefix_scans_work_in_both_directions() {
+        use keys::{AddressPos, BlockPos};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let mut batch = store.batch();
+        for a in 1..=3u8 {
+            for block in 0..4u64 {
+                let key = AddressPos {
+                    address: alloy::primitives::Address::repeat_byte(a),
+                    pos: BlockPos { block, index: 0 },
+                };
+                batch.put::<tables::AddressTxs>(&key, &a).unwrap();
+            }
+        }
+        store.write(batch, Durability::Buffered).unwrap();
+        let reader = store.reader();
+        let two = alloy::primitives::Address::repeat_byte(2);
+        let blocks = |dir: Direction| -> Vec<u64> {
+            reader
+                .scan::<tables::AddressTxs>(KeyRange::prefix(two.as_slice()), dir)
+                .map(|r| r.unwrap().0.pos.block)
+                .collect()
+        };
+        assert_eq!(blocks(Direction::Forward), vec![3, 2, 1, 0]);
+        assert_eq!(blocks(Direction::Reverse), vec![0, 1, 2, 3]);
     }
 }

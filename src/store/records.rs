@@ -41,8 +41,14 @@ pub struct BlockRecord {
     pub uncles: Vec<B256>,
     /// Number of withdrawals, when the block has a withdrawals list.
     pub withdrawals_count: Option<u32>,
+    /// EIP-4844 blob gas used, when the node reports it.
+    pub blob_gas_used: Option<u64>,
+    /// EIP-4844 excess blob gas, when the node reports it.
+    pub excess_blob_gas: Option<u64>,
     /// Number of transactions.
     pub tx_count: u32,
+    /// Number of EIP-4844 (type 3) transactions.
+    pub blob_tx_count: u32,
     /// Number of logs.
     pub log_count: u32,
     /// Sum of gas used × effective gas price.
@@ -74,6 +80,8 @@ pub struct AuthorizationRecord {
     /// Signature s.
     #[serde(with = "amount")]
     pub s: U256,
+    /// The signer, recovered from the signature (`None` when the signature is invalid).
+    pub authority: Option<Address>,
 }
 
 /// One transaction with the summary of its receipt.

@@ -27,6 +27,17 @@ async fn dev_mode_serves_a_devnet_with_demo_traffic() {
         (txs >= 6).then_some(stats)
     })
     .await;
+    // The demo contract was deployed and is being called, some calls reverting.
+    let created = poll_until("the demo contract deployment", Duration::from_secs(30), || async {
+        let list = http::get(addr, "/api/v2/transactions?type=contract_creation").await.json();
+        list["items"].as_array()?.first().map(|t| t["created_contract"]["hash"].as_str().unwrap().to_owned())
+    })
+    .await;
+    poll_until("calls to the demo contract", Duration::from_secs(30), || async {
+        let calls = http::get(addr, &format!("/api/v2/addresses/{created}/transactions")).await.json();
+        (calls["items"].as_array()?.len() >= 3).then_some(())
+    })
+    .await;
     let health = http::get(addr, "/health").await.json();
     assert_eq!(health["node_reachable"], true);
     assert!(stats["total_addresses"].as_str().unwrap().parse::<u64>().unwrap() >= 3);

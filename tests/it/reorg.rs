@@ -76,6 +76,16 @@ async fn rollback_then_a_new_branch() {
     assert_store_matches_node(t.daemon.store(), &node).await;
     let rolled_back: BTreeSet<_> = before.range(tip - 2..).map(|(_, h)| *h).collect();
     assert_eq!(reorged_hashes(t.daemon.store()), rolled_back);
+    // The API shows them as reorged blocks, and their heights as lost consensus.
+    let listed = http::get(t.daemon.addr(), "/api/v2/blocks?type=reorg").await.json();
+    let listed: BTreeSet<_> =
+        listed["items"].as_array().unwrap().iter().map(|b| b["hash"].as_str().unwrap().parse().unwrap()).collect();
+    assert_eq!(listed, rolled_back);
+    let lost = http::get(t.daemon.addr(), &format!("/api/v2/blocks/{tip}")).await;
+    assert_eq!(lost.status, 404);
+    assert_eq!(lost.json(), json!({"message": "Block lost consensus", "hash": format!("{:#x}", before[&tip])}));
+    let by_hash = http::get(t.daemon.addr(), &format!("/api/v2/blocks/{:#x}", before[&tip])).await.json();
+    assert_eq!(by_hash["type"], "reorg");
 
     // A different branch grows past the old tip.
     let accounts = anvil.addresses();

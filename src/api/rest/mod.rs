@@ -1,20 +1,34 @@
-//! Handlers of the Blockscout-compatible REST surface under `/api/v2`.
+//! Handlers of the Blockscout-compatible REST surface under `/api/v2`, and what they share: keyset paging over
+//! store scans, address objects with contract flags, transaction items.
 
+pub mod addresses;
+pub mod blocks;
+pub mod search;
 pub mod stats;
+pub mod transactions;
 
-use super::body::{ok, Body};
+use super::json::{Contracts, Envelope, TxJson};
 use super::{ApiError, AppState};
-use hyper::header::HeaderMap;
-use hyper::Response;
+use crate::store::keys::{BlockKey, BlockPos};
+use crate::store::records::{BlockRecord, TxRecord};
+use crate::store::tables::{Accounts, Headers};
+use crate::store::{Reader, StoreResult};
+use alloy::primitives::Address;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-fn unix_now() -> u64 {
+/// Most rows a filtered list examines per request; a sparse filter returns a short page with a cursor.
+pub const SCAN_BUDGET: usize = 10_000;
+
+/// Unix seconds now.
+pub fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
 }
 
 /// Chain statistics at the current tip, computed once per tip.
-pub fn chain_stats(state: &AppState, reader: &crate::store::Reader<'_>) -> Result<Arc<stats::ChainStats>, ApiError> {
+pub fn chain_stats(state: &AppState, reader: &Reader<'_>) -> Result<Arc<stats::ChainStats>, ApiError> {
     let tip = reader.tip()?;
     let mut cache = state.stats.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(cached) = cache.as_ref().filter(|c| c.tip == tip.map(|t| t.hash)) {
@@ -25,10 +39,91 @@ pub fn chain_stats(state: &AppState, reader: &crate::store::Reader<'_>) -> Resul
     Ok(fresh)
 }
 
-/// `GET /api/v2/stats`.
-pub fn stats_handler(state: &AppState, headers: &HeaderMap) -> Result<Response<Body>, ApiError> {
-    let detailed = headers.get("updated-gas-oracle").is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
-    let reader = state.store.view();
-    let chain = chain_stats(state, &reader)?;
-    Ok(ok(&stats::stats_json(&reader, &chain, detailed, unix_now())?))
+/// A page of rows and, when more may follow, the key to continue after.
+#[derive(Debug)]
+pub struct PageRows<K, V> {
+    /// The rows shown.
+    pub items: Vec<(K, V)>,
+    /// Continue after this key.
+    pub next: Option<K>,
+}
+
+/// Takes up to `size` rows that `keep` accepts. After a full page it looks for one more accepted row, so the last
+/// page has no cursor. At most [`SCAN_BUDGET`] rows are examined; when the budget runs out the cursor is the last
+/// examined key (a filtered page may then be short, never wrong).
+pub fn take_page<K: Copy, V>(
+    rows: impl Iterator<Item = StoreResult<(K, V)>>,
+    size: usize,
+    mut keep: impl FnMut(&K, &V) -> bool,
+) -> StoreResult<PageRows<K, V>> {
+    let mut items: Vec<(K, V)> = Vec::with_capacity(size);
+    for (examined, row) in rows.enumerate() {
+        let (key, value) = row?;
+        let accepted = keep(&key, &value);
+        if accepted && items.len() == size {
+            let next = items.last().map(|(k, _)| *k);
+            return Ok(PageRows { items, next });
+        }
+        if accepted {
+            items.push((key, value));
+        }
+        if examined + 1 >= SCAN_BUDGET {
+            return Ok(PageRows { items, next: Some(key) });
+        }
+    }
+    Ok(PageRows { items, next: None })
+}
+
+/// `next_page_params` from cursor fields, the page size and echoed filters.
+pub fn next_params(fields: &[(&str, Value)], size: usize) -> Map<String, Value> {
+    let mut map: Map<String, Value> = fields.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
+    map.insert("items_count".into(), json!(size));
+    map
+}
+
+/// The cursor fields of a (block, index) position.
+pub fn pos_fields(pos: BlockPos) -> Vec<(&'static str, Value)> {
+    vec![("block_number", json!(pos.block)), ("index", json!(pos.index))]
+}
+
+/// Contract flags of `addresses` from the account index.
+pub fn contracts(reader: &Reader<'_>, addresses: impl IntoIterator<Item = Address>) -> StoreResult<Contracts> {
+    let unique: Vec<Address> = addresses.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
+    let accounts = reader.multi_get::<Accounts>(&unique)?;
+    Ok(Contracts(unique.into_iter().zip(accounts).map(|(a, r)| (a, r.is_some_and(|r| r.is_contract()))).collect()))
+}
+
+/// Headers of the given blocks.
+pub fn headers(reader: &Reader<'_>, blocks: impl IntoIterator<Item = u64>) -> StoreResult<HashMap<u64, BlockRecord>> {
+    let numbers: Vec<u64> = blocks.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
+    let keys: Vec<BlockKey> = numbers.iter().map(|n| BlockKey(*n)).collect();
+    let found = reader.multi_get::<Headers>(&keys)?;
+    Ok(numbers.into_iter().zip(found).filter_map(|(n, h)| Some((n, h?))).collect())
+}
+
+/// List-form transaction objects for stored rows (rows whose block vanished in a concurrent reorg are dropped).
+pub fn tx_items(reader: &Reader<'_>, rows: &[(BlockPos, TxRecord)]) -> StoreResult<Vec<TxJson>> {
+    let tip = reader.tip()?.map(|t| t.number).unwrap_or(0);
+    let headers = headers(reader, rows.iter().map(|(pos, _)| pos.block))?;
+    let contracts = contracts(reader, rows.iter().flat_map(|(_, tx)| [Some(tx.from), tx.to].into_iter().flatten()))?;
+    Ok(rows
+        .iter()
+        .filter_map(|(pos, tx)| Some(TxJson::new(tx, *pos, headers.get(&pos.block)?, tip, &contracts)))
+        .collect())
+}
+
+/// An envelope of transaction items with a (block, index) cursor, echoing `extra` query fields.
+pub fn tx_envelope(
+    reader: &Reader<'_>,
+    page: PageRows<BlockPos, TxRecord>,
+    size: usize,
+    extra: &[(&'static str, Value)],
+) -> StoreResult<Envelope<TxJson>> {
+    let items = tx_items(reader, &page.items)?;
+    let next_page_params = page.next.map(|pos| {
+        let mut fields = pos_fields(pos);
+        fields.extend(extra.iter().cloned());
+        next_params(&fields, size)
+    });
+    Ok(Envelope { items, next_page_params })
 }

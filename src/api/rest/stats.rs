@@ -1,15 +1,21 @@
-//! `/api/v2/stats`: network statistics from indexed data, computed once per indexed tip and cached.
+//! `/api/v2/stats` and the home-page companions (`/main-page/indexing-status`, `/config/backend-version`,
+//! `/stats/charts/transactions`). Network statistics come from indexed data, computed once per indexed tip.
 //!
 //! * average block time: mean interval over the last 100 blocks, in milliseconds;
 //! * network utilization: mean of gas used / gas limit over the same blocks, in percent;
 //! * gas price tiers: the 35th, 60th and 90th percentiles of the effective gas prices of up to 1,000 transactions
 //!   of the last 200 blocks (the latest base fee when they hold none), in gwei.
 
+use crate::api::body::{ok, Body};
+use crate::api::json::iso_date;
+use crate::api::{ApiError, AppState};
 use crate::store::keys::{BlockKey, DayKey, Key};
 use crate::store::records::{BlockRecord, Tip};
 use crate::store::tables::{Daily, Headers, Transactions};
 use crate::store::{Direction, KeyRange, Reader, StoreResult};
 use alloy::primitives::B256;
+use hyper::header::HeaderMap;
+use hyper::Response;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -157,4 +163,61 @@ pub fn stats_json(reader: &Reader<'_>, stats: &ChainStats, detailed: bool, now: 
         "tvl": null,
         "network_utilization_percentage": stats.utilization_percent,
     }))
+}
+
+/// `GET /api/v2/stats`; the object form of `gas_prices` when the request carries `updated-gas-oracle: true`.
+pub fn handler(state: &AppState, headers: &HeaderMap) -> Result<Response<Body>, ApiError> {
+    let detailed = headers.get("updated-gas-oracle").is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
+    let reader = state.store.view();
+    let chain = super::chain_stats(state, &reader)?;
+    Ok(ok(&stats_json(&reader, &chain, detailed, super::unix_now())?))
+}
+
+/// Blocks behind the node's head still counted as "finished indexing".
+const FINISHED_LAG: u64 = 2;
+
+/// `GET /api/v2/main-page/indexing-status`.
+pub fn indexing_status(state: &AppState) -> Response<Body> {
+    let status = state.status.snapshot();
+    let ratio = match (status.indexed, status.node_head) {
+        (Some(indexed), Some(head)) => ((indexed + 1) as f64 / (head + 1) as f64).min(1.0),
+        (None, _) => 0.0,
+        (Some(_), None) => 1.0,
+    };
+    let finished = status.node_head.is_some() && status.lag() <= FINISHED_LAG;
+    ok(&json!({
+        "finished_indexing_blocks": finished,
+        "finished_indexing": finished,
+        "indexed_blocks_ratio": (ratio * 100.0).floor() / 100.0,
+        "indexed_internal_transactions_ratio": null,
+    }))
+}
+
+/// `GET /api/v2/config/backend-version`.
+pub fn backend_version() -> Response<Body> {
+    ok(&json!({"backend_version": format!("rockscout v{}", env!("CARGO_PKG_VERSION"))}))
+}
+
+/// Days in the transactions chart.
+const CHART_DAYS: u32 = 30;
+
+/// `GET /api/v2/stats/charts/transactions`: transactions per UTC day for the last 30 days, oldest first.
+pub fn transactions_chart(state: &AppState) -> Result<Response<Body>, ApiError> {
+    let reader = state.store.view();
+    let today = DayKey::of_timestamp(super::unix_now()).0;
+    let first = today.saturating_sub(CHART_DAYS - 1);
+    let mut counts: HashMap<u32, u64> = HashMap::new();
+    // Newest-first keys: today's key up to (excluding) the key of the day before the window.
+    let window = match first.checked_sub(1) {
+        Some(before) => KeyRange::between(&DayKey(today).encode(), &DayKey(before).encode()),
+        None => KeyRange::all(),
+    };
+    for row in reader.scan::<Daily>(window, Direction::Forward) {
+        let (day, stats) = row?;
+        counts.insert(day.0, stats.txs);
+    }
+    let chart: Vec<Value> = (first..=today)
+        .map(|day| json!({"date": iso_date(day), "transactions_count": counts.get(&day).copied().unwrap_or(0)}))
+        .collect();
+    Ok(ok(&json!({"chart_data": chart})))
 }

@@ -1,0 +1,441 @@
+//! The JSON shapes of the REST API (Blockscout's wire format), built from stored records.
+//!
+//! Rules: every key is always present (`null` when unknown); wei, gas and other big integers are decimal strings,
+//! small integers are numbers; addresses in address objects are EIP-55 checksummed; hashes are lowercase hex;
+//! timestamps are ISO-8601 UTC with microseconds. These types are separate from the stored records so the wire
+//! format can evolve without a schema change.
+
+use super::methods;
+use crate::store::keys::BlockPos;
+use crate::store::records::{AuthorizationRecord, BlockRecord, LogRecord, TxRecord};
+use alloy::primitives::{Address, Bytes, B256, U256};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+
+/// `2024-05-01T12:34:56.000000Z` from Unix seconds (proleptic Gregorian, UTC).
+pub fn iso_timestamp(seconds: u64) -> String {
+    let days = (seconds / 86_400) as i64;
+    let secs = seconds % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.000000Z", secs / 3600, secs % 3600 / 60, secs % 60)
+}
+
+/// `YYYY-MM-DD` of a UTC day number.
+pub fn iso_date(day: u32) -> String {
+    iso_timestamp(u64::from(day) * 86_400)[..10].to_owned()
+}
+
+/// EIP-55 checksummed address.
+pub fn checksum(address: &Address) -> String {
+    address.to_checksum(None)
+}
+
+/// Lowercase `0x` hex of a hash.
+pub fn hash_hex(hash: &B256) -> String {
+    format!("{hash:#x}")
+}
+
+/// `0x` hex of bytes (`"0x"` when empty).
+pub fn bytes_hex(bytes: &Bytes) -> String {
+    format!("{bytes:#x}")
+}
+
+/// Whether each address holds a contract, as far as the index knows.
+#[derive(Debug, Default, Clone)]
+pub struct Contracts(pub HashMap<Address, bool>);
+
+impl Contracts {
+    /// Whether `address` is a contract.
+    pub fn is_contract(&self, address: &Address) -> bool {
+        self.0.get(address).copied().unwrap_or(false)
+    }
+
+    /// The address object for `address`.
+    pub fn address(&self, address: &Address) -> AddressJson {
+        AddressJson::new(address, self.is_contract(address))
+    }
+}
+
+/// The address object embedded wherever an address appears (Blockscout's `Address`).
+#[derive(Debug, Clone, Serialize)]
+pub struct AddressJson {
+    hash: String,
+    is_contract: bool,
+    is_verified: Option<bool>,
+    name: Option<String>,
+    ens_domain_name: Option<String>,
+    implementations: [(); 0],
+    proxy_type: Option<String>,
+    is_scam: bool,
+    reputation: &'static str,
+    metadata: Option<Value>,
+    private_tags: [(); 0],
+    watchlist_names: [(); 0],
+    public_tags: [(); 0],
+}
+
+impl AddressJson {
+    /// An address object.
+    pub fn new(address: &Address, is_contract: bool) -> Self {
+        AddressJson {
+            hash: checksum(address),
+            is_contract,
+            is_verified: if is_contract { Some(false) } else { None },
+            name: None,
+            ens_domain_name: None,
+            implementations: [],
+            proxy_type: None,
+            is_scam: false,
+            reputation: "ok",
+            metadata: None,
+            private_tags: [],
+            watchlist_names: [],
+            public_tags: [],
+        }
+    }
+}
+
+/// Consensus state of a block in a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BlockKind {
+    /// Canonical.
+    Block,
+    /// Lost consensus in a reorg.
+    Reorg,
+    /// An ommer.
+    Uncle,
+}
+
+/// A block, in list form or detail form (Blockscout's `Block`).
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockJson {
+    height: u64,
+    hash: String,
+    parent_hash: String,
+    timestamp: String,
+    transactions_count: u32,
+    internal_transactions_count: Option<u64>,
+    miner: AddressJson,
+    size: Option<u64>,
+    gas_used: String,
+    gas_limit: String,
+    gas_used_percentage: f64,
+    gas_target_percentage: f64,
+    base_fee_per_gas: Option<String>,
+    burnt_fees: Option<String>,
+    burnt_fees_percentage: Option<f64>,
+    priority_fee: Option<String>,
+    transaction_fees: String,
+    difficulty: Option<String>,
+    total_difficulty: Option<String>,
+    nonce: String,
+    #[serde(rename = "type")]
+    kind: BlockKind,
+    uncles_hashes: Vec<Value>,
+    rewards: [(); 0],
+    withdrawals_count: Option<u32>,
+    is_pending_update: bool,
+    blob_transactions_count: u32,
+    blob_gas_used: Option<String>,
+    excess_blob_gas: Option<String>,
+    beacon_deposits_count: Option<u64>,
+}
+
+impl BlockJson {
+    /// A block object. `blob_txs` is the number of its EIP-4844 transactions; `detail` adds the counts that
+    /// lists leave `null`.
+    pub fn new(h: &BlockRecord, kind: BlockKind, miner: AddressJson, blob_txs: u32, detail: bool) -> Self {
+        let gas_used_percentage = if h.gas_limit == 0 { 0.0 } else { h.gas_used as f64 * 100.0 / h.gas_limit as f64 };
+        // Target = half the limit (EIP-1559 elasticity 2).
+        let target = h.gas_limit as f64 / 2.0;
+        let gas_target_percentage = if target == 0.0 { 0.0 } else { (h.gas_used as f64 / target - 1.0) * 100.0 };
+        let burnt_fees_percentage = (!h.fees.is_zero())
+            .then(|| h.burnt_fees.saturating_to::<u128>() as f64 * 100.0 / h.fees.saturating_to::<u128>() as f64);
+        BlockJson {
+            height: h.number,
+            hash: hash_hex(&h.hash),
+            parent_hash: hash_hex(&h.parent_hash),
+            timestamp: iso_timestamp(h.timestamp),
+            transactions_count: h.tx_count,
+            internal_transactions_count: None,
+            miner,
+            size: h.size,
+            gas_used: h.gas_used.to_string(),
+            gas_limit: h.gas_limit.to_string(),
+            gas_used_percentage,
+            gas_target_percentage,
+            base_fee_per_gas: h.base_fee.map(|f| f.to_string()),
+            burnt_fees: Some(h.burnt_fees.to_string()),
+            burnt_fees_percentage,
+            priority_fee: Some(h.priority_fees.to_string()),
+            transaction_fees: h.fees.to_string(),
+            difficulty: Some(h.difficulty.to_string()),
+            total_difficulty: h.total_difficulty.map(|d| d.to_string()),
+            nonce: format!("{:#x}", h.nonce),
+            kind,
+            uncles_hashes: h.uncles.iter().map(|u| json!({"hash": hash_hex(u)})).collect(),
+            rewards: [],
+            withdrawals_count: if detail { Some(h.withdrawals_count.unwrap_or(0)) } else { None },
+            is_pending_update: false,
+            blob_transactions_count: blob_txs,
+            blob_gas_used: h.blob_gas_used.map(|g| g.to_string()),
+            excess_blob_gas: h.excess_blob_gas.map(|g| g.to_string()),
+            beacon_deposits_count: None,
+        }
+    }
+}
+
+/// `{"type": "actual" | "maximum", "value": "…"}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct FeeJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    value: String,
+}
+
+/// One EIP-7702 authorization.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuthorizationJson {
+    address_hash: String,
+    authority: Option<String>,
+    chain_id: u64,
+    nonce: String,
+    r: String,
+    s: String,
+    v: u8,
+    status: Option<&'static str>,
+}
+
+impl AuthorizationJson {
+    fn new(a: &AuthorizationRecord) -> Self {
+        AuthorizationJson {
+            address_hash: checksum(&a.address),
+            authority: a.authority.as_ref().map(checksum),
+            chain_id: a.chain_id.saturating_to(),
+            nonce: a.nonce.to_string(),
+            r: a.r.to_string(),
+            s: a.s.to_string(),
+            v: a.y_parity,
+            status: None,
+        }
+    }
+}
+
+/// A transaction (Blockscout's `Transaction`): list form, or detail form with token transfers and revert reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct TxJson {
+    hash: String,
+    result: String,
+    status: Option<&'static str>,
+    block_number: Option<u64>,
+    timestamp: Option<String>,
+    from: AddressJson,
+    to: AddressJson,
+    created_contract: Option<AddressJson>,
+    confirmations: u64,
+    confirmation_duration: [u64; 0],
+    value: String,
+    fee: FeeJson,
+    gas_price: Option<String>,
+    #[serde(rename = "type")]
+    tx_type: Option<u8>,
+    gas_used: Option<String>,
+    gas_limit: String,
+    max_fee_per_gas: Option<String>,
+    max_priority_fee_per_gas: Option<String>,
+    base_fee_per_gas: Option<String>,
+    priority_fee: Option<String>,
+    transaction_burnt_fee: Option<String>,
+    nonce: u64,
+    position: Option<u32>,
+    revert_reason: Option<Value>,
+    raw_input: String,
+    decoded_input: Option<Value>,
+    token_transfers: Option<Vec<Value>>,
+    token_transfers_overflow: Option<bool>,
+    exchange_rate: Option<String>,
+    historic_exchange_rate: Option<String>,
+    method: Option<String>,
+    transaction_types: Vec<&'static str>,
+    transaction_tag: Option<String>,
+    has_error_in_internal_transactions: Option<bool>,
+    authorization_list: Vec<AuthorizationJson>,
+    is_pending_update: bool,
+    fhe_operations_count: u64,
+}
+
+/// The address a contract creation created (from the receipt, else computed from sender and nonce).
+pub fn creation_address(tx: &TxRecord) -> Address {
+    tx.created.unwrap_or_else(|| tx.from.create(tx.nonce))
+}
+
+/// Blockscout's transaction types: `coin_transfer`, `contract_creation`, `contract_call`.
+pub fn tx_types(tx: &TxRecord, to_is_contract: bool) -> Vec<&'static str> {
+    let mut types = Vec::new();
+    if !tx.value.is_zero() {
+        types.push("coin_transfer");
+    }
+    match tx.to {
+        None => types.push("contract_creation"),
+        Some(_) if to_is_contract || !tx.input.is_empty() => types.push("contract_call"),
+        Some(_) => {}
+    }
+    types
+}
+
+impl TxJson {
+    /// A transaction at `pos` of block `header`, with the chain tip `tip` (for confirmations).
+    pub fn new(tx: &TxRecord, pos: BlockPos, header: &BlockRecord, tip: u64, contracts: &Contracts) -> Self {
+        let base_fee = header.base_fee;
+        let (to, created) = match tx.to {
+            Some(to) => (contracts.address(&to), None),
+            // The published schema requires an address object in `to`: a creation shows the created contract.
+            None => {
+                let created = creation_address(tx);
+                let object = AddressJson::new(&created, tx.succeeded());
+                (object.clone(), Some(object))
+            }
+        };
+        let to_is_contract = tx.to.is_some_and(|a| contracts.is_contract(&a));
+        let gas_used = U256::from(tx.gas_used);
+        TxJson {
+            hash: hash_hex(&tx.hash),
+            result: if tx.succeeded() { "success".into() } else { "Reverted".into() },
+            status: Some(if tx.succeeded() { "ok" } else { "error" }),
+            block_number: Some(pos.block),
+            timestamp: Some(iso_timestamp(header.timestamp)),
+            from: contracts.address(&tx.from),
+            to,
+            created_contract: created,
+            confirmations: tip.saturating_sub(pos.block) + 1,
+            confirmation_duration: [],
+            value: tx.value.to_string(),
+            fee: FeeJson { kind: "actual", value: tx.fee().to_string() },
+            gas_price: Some(tx.effective_gas_price.to_string()),
+            tx_type: Some(tx.tx_type),
+            gas_used: Some(tx.gas_used.to_string()),
+            gas_limit: tx.gas_limit.to_string(),
+            max_fee_per_gas: tx.max_fee_per_gas.map(|f| f.to_string()),
+            max_priority_fee_per_gas: tx.max_priority_fee_per_gas.map(|f| f.to_string()),
+            base_fee_per_gas: base_fee.map(|f| f.to_string()),
+            priority_fee: base_fee
+                .map(|b| (gas_used * U256::from(tx.effective_gas_price.saturating_sub(b))).to_string()),
+            transaction_burnt_fee: base_fee.map(|b| (gas_used * U256::from(b)).to_string()),
+            nonce: tx.nonce,
+            position: Some(pos.index),
+            revert_reason: None,
+            raw_input: bytes_hex(&tx.input),
+            decoded_input: methods::decode_input(&tx.input),
+            token_transfers: None,
+            token_transfers_overflow: None,
+            exchange_rate: None,
+            historic_exchange_rate: None,
+            method: methods::method_label(&tx.input, to_is_contract),
+            transaction_types: tx_types(tx, to_is_contract),
+            transaction_tag: None,
+            has_error_in_internal_transactions: None,
+            authorization_list: tx.authorizations.iter().map(AuthorizationJson::new).collect(),
+            is_pending_update: false,
+            fhe_operations_count: 0,
+        }
+    }
+
+    /// Adds what only the detail view carries: token transfers (first 10) and the revert reason.
+    pub fn with_detail(mut self, token_transfers: Vec<Value>, overflow: bool, revert_reason: Option<Value>) -> Self {
+        self.token_transfers = Some(token_transfers);
+        self.token_transfers_overflow = Some(overflow);
+        self.revert_reason = revert_reason;
+        self
+    }
+}
+
+/// An event log (Blockscout's `Log`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LogJson {
+    transaction_hash: String,
+    address: AddressJson,
+    topics: [Option<String>; 4],
+    data: String,
+    index: u32,
+    decoded: Option<Value>,
+    smart_contract: Option<AddressJson>,
+    block_number: u64,
+    block_hash: String,
+    block_timestamp: Option<String>,
+}
+
+impl LogJson {
+    /// The log at `pos` of block `header`.
+    pub fn new(log: &LogRecord, pos: BlockPos, header: &BlockRecord, contracts: &Contracts) -> Self {
+        let mut topics: [Option<String>; 4] = Default::default();
+        for (slot, topic) in topics.iter_mut().zip(&log.topics) {
+            *slot = Some(hash_hex(topic));
+        }
+        LogJson {
+            transaction_hash: hash_hex(&log.tx_hash),
+            address: contracts.address(&log.address),
+            topics,
+            data: bytes_hex(&log.data),
+            index: pos.index,
+            decoded: None,
+            smart_contract: Some(contracts.address(&log.address)),
+            block_number: pos.block,
+            block_hash: hash_hex(&header.hash),
+            block_timestamp: Some(iso_timestamp(header.timestamp)),
+        }
+    }
+}
+
+/// A paginated list: `{"items": […], "next_page_params": {…} | null}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Envelope<T> {
+    /// The page.
+    pub items: Vec<T>,
+    /// Query parameters of the next page, `None` on the last page.
+    pub next_page_params: Option<Map<String, Value>>,
+}
+
+impl<T> Envelope<T> {
+    /// An empty list.
+    pub fn empty() -> Self {
+        Envelope { items: Vec::new(), next_page_params: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_iso_utc_with_microseconds() {
+        assert_eq!(iso_timestamp(0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(iso_timestamp(951_782_400), "2000-02-29T00:00:00.000000Z");
+        assert_eq!(iso_timestamp(1_668_167_975), "2022-11-11T11:59:35.000000Z");
+        assert_eq!(iso_timestamp(4_102_444_799), "2099-12-31T23:59:59.000000Z");
+        assert_eq!(iso_date(19_000), "2022-01-08");
+    }
+
+    #[test]
+    fn address_objects_are_checksummed_and_complete() {
+        let a: Address = "0xdad49e6cbde849353ab27dec6319e687bfc91a41".parse().unwrap();
+        let v = serde_json::to_value(AddressJson::new(&a, false)).unwrap();
+        assert_eq!(v["hash"], "0xdAd49e6CbDE849353ab27DeC6319E687BFc91A41");
+        for key in ["is_verified", "name", "ens_domain_name", "proxy_type", "metadata"] {
+            assert!(v[key].is_null(), "{key}");
+        }
+        assert_eq!(v["implementations"], json!([]));
+        assert_eq!(v["reputation"], "ok");
+        assert_eq!(v.as_object().unwrap().len(), 13);
+    }
+}

@@ -1,0 +1,277 @@
+//! Addresses: `/addresses/:a` and its lists and counters. Any well-formed address answers 200; an address the
+//! index never saw gets zeros and empty lists, as in Blockscout.
+
+use super::{next_params, pos_fields, take_page, tx_envelope, PageRows};
+use crate::api::body::{ok, Body};
+use crate::api::json::{checksum, hash_hex, iso_timestamp, AddressJson, Envelope, LogJson};
+use crate::api::router::{AddressSub, Direction as Filter, Page};
+use crate::api::{ApiError, AppState};
+use crate::store::keys::{AddressPos, BlockKey, BlockPos, Key};
+use crate::store::records::{role, AccountRecord, LogRecord, TxRecord};
+use crate::store::tables::{Accounts, AddressLogs, AddressTxs, Headers, Logs, Transactions};
+use crate::store::{Direction, KeyRange, Reader, StoreResult};
+use alloy::primitives::{Address, B256, U256};
+use futures_util::{stream, StreamExt, TryStreamExt};
+use hyper::Response;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// How long an address page waits for the node's balance before showing none.
+const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
+
+fn account(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<AccountRecord>> {
+    reader.get::<Accounts>(address)
+}
+
+/// The range of an address's rows, after `cursor` (newest-first order) or before it (`ascending`).
+fn history_range(address: &Address, cursor: Option<BlockPos>, ascending: bool) -> KeyRange {
+    let range = KeyRange::prefix(address.as_slice());
+    match (cursor, ascending) {
+        (None, _) => range,
+        (Some(pos), false) => range.after(&AddressPos { address: *address, pos }.encode()),
+        (Some(pos), true) => range.before(&AddressPos { address: *address, pos }.encode()),
+    }
+}
+
+/// `GET /api/v2/addresses/:a`: the address object plus balance (from the node at the indexed tip, cached per
+/// block), creation, and what the address has.
+pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
+    let (record, has_logs, tip) = {
+        let reader = state.store.view();
+        let record = account(&reader, &address)?;
+        let has_logs = reader.any::<AddressLogs>(KeyRange::prefix(address.as_slice()))?;
+        (record, has_logs, reader.tip()?.map(|t| t.number))
+    };
+    let on_chain = match tip {
+        Some(tip) => {
+            tokio::time::timeout(BALANCE_TIMEOUT, state.account_state(address, tip)).await.ok().and_then(Result::ok)
+        }
+        None => None,
+    };
+    let indexed_contract = record.as_ref().is_some_and(AccountRecord::is_contract);
+    let is_contract = indexed_contract || on_chain.as_ref().is_some_and(|s| s.has_code);
+    let creation = record.as_ref().and_then(|r| r.creation);
+    let mut body = serde_json::to_value(AddressJson::new(&address, is_contract)).expect("address object serializes");
+    let fields = body.as_object_mut().expect("an object");
+    let extra = json!({
+        "creator_address_hash": creation.map(|c| checksum(&c.creator)),
+        "creation_transaction_hash": creation.map(|c| hash_hex(&c.tx)),
+        "creation_status": creation.map(|c| if c.success { "success" } else { "failed" }),
+        "token": null,
+        "coin_balance": on_chain.as_ref().map(|s| s.balance.to_string()),
+        "exchange_rate": null,
+        "block_number_balance_updated_at": on_chain.as_ref().and(tip),
+        "has_logs": has_logs,
+        "has_tokens": false,
+        "has_token_transfers": false,
+        "has_validated_blocks": record.as_ref().is_some_and(|r| r.blocks_mined > 0),
+        "has_beacon_chain_withdrawals": false,
+        "watchlist_address_id": null,
+    });
+    fields.extend(extra.as_object().expect("an object").clone());
+    Ok(ok(&body))
+}
+
+/// `GET /api/v2/addresses/:a/transactions`.
+pub fn transactions(
+    state: &AppState,
+    address: Address,
+    filter: Option<Filter>,
+    ascending: bool,
+    page: Page<BlockPos>,
+) -> Result<Response<Body>, ApiError> {
+    let reader = state.store.view();
+    let direction = if ascending { Direction::Reverse } else { Direction::Forward };
+    let wanted = match filter {
+        None => role::FROM | role::TO | role::CREATED,
+        Some(Filter::To) => role::TO | role::CREATED,
+        Some(Filter::From) => role::FROM,
+    };
+    let rows = take_page(
+        reader.scan::<AddressTxs>(history_range(&address, page.after, ascending), direction),
+        page.size,
+        |_, roles| roles & wanted != 0,
+    )?;
+    let positions: Vec<BlockPos> = rows.items.iter().map(|(k, _)| k.pos).collect();
+    let txs = reader.multi_get::<Transactions>(&positions)?;
+    let items: Vec<(BlockPos, TxRecord)> = positions.into_iter().zip(txs).filter_map(|(p, t)| Some((p, t?))).collect();
+    let page_rows = PageRows { items, next: rows.next.map(|k| k.pos) };
+    let mut extra = Vec::new();
+    if let Some(f) = filter {
+        extra.push(("filter", json!(if f == Filter::To { "to" } else { "from" })));
+    }
+    if ascending {
+        extra.push(("order", json!("asc")));
+    }
+    Ok(ok(&tx_envelope(&reader, page_rows, page.size, &extra)?))
+}
+
+/// `GET /api/v2/addresses/:a/logs`, optionally only logs carrying `topic`.
+pub fn logs(
+    state: &AppState,
+    address: Address,
+    topic: Option<B256>,
+    page: Page<BlockPos>,
+) -> Result<Response<Body>, ApiError> {
+    let reader = state.store.view();
+    let scan = reader.scan::<AddressLogs>(history_range(&address, page.after, false), Direction::Forward);
+    // With a topic filter each candidate log is read once; without one only the page is.
+    let mut fetched: Vec<(BlockPos, LogRecord)> = Vec::new();
+    let rows = take_page(scan, page.size, |key, _| match topic {
+        None => true,
+        Some(topic) => match reader.get::<Logs>(&key.pos) {
+            Ok(Some(log)) if log.topics.contains(&topic) => {
+                fetched.push((key.pos, log));
+                true
+            }
+            _ => false,
+        },
+    })?;
+    let positions: Vec<BlockPos> = rows.items.iter().map(|(k, ())| k.pos).collect();
+    let logs: Vec<(BlockPos, LogRecord)> = if topic.is_some() {
+        fetched.into_iter().filter(|(p, _)| positions.contains(p)).collect()
+    } else {
+        positions
+            .iter()
+            .copied()
+            .zip(reader.multi_get::<Logs>(&positions)?)
+            .filter_map(|(p, l)| Some((p, l?)))
+            .collect()
+    };
+    let headers = super::headers(&reader, logs.iter().map(|(p, _)| p.block))?;
+    let contracts = super::contracts(&reader, logs.iter().map(|(_, l)| l.address))?;
+    let items: Vec<LogJson> = logs
+        .iter()
+        .filter_map(|(pos, log)| Some(LogJson::new(log, *pos, headers.get(&pos.block)?, &contracts)))
+        .collect();
+    let mut fields_extra = Vec::new();
+    if let Some(t) = topic {
+        fields_extra.push(("topic", json!(hash_hex(&t))));
+    }
+    let next_page_params = rows.next.map(|k| {
+        let mut fields = pos_fields(k.pos);
+        fields.extend(fields_extra.iter().cloned());
+        next_params(&fields, page.size)
+    });
+    Ok(ok(&Envelope { items, next_page_params }))
+}
+
+/// `GET /api/v2/addresses/:a/counters` (decimal strings).
+pub fn counters(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
+    let record = account(&state.store.view(), &address)?;
+    let (txs, gas, mined) = record.map_or((0, 0, 0), |r| (r.tx_count, r.gas_used, r.blocks_mined));
+    Ok(ok(&json!({
+        "transactions_count": txs.to_string(),
+        "token_transfers_count": "0",
+        "gas_usage_count": gas.to_string(),
+        "validations_count": mined.to_string(),
+    })))
+}
+
+/// `GET /api/v2/addresses/:a/tabs-counters` (numbers).
+pub fn tabs_counters(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
+    let record = account(&state.store.view(), &address)?;
+    let (txs, logs, mined) = record.map_or((0, 0, 0), |r| (r.tx_count, r.log_count, r.blocks_mined));
+    Ok(ok(&json!({
+        "transactions_count": txs,
+        "token_transfers_count": 0,
+        "token_balances_count": 0,
+        "logs_count": logs,
+        "withdrawals_count": 0,
+        "internal_transactions_count": 0,
+        "validations_count": mined,
+    })))
+}
+
+fn signed_delta(after: U256, before: U256) -> String {
+    if after >= before {
+        (after - before).to_string()
+    } else {
+        format!("-{}", before - after)
+    }
+}
+
+/// `GET /api/v2/addresses/:a/coin-balance-history`: the balance after each block the address took part in
+/// (newest first), with the change from the block before; balances come from the node.
+pub async fn coin_balance_history(
+    state: &AppState,
+    address: Address,
+    page: Page<u64>,
+) -> Result<Response<Body>, ApiError> {
+    // One entry per block: (block, timestamp, hash of the address's first transaction in it).
+    let (entries, more) = {
+        let reader = state.store.view();
+        let cursor = page.after.map(|block| BlockPos { block, index: 0 });
+        let mut entries: Vec<(u64, u64, B256)> = Vec::new();
+        let mut more = false;
+        for row in reader
+            .scan::<AddressTxs>(history_range(&address, cursor, false), Direction::Forward)
+            .take(super::SCAN_BUDGET)
+        {
+            let (key, _) = row?;
+            if entries.last().is_some_and(|e| e.0 == key.pos.block) {
+                // Rows of one block come newest first: keep the lowest index's hash.
+                if let Some(tx) = reader.get::<Transactions>(&key.pos)? {
+                    entries.last_mut().expect("checked").2 = tx.hash;
+                }
+                continue;
+            }
+            if entries.len() == page.size {
+                more = true;
+                break;
+            }
+            let header = reader.get::<Headers>(&BlockKey(key.pos.block))?;
+            let tx = reader.get::<Transactions>(&key.pos)?;
+            if let (Some(header), Some(tx)) = (header, tx) {
+                entries.push((key.pos.block, header.timestamp, tx.hash));
+            }
+        }
+        (entries, more)
+    };
+    let node = &state.node;
+    let items: Vec<Value> = stream::iter(entries.iter().copied())
+        .map(|(block, timestamp, tx)| async move {
+            let after = node.balance(address, block).await?;
+            let before = match block.checked_sub(1) {
+                Some(parent) => node.balance(address, parent).await?,
+                None => U256::ZERO,
+            };
+            Ok::<_, crate::node::NodeError>(json!({
+                "transaction_hash": hash_hex(&tx),
+                "block_number": block,
+                "delta": signed_delta(after, before),
+                "value": after.to_string(),
+                "block_timestamp": iso_timestamp(timestamp),
+            }))
+        })
+        .buffered(8)
+        .try_collect()
+        .await?;
+    let next_page_params = match (more, entries.last()) {
+        (true, Some(last)) => Some(next_params(&[("block_number", json!(last.0))], page.size)),
+        _ => None,
+    };
+    Ok(ok(&Envelope { items, next_page_params }))
+}
+
+/// Lists that need token or trace indexing: empty for every address until those indexes exist.
+pub fn sub(sub: AddressSub) -> Response<Body> {
+    match sub {
+        AddressSub::TokenBalances => ok(&json!([])),
+        AddressSub::TokenTransfers | AddressSub::InternalTransactions | AddressSub::Tokens => {
+            ok(&Envelope::<()>::empty())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_are_signed() {
+        assert_eq!(signed_delta(U256::from(5), U256::from(3)), "2");
+        assert_eq!(signed_delta(U256::from(3), U256::from(5)), "-2");
+        assert_eq!(signed_delta(U256::ZERO, U256::ZERO), "0");
+    }
+}

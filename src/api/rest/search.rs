@@ -1,0 +1,101 @@
+//! Search: `/search`, `/search/quick`, `/search/check-redirect`. A query is a block number, a block or
+//! transaction hash, or an address (token names and symbols join when tokens are indexed).
+
+use super::blocks::find_block;
+use super::transactions::find_tx;
+use crate::api::body::{ok, Body};
+use crate::api::json::{checksum, hash_hex, iso_timestamp, BlockKind, Envelope};
+use crate::api::router::{parse_address, parse_hash, BlockId};
+use crate::api::{ApiError, AppState};
+use crate::store::keys::BlockKey;
+use crate::store::tables::{Accounts, Headers};
+use crate::store::{Reader, StoreResult};
+use hyper::Response;
+use serde_json::{json, Value};
+
+/// One search hit, in Blockscout's search item shape, with its redirect target.
+struct Hit {
+    item: Value,
+    redirect: (&'static str, String),
+}
+
+fn find(reader: &Reader<'_>, q: &str) -> StoreResult<Vec<Hit>> {
+    let mut hits = Vec::new();
+    if !q.is_empty() && q.bytes().all(|b| b.is_ascii_digit()) {
+        if let Some((block, kind)) =
+            q.parse().ok().map(BlockId::Number).map(|id| find_block(reader, id)).transpose()?.flatten()
+        {
+            hits.push(block_hit(&block.hash, block.number, block.timestamp, kind));
+        }
+    } else if let Ok(hash) = parse_hash(q, "q") {
+        if let Some((pos, tx)) = find_tx(reader, hash)? {
+            let timestamp = reader.get::<Headers>(&BlockKey(pos.block))?.map(|h| iso_timestamp(h.timestamp));
+            let hash = hash_hex(&tx.hash);
+            hits.push(Hit {
+                item: json!({"type": "transaction", "transaction_hash": hash, "url": format!("/tx/{hash}"), "timestamp": timestamp, "priority": 0}),
+                redirect: ("transaction", hash),
+            });
+        }
+        if let Some((block, kind)) = find_block(reader, BlockId::Hash(hash))? {
+            hits.push(block_hit(&block.hash, block.number, block.timestamp, kind));
+        }
+    } else if let Ok(address) = parse_address(q, "q") {
+        let is_contract = reader.get::<Accounts>(&address)?.is_some_and(|a| a.is_contract());
+        let hash = checksum(&address);
+        hits.push(Hit {
+            item: json!({
+                "type": if is_contract { "contract" } else { "address" },
+                "name": null,
+                "address_hash": hash,
+                "url": format!("/address/{hash}"),
+                "is_smart_contract_verified": false,
+                "is_smart_contract_address": is_contract,
+                "certified": false,
+                "ens_info": null,
+                "reputation": "ok",
+                "priority": 0,
+            }),
+            redirect: ("address", hash),
+        });
+    }
+    Ok(hits)
+}
+
+fn block_hit(hash: &alloy::primitives::B256, number: u64, timestamp: u64, kind: BlockKind) -> Hit {
+    let hash = hash_hex(hash);
+    Hit {
+        item: json!({
+            "type": "block",
+            "block_number": number,
+            "block_hash": hash,
+            "url": format!("/block/{hash}"),
+            "timestamp": iso_timestamp(timestamp),
+            "block_type": kind,
+            "priority": 3,
+        }),
+        redirect: ("block", hash),
+    }
+}
+
+/// `GET /api/v2/search?q=`.
+pub fn search(state: &AppState, q: &str) -> Result<Response<Body>, ApiError> {
+    let hits = find(&state.store.view(), q)?;
+    Ok(ok(&Envelope { items: hits.into_iter().map(|h| h.item).collect(), next_page_params: None }))
+}
+
+/// `GET /api/v2/search/quick?q=`: the same hits as a bare array.
+pub fn quick(state: &AppState, q: &str) -> Result<Response<Body>, ApiError> {
+    let hits = find(&state.store.view(), q)?;
+    Ok(ok(&hits.into_iter().map(|h| h.item).collect::<Vec<_>>()))
+}
+
+/// `GET /api/v2/search/check-redirect?q=`: where an exact match leads.
+pub fn redirect(state: &AppState, q: &str) -> Result<Response<Body>, ApiError> {
+    let hits = find(&state.store.view(), q)?;
+    Ok(ok(&match hits.into_iter().next() {
+        Some(Hit { redirect: (kind, parameter), .. }) => {
+            json!({"redirect": true, "type": kind, "parameter": parameter})
+        }
+        None => json!({"redirect": false, "type": null, "parameter": null}),
+    }))
+}
