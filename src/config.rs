@@ -1,9 +1,12 @@
 //! Command line and environment: the clap `Cli` (doc comments are the help text) and the validated `Config` the
 //! daemon runs with.
 
+use crate::api::limits::RateLimitConfig;
+use crate::api::rpc::RpcConfig;
+use crate::api::ApiConfig;
 use crate::indexer::{IndexerConfig, ResetPolicy};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -94,9 +97,39 @@ pub struct DaemonArgs {
     /// Blocks whose undo data is kept: the deepest reorg reverted exactly.
     #[arg(long, env = "ROCKSCOUT_UNDO_DEPTH", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
     pub undo_depth: u64,
-    /// Timeout of one request to the node, in milliseconds.
+    /// Timeout of one request to the node, in milliseconds (indexer and JSON-RPC passthrough).
     #[arg(long, env = "ROCKSCOUT_RPC_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub rpc_timeout_ms: u64,
+    /// Requests per second allowed per client IP on every surface; 0 turns rate limiting off.
+    #[arg(long, env = "ROCKSCOUT_RATE_LIMIT", default_value_t = 100)]
+    pub rate_limit: u32,
+    /// Burst size of the per-client rate limit (default: twice the rate).
+    #[arg(long, env = "ROCKSCOUT_RATE_BURST")]
+    pub rate_burst: Option<u32>,
+    /// Proxies whose X-Forwarded-For header names the client (comma-separated IPs).
+    #[arg(long, env = "ROCKSCOUT_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxy: Vec<IpAddr>,
+    /// Client IPs never rate limited (comma-separated).
+    #[arg(long, env = "ROCKSCOUT_RATE_LIMIT_EXEMPT", value_delimiter = ',')]
+    pub rate_limit_exempt: Vec<IpAddr>,
+    /// Largest JSON-RPC request body, in bytes.
+    #[arg(long, env = "ROCKSCOUT_MAX_BODY_BYTES", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1024..=(64 << 20)))]
+    pub max_body_bytes: u64,
+    /// Most requests in one JSON-RPC batch.
+    #[arg(long, env = "ROCKSCOUT_MAX_BATCH", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub max_batch: u64,
+    /// Refuse eth_sendRawTransaction on the JSON-RPC passthrough.
+    #[arg(long, env = "ROCKSCOUT_NO_SEND_RAW_TRANSACTION")]
+    pub no_send_raw_transaction: bool,
+    /// Time a request may take, in milliseconds.
+    #[arg(long, env = "ROCKSCOUT_REQUEST_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub request_timeout_ms: u64,
+    /// Time a client has to send request headers (also between keep-alive requests), in milliseconds.
+    #[arg(long, env = "ROCKSCOUT_HEADER_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub header_timeout_ms: u64,
+    /// Most HTTP connections served at once.
+    #[arg(long, env = "ROCKSCOUT_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections: u64,
 }
 
 /// The validated configuration of one daemon.
@@ -116,6 +149,8 @@ pub struct Config {
     pub rpc_timeout: Duration,
     /// Follower settings.
     pub indexer: IndexerConfig,
+    /// HTTP server settings.
+    pub api: ApiConfig,
 }
 
 impl Config {
@@ -129,18 +164,40 @@ impl Config {
             reindex: false,
             rpc_timeout: Duration::from_secs(10),
             indexer: IndexerConfig::default(),
+            api: ApiConfig::default(),
         }
     }
 
     /// The configuration of `rockscout run`/`dev` from parsed flags.
     pub fn from_args(rpc_url: String, ws_url: Option<String>, args: &DaemonArgs) -> Config {
+        let rpc_timeout = Duration::from_millis(args.rpc_timeout_ms);
         Config {
             rpc_url,
             ws_url,
             data_dir: args.data_dir.clone(),
             listen: args.listen,
             reindex: args.reindex,
-            rpc_timeout: Duration::from_millis(args.rpc_timeout_ms),
+            rpc_timeout,
+            api: ApiConfig {
+                header_read_timeout: Duration::from_millis(args.header_timeout_ms),
+                request_timeout: Duration::from_millis(args.request_timeout_ms),
+                max_connections: args.max_connections as usize,
+                rate_limit: RateLimitConfig {
+                    per_second: args.rate_limit,
+                    burst: args.rate_burst.unwrap_or(args.rate_limit.saturating_mul(2)),
+                    trusted_proxies: args.trusted_proxy.clone(),
+                    exempt: args.rate_limit_exempt.clone(),
+                    ..RateLimitConfig::default()
+                },
+                rpc: RpcConfig {
+                    allow_send_raw: !args.no_send_raw_transaction,
+                    max_batch: args.max_batch as usize,
+                    max_body: args.max_body_bytes as usize,
+                    upstream_timeout: rpc_timeout,
+                    ..RpcConfig::default()
+                },
+                ..ApiConfig::default()
+            },
             indexer: IndexerConfig {
                 fetch_concurrency: usize::from(args.fetch_concurrency),
                 poll_interval: Duration::from_millis(args.poll_interval_ms),

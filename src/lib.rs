@@ -99,8 +99,14 @@ impl Daemon {
         let status = Arc::new(Status::default());
         let events = events::channel(1024);
         let cancel = CancellationToken::new();
-        let state =
-            api::AppState::new(store.clone(), status.clone(), node.clone(), events.clone(), api::ApiConfig::default());
+        let state = api::AppState::new(
+            store.clone(),
+            status.clone(),
+            node.clone(),
+            config.rpc_url.clone(),
+            events.clone(),
+            config.api.clone(),
+        );
         let server = tokio::spawn(api::serve(listener, state, cancel.clone()));
         let follower = Indexer::new(store.clone(), node, config.indexer.clone(), status.clone(), events.clone());
         let indexer = tokio::spawn(follower.run(cancel.clone()));
@@ -170,9 +176,8 @@ fn close_store(store: Arc<Store>) {
             Ok(()) => tracing::info!("index closed cleanly"),
             Err(e) => tracing::warn!(error = %e, "closing the index failed"),
         },
-        // Someone (a test, a lingering task) still holds the store: it closes when dropped, and the next start
-        // recovers as after any unclean stop.
-        Err(_) => tracing::debug!("store still shared; leaving it to be dropped"),
+        // Someone (a test, a task finishing) still holds the store: the last holder closes it on drop.
+        Err(_) => tracing::debug!("store still shared; it closes when the last holder drops it"),
     }
 }
 

@@ -42,6 +42,12 @@ pub enum ApiError {
         /// The limit in bytes.
         limit: usize,
     },
+    /// The request took longer than the per-request timeout.
+    #[error("request timed out")]
+    Timeout,
+    /// The request body could not be read.
+    #[error("invalid request body: {0}")]
+    BadBody(String),
     /// The node could not be reached for data the response needs.
     #[error("node unavailable: {0}")]
     NodeUnavailable(String),
@@ -61,7 +67,8 @@ impl ApiError {
         match self {
             ApiError::NotFound | ApiError::BlockLostConsensus { .. } | ApiError::NoRoute => StatusCode::NOT_FOUND,
             ApiError::InvalidParam { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::UnknownAction => StatusCode::BAD_REQUEST,
+            ApiError::UnknownAction | ApiError::BadBody(_) => StatusCode::BAD_REQUEST,
+            ApiError::Timeout => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NodeUnavailable(_) => StatusCode::BAD_GATEWAY,
@@ -81,6 +88,8 @@ impl ApiError {
                 "detail": detail,
             }]}),
             ApiError::UnknownAction => json!({"message": "Unknown API v2 action"}),
+            ApiError::Timeout => json!({"message": "Request timed out"}),
+            ApiError::BadBody(_) => json!({"message": "Invalid request body"}),
             ApiError::MethodNotAllowed { allow } => {
                 json!({"message": format!("Method not allowed; use {allow}")})
             }

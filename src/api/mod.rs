@@ -1,20 +1,24 @@
 //! The HTTP server: the only module that imports `hyper`.
 //!
-//! One accept loop (HTTP/1.1 and HTTP/2, upgrades enabled), one service function that parses a [`Route`],
-//! dispatches it with one `match` and turns any [`ApiError`] into a response in one place. Connections are
-//! drained gracefully on shutdown.
+//! One accept loop (HTTP/1.1 and HTTP/2, upgrades enabled) bounded in concurrent connections, and one service
+//! function that, for every request: resolves the client IP and takes a token from its rate-limit bucket, answers
+//! CORS preflights, parses a [`Route`], dispatches it with one `match` under a per-request timeout, turns any
+//! [`ApiError`] into a response, and adds the CORS and `x-ratelimit-*` headers. Connections are drained gracefully
+//! on shutdown.
 //!
-//! Routes (see `docs/api.md`): `GET /health`, and Blockscout's REST surface under `/api/v2`: stats, blocks,
-//! transactions, addresses, search, and the home-page endpoints.
+//! Surfaces (see `docs/api.md`): `GET /health`; Blockscout's REST API under `/api/v2`; the JSON-RPC passthrough
+//! `POST /api/eth`.
 
 mod body;
 mod error;
 mod health;
 pub mod json;
+pub mod limits;
 mod methods;
 mod query;
 mod rest;
 mod router;
+pub mod rpc;
 
 pub use error::ApiError;
 pub use router::Route;
@@ -24,33 +28,53 @@ use crate::indexer::Status;
 use crate::node::{Node, NodeError};
 use crate::store::Store;
 use alloy::primitives::{Address, U256};
-use body::Body;
+use body::{json_response, Body};
+use bytes::Bytes;
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::header::{HeaderValue, CONTENT_LENGTH};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
+use limits::{RateLimitConfig, RateLimiter, Verdict};
 use rest::stats::ChainStats;
+use rpc::RpcConfig;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 /// Limits of the HTTP server.
 #[derive(Debug, Clone)]
 pub struct ApiConfig {
-    /// Time a client has to send its request headers (slowloris guard).
+    /// Time a client has to send its request headers, also between keep-alive requests (slowloris guard).
     pub header_read_timeout: Duration,
+    /// Time one request may take.
+    pub request_timeout: Duration,
     /// Time in-flight requests get to finish on shutdown.
     pub shutdown_grace: Duration,
+    /// Most connections served at once; further clients wait in the listen backlog.
+    pub max_connections: usize,
+    /// Per-client rate limiting.
+    pub rate_limit: RateLimitConfig,
+    /// The JSON-RPC passthrough.
+    pub rpc: RpcConfig,
 }
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        ApiConfig { header_read_timeout: Duration::from_secs(10), shutdown_grace: Duration::from_secs(10) }
+        ApiConfig {
+            header_read_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
+            max_connections: 1024,
+            rate_limit: RateLimitConfig::default(),
+            rpc: RpcConfig::default(),
+        }
     }
 }
 
@@ -63,10 +87,14 @@ pub struct Shared {
     pub status: Arc<Status>,
     /// The node (balances, revert reasons).
     pub node: Node,
+    /// The node's HTTP URL, for the passthrough.
+    pub rpc_url: String,
     /// Chain events.
     pub events: EventSender,
     /// Server limits.
     pub config: ApiConfig,
+    limiter: RateLimiter,
+    rpc_client: rpc::reqwest::Client,
     stats: Mutex<Option<Arc<ChainStats>>>,
     on_chain: Mutex<OnChainCache>,
 }
@@ -95,13 +123,23 @@ const ON_CHAIN_CACHE_LIMIT: usize = 10_000;
 pub struct AppState(Arc<Shared>);
 
 impl AppState {
-    /// State for a server over `store` and `node`.
-    pub fn new(store: Arc<Store>, status: Arc<Status>, node: Node, events: EventSender, config: ApiConfig) -> Self {
+    /// State for a server over `store`, passing JSON-RPC through to `rpc_url`.
+    pub fn new(
+        store: Arc<Store>,
+        status: Arc<Status>,
+        node: Node,
+        rpc_url: String,
+        events: EventSender,
+        config: ApiConfig,
+    ) -> Self {
         AppState(Arc::new(Shared {
             store,
             status,
             node,
+            rpc_url,
             events,
+            limiter: RateLimiter::new(config.rate_limit.clone()),
+            rpc_client: rpc::client(),
             config,
             stats: Mutex::new(None),
             on_chain: Mutex::new(OnChainCache::default()),
@@ -139,9 +177,15 @@ impl std::ops::Deref for AppState {
 /// the grace period.
 pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationToken) {
     let graceful = GracefulShutdown::new();
+    let connections = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(state.config.header_read_timeout).keep_alive(true);
+    builder.http2().timer(TokioTimer::new()).max_concurrent_streams(256);
     loop {
+        let permit = tokio::select! {
+            _ = cancel.cancelled() => break,
+            permit = connections.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+        };
         let (stream, peer) = tokio::select! {
             _ = cancel.cancelled() => break,
             accepted = listener.accept() => match accepted {
@@ -162,6 +206,7 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
             if let Err(e) = connection.await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
+            drop(permit);
         });
     }
     drop(listener);
@@ -171,18 +216,87 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
     }
 }
 
-async fn handle(req: Request<Incoming>, state: AppState, _peer: SocketAddr) -> Result<Response<Body>, Infallible> {
-    let response = match Route::parse(req.method(), req.uri().path(), req.uri().query()) {
-        Ok(route) => dispatch(route, &req, &state).await.unwrap_or_else(ApiError::into_response),
-        Err(e) => e.into_response(),
+/// Headers every response carries for browsers (Blockscout's frontend calls the API cross-origin).
+fn add_cors(response: &mut Response<Body>) {
+    let headers = response.headers_mut();
+    headers.insert("access-control-allow-origin", HeaderValue::from_static("*"));
+    headers.insert(
+        "access-control-expose-headers",
+        HeaderValue::from_static(
+            "x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset, bypass-429-option, retry-after",
+        ),
+    );
+}
+
+/// The answer to a CORS preflight.
+fn preflight(req: &Request<Incoming>) -> Response<Body> {
+    let mut response = Response::new(Body::default());
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    let headers = response.headers_mut();
+    headers.insert("access-control-allow-methods", HeaderValue::from_static("GET, POST, OPTIONS"));
+    let requested = req.headers().get("access-control-request-headers").cloned();
+    headers.insert(
+        "access-control-allow-headers",
+        requested.unwrap_or_else(|| HeaderValue::from_static("content-type, updated-gas-oracle, show-scam-tokens")),
+    );
+    headers.insert("access-control-max-age", HeaderValue::from_static("86400"));
+    response
+}
+
+async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Result<Response<Body>, Infallible> {
+    let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
+    let verdict = state.limiter.check(client, Instant::now());
+    let mut response = if req.method() == Method::OPTIONS {
+        preflight(&req)
+    } else if let Verdict::Limited(_) = verdict {
+        tracing::debug!(%client, "rate limited");
+        json_response(StatusCode::TOO_MANY_REQUESTS, &serde_json::json!({"message": "Too many requests"}))
+    } else {
+        match Route::parse(req.method(), req.uri().path(), req.uri().query()) {
+            Ok(route) => match tokio::time::timeout(state.config.request_timeout, dispatch(route, req, &state)).await {
+                Ok(result) => result.unwrap_or_else(ApiError::into_response),
+                Err(_) => ApiError::Timeout.into_response(),
+            },
+            Err(e) => e.into_response(),
+        }
     };
+    add_cors(&mut response);
+    limits::set_headers(response.headers_mut(), &verdict);
     Ok(response)
 }
 
-async fn dispatch(route: Route, req: &Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
+/// Reads a request body of at most `limit` bytes (the `Content-Length` is checked first, the stream as it comes).
+async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+    let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::PayloadTooLarge { limit });
+    }
+    match http_body_util::Limited::new(req.into_body(), limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(ApiError::PayloadTooLarge { limit })
+        }
+        Err(e) => Err(ApiError::BadBody(e.to_string())),
+    }
+}
+
+async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
     use rest::{addresses, blocks, search, stats, transactions};
     match route {
         Route::Health => Ok(health::health(state)),
+        Route::Rpc => {
+            let limit = state.config.rpc.max_body;
+            match read_body(req, limit).await {
+                Ok(body) => Ok(rpc::call(&state.rpc_client, &state.rpc_url, body, &state.config.rpc).await),
+                Err(ApiError::PayloadTooLarge { limit }) => Ok(rpc::error_response(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    serde_json::Value::Null,
+                    rpc::code::INVALID_REQUEST,
+                    &format!("request body too large (limit {limit} bytes)"),
+                )),
+                Err(e) => Err(e),
+            }
+        }
         Route::Stats => stats::handler(state, req.headers()),
         Route::Blocks { kind, page } => blocks::list(state, kind, page),
         Route::Block(id) => blocks::detail(state, id),

@@ -176,6 +176,8 @@ pub enum AddressSub {
 pub enum Route {
     /// `GET /health`.
     Health,
+    /// `POST /api/eth`: the JSON-RPC passthrough.
+    Rpc,
     /// `GET /api/v2/stats`.
     Stats,
     /// `GET /api/v2/blocks`.
@@ -289,6 +291,12 @@ impl Route {
         let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
         let route = match segments.as_slice() {
             ["health"] => Route::Health,
+            ["api", "eth"] => {
+                return match *method {
+                    Method::POST => Ok(Route::Rpc),
+                    _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
+                }
+            }
             ["api", "v2", rest @ ..] => match Self::parse_v2(rest, &q)? {
                 Some(route) => route,
                 None if method == Method::GET => return Err(ApiError::UnknownAction),
@@ -416,6 +424,8 @@ mod tests {
         let dead: Address = address.parse().unwrap();
         let cases: Vec<(Method, String, Result<Route, ApiError>)> = vec![
             (Method::GET, "/health".into(), Ok(Route::Health)),
+            (Method::POST, "/api/eth".into(), Ok(Route::Rpc)),
+            (Method::GET, "/api/eth".into(), Err(ApiError::MethodNotAllowed { allow: "POST" })),
             (Method::GET, "/api/v2/stats".into(), Ok(Route::Stats)),
             (Method::GET, "/api/v2/stats/".into(), Ok(Route::Stats)),
             (

@@ -176,33 +176,12 @@ impl Indexer {
     }
 
     /// Calls the node until it answers, recording reachability; `None` on cancellation.
-    async fn ask<T, F, Fut>(&self, what: &'static str, cancel: &CancellationToken, mut op: F) -> Option<T>
+    async fn ask<T, F, Fut>(&self, what: &'static str, cancel: &CancellationToken, op: F) -> Option<T>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, NodeError>>,
     {
-        let mut backoff = Backoff::new();
-        loop {
-            let result = tokio::select! {
-                _ = cancel.cancelled() => return None,
-                r = op() => r,
-            };
-            match result {
-                Ok(value) => {
-                    self.status.set_node_ok();
-                    return Some(value);
-                }
-                Err(e) => {
-                    let delay = backoff.next_delay();
-                    tracing::warn!(what, error = %e, retry_in = ?delay, "node request failed");
-                    self.status.set_node_error(e.to_string());
-                    tokio::select! {
-                        _ = cancel.cancelled() => return None,
-                        _ = tokio::time::sleep(delay) => {}
-                    }
-                }
-            }
-        }
+        ask(&self.status, what, cancel, op).await
     }
 
     /// Compares the node's chain id and genesis hash with the stored ones; records them on first start. Returns
@@ -267,7 +246,12 @@ impl Indexer {
         let (tx, mut rx) = mpsc::channel::<Fetched>(self.config.fetch_concurrency * 2);
         let fetch_cancel = cancel.child_token();
         let _stop_fetcher = fetch_cancel.clone().drop_guard();
-        tokio::spawn(fetch_range(self.clone(), from, to, tx, fetch_cancel));
+        let fetcher = Fetcher {
+            node: self.node.clone(),
+            status: self.status.clone(),
+            concurrency: self.config.fetch_concurrency.max(1),
+        };
+        tokio::spawn(fetcher.run(from, to, tx, fetch_cancel));
 
         let mut parent = match from {
             0 => None,
@@ -423,45 +407,85 @@ impl Indexer {
     }
 }
 
-/// Fetches `from..=to` with `fetch_concurrency` requests in flight, delivering blocks in order. Stops after a
-/// missing block, on cancellation, or when the receiver is gone.
-async fn fetch_range(indexer: Indexer, from: u64, to: u64, tx: mpsc::Sender<Fetched>, cancel: CancellationToken) {
-    let concurrency = indexer.config.fetch_concurrency.max(1);
-    let fetches = futures_util::stream::iter(from..=to)
-        .map(|n| {
-            let indexer = indexer.clone();
-            let cancel = cancel.clone();
-            async move { fetch_block(&indexer, n, &cancel).await }
-        })
-        .buffered(concurrency);
-    let mut fetches = std::pin::pin!(fetches);
+/// Calls the node until it answers, recording reachability in `status`; `None` on cancellation. Failures are
+/// logged and retried with capped exponential backoff.
+async fn ask<T, F, Fut>(status: &Status, what: &'static str, cancel: &CancellationToken, mut op: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, NodeError>>,
+{
+    let mut backoff = Backoff::new();
     loop {
-        let item = tokio::select! {
-            _ = cancel.cancelled() => return,
-            item = fetches.next() => item,
+        let result = tokio::select! {
+            _ = cancel.cancelled() => return None,
+            r = op() => r,
         };
-        let Some(Some(item)) = item else {
-            return;
-        };
-        let stop = matches!(item, Fetched::Missing(_));
-        if tx.send(item).await.is_err() || stop {
-            return;
+        match result {
+            Ok(value) => {
+                status.set_node_ok();
+                return Some(value);
+            }
+            Err(e) => {
+                let delay = backoff.next_delay();
+                tracing::warn!(what, error = %e, retry_in = ?delay, "node request failed");
+                status.set_node_error(e.to_string());
+                tokio::select! {
+                    _ = cancel.cancelled() => return None,
+                    _ = tokio::time::sleep(delay) => {}
+                }
+            }
         }
     }
 }
 
-/// One block and its receipts; `None` on cancellation.
-async fn fetch_block(indexer: &Indexer, number: u64, cancel: &CancellationToken) -> Option<Fetched> {
-    let raw = indexer.ask("block", cancel, || indexer.node.bundle(number)).await?;
-    let Some(raw) = raw else {
-        return Some(Fetched::Missing(number));
-    };
-    match Bundle::from_rpc(raw) {
-        Ok(block) => Some(Fetched::Block(Box::new(block))),
-        Err(e) => {
-            // Typically the chain moved between the block and receipts requests.
-            tracing::warn!(error = %e, "inconsistent block from node");
-            Some(Fetched::Missing(number))
+/// The fetch task of a sync: only the node and the status, never the store, so it cannot outlive the store's
+/// last real user.
+struct Fetcher {
+    node: Node,
+    status: Arc<Status>,
+    concurrency: usize,
+}
+
+impl Fetcher {
+    /// Fetches `from..=to` with `concurrency` requests in flight, delivering blocks in order. Stops after a
+    /// missing block, on cancellation, or when the receiver is gone.
+    async fn run(self, from: u64, to: u64, tx: mpsc::Sender<Fetched>, cancel: CancellationToken) {
+        let fetches = futures_util::stream::iter(from..=to)
+            .map(|n| {
+                let cancel = cancel.clone();
+                let this = &self;
+                async move { this.block(n, &cancel).await }
+            })
+            .buffered(self.concurrency);
+        let mut fetches = std::pin::pin!(fetches);
+        loop {
+            let item = tokio::select! {
+                _ = cancel.cancelled() => return,
+                item = fetches.next() => item,
+            };
+            let Some(Some(item)) = item else {
+                return;
+            };
+            let stop = matches!(item, Fetched::Missing(_));
+            if tx.send(item).await.is_err() || stop {
+                return;
+            }
+        }
+    }
+
+    /// One block and its receipts; `None` on cancellation.
+    async fn block(&self, number: u64, cancel: &CancellationToken) -> Option<Fetched> {
+        let raw = ask(&self.status, "block", cancel, || self.node.bundle(number)).await?;
+        let Some(raw) = raw else {
+            return Some(Fetched::Missing(number));
+        };
+        match Bundle::from_rpc(raw) {
+            Ok(block) => Some(Fetched::Block(Box::new(block))),
+            Err(e) => {
+                // Typically the chain moved between the block and receipts requests.
+                tracing::warn!(error = %e, "inconsistent block from node");
+                Some(Fetched::Missing(number))
+            }
         }
     }
 }

@@ -63,6 +63,15 @@ pub struct Store {
     path: PathBuf,
     read_only: bool,
     open_state: OpenState,
+    closed: bool,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Err(e) = self.mark_clean() {
+            tracing::warn!(error = %e, "closing the index failed");
+        }
+    }
 }
 
 fn table_options(def: &TableDef, cache: &Cache) -> Options {
@@ -105,9 +114,16 @@ impl Store {
         } else {
             DB::open_cf_descriptors(&db_opts, path, cfs)?
         };
-        let mut store =
-            Store { db, path: path.to_path_buf(), read_only: options.read_only, open_state: OpenState::Created };
+        let mut store = Store {
+            db,
+            path: path.to_path_buf(),
+            read_only: options.read_only,
+            open_state: OpenState::Created,
+            closed: true,
+        };
+        // `closed` stays set until the checks pass, so a refused store is left exactly as it was found.
         store.open_state = store.check_meta()?;
+        store.closed = false;
         Ok(store)
     }
 
@@ -144,16 +160,28 @@ impl Store {
         &self.path
     }
 
-    /// Marks the store cleanly closed and flushes memtables. Dropping without `close` is safe too (the next open
-    /// reports [`OpenState::Unclean`]).
-    pub fn close(self) -> StoreResult<()> {
-        if !self.read_only {
-            let mut batch = self.batch();
-            batch.put_meta(&Meta::DbState(DbState::Clean))?;
-            self.write(batch, Durability::Sync)?;
-            self.db.flush()?;
+    /// Marks the store cleanly closed and flushes memtables, reporting failures. Dropping the store does the same,
+    /// logging failures; only a crash or kill leaves it marked open ([`OpenState::Unclean`] at the next open).
+    pub fn close(mut self) -> StoreResult<()> {
+        self.mark_clean()
+    }
+
+    fn mark_clean(&mut self) -> StoreResult<()> {
+        if self.read_only || self.closed {
+            return Ok(());
         }
+        self.closed = true;
+        let mut batch = self.batch();
+        batch.put_meta(&Meta::DbState(DbState::Clean))?;
+        self.write(batch, Durability::Sync)?;
+        self.db.flush()?;
         Ok(())
+    }
+
+    /// Drops the store as a crash would: without marking it clean (for tests of the recovery path).
+    #[cfg(test)]
+    fn crash(mut self) {
+        self.closed = true;
     }
 
     /// Deletes the whole data directory (for `--reindex`).
@@ -497,7 +525,7 @@ mod tests {
         store.close().unwrap();
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
         assert_eq!(store.open_state(), OpenState::Clean);
-        drop(store); // no close: like a crash
+        store.crash();
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
         assert_eq!(store.open_state(), OpenState::Unclean);
     }

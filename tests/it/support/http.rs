@@ -21,7 +21,32 @@ impl Reply {
     }
 }
 
-/// Sends one request.
+/// Sends one request; `Err` when the connection fails or closes before a whole response arrives.
+pub async fn try_request(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> Result<Reply, String> {
+    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connect: {e}"))?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    tokio::spawn(conn);
+    let mut builder = Request::builder().method(method).uri(path).header("host", addr.to_string());
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    let request = builder.body(Full::new(body.into())).map_err(|e| e.to_string())?;
+    let response = sender.send_request(request).await.map_err(|e| format!("response: {e}"))?;
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.map_err(|e| format!("body: {e}"))?.to_bytes();
+    Ok(Reply { status, headers, body })
+}
+
+/// Sends one request (panics if no response arrives).
 pub async fn request(
     addr: SocketAddr,
     method: Method,
@@ -29,19 +54,7 @@ pub async fn request(
     headers: &[(&str, &str)],
     body: impl Into<Bytes>,
 ) -> Reply {
-    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.expect("handshake");
-    tokio::spawn(conn);
-    let mut builder = Request::builder().method(method).uri(path).header("host", addr.to_string());
-    for (name, value) in headers {
-        builder = builder.header(*name, *value);
-    }
-    let response = sender.send_request(builder.body(Full::new(body.into())).unwrap()).await.expect("response");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response.into_body().collect().await.expect("body").to_bytes();
-    Reply { status, headers, body }
+    try_request(addr, method, path, headers, body).await.unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// `GET path`.

@@ -1,0 +1,240 @@
+//! Per-client rate limiting: the client's IP (through trusted proxies' `X-Forwarded-For`), a token bucket per IP
+//! with bounded memory, and the `x-ratelimit-*` headers sent on every response.
+
+use hyper::header::{HeaderMap, HeaderName, HeaderValue};
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Rate limiting settings.
+#[derive(Debug, Clone)]
+pub struct RateLimitConfig {
+    /// Requests per second per client; `0` turns limiting off.
+    pub per_second: u32,
+    /// Burst size (bucket capacity).
+    pub burst: u32,
+    /// Proxies whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<IpAddr>,
+    /// Clients never limited.
+    pub exempt: Vec<IpAddr>,
+    /// Most clients tracked at once.
+    pub max_tracked: usize,
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        RateLimitConfig { per_second: 0, burst: 0, trusted_proxies: vec![], exempt: vec![], max_tracked: 100_000 }
+    }
+}
+
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    }
+}
+
+/// The client's address: the peer, or, when the peer is a trusted proxy, the nearest untrusted hop of
+/// `X-Forwarded-For` (read right to left, so a client cannot spoof past the proxy).
+pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpAddr]) -> IpAddr {
+    let peer = canonical(peer);
+    if !trusted.contains(&peer) {
+        return peer;
+    }
+    let hops = headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(','));
+    let hops: Vec<IpAddr> = hops.filter_map(|h| h.trim().parse::<IpAddr>().ok().map(canonical)).collect();
+    hops.into_iter().rev().find(|ip| !trusted.contains(ip)).unwrap_or(peer)
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    updated: Instant,
+}
+
+/// What the limiter says about one request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Verdict {
+    /// Limiting is off or the client is exempt.
+    Unlimited,
+    /// Served; the quota after this request.
+    Allowed(Quota),
+    /// Refused; the quota now.
+    Limited(Quota),
+}
+
+/// A client's quota, for the response headers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Quota {
+    /// Bucket capacity.
+    pub limit: u32,
+    /// Whole requests left.
+    pub remaining: u32,
+    /// Milliseconds until the bucket is full again.
+    pub reset_ms: u64,
+    /// Milliseconds until the next request is allowed (0 when one is).
+    pub retry_ms: u64,
+}
+
+/// Token buckets per client IP.
+#[derive(Debug)]
+pub struct RateLimiter {
+    config: RateLimitConfig,
+    exempt: HashSet<IpAddr>,
+    buckets: Mutex<HashMap<IpAddr, Bucket>>,
+}
+
+impl RateLimiter {
+    /// A limiter with `config`.
+    pub fn new(config: RateLimitConfig) -> Self {
+        let exempt = config.exempt.iter().copied().map(canonical).collect();
+        RateLimiter { config, exempt, buckets: Mutex::new(HashMap::new()) }
+    }
+
+    /// Whether limiting is on.
+    pub fn enabled(&self) -> bool {
+        self.config.per_second > 0
+    }
+
+    /// The trusted proxies.
+    pub fn trusted_proxies(&self) -> &[IpAddr] {
+        &self.config.trusted_proxies
+    }
+
+    fn capacity(&self) -> f64 {
+        f64::from(self.config.burst.max(1))
+    }
+
+    fn quota(&self, tokens: f64) -> Quota {
+        let rate = f64::from(self.config.per_second);
+        let capacity = self.capacity();
+        Quota {
+            limit: self.config.burst.max(1),
+            remaining: tokens.floor().max(0.0) as u32,
+            reset_ms: ((capacity - tokens).max(0.0) / rate * 1000.0).ceil() as u64,
+            retry_ms: ((1.0 - tokens).max(0.0) / rate * 1000.0).ceil() as u64,
+        }
+    }
+
+    /// Takes one token for `ip` at `now`.
+    pub fn check(&self, ip: IpAddr, now: Instant) -> Verdict {
+        if !self.enabled() || self.exempt.contains(&ip) {
+            return Verdict::Unlimited;
+        }
+        let rate = f64::from(self.config.per_second);
+        let capacity = self.capacity();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        if !buckets.contains_key(&ip) && buckets.len() >= self.config.max_tracked {
+            self.evict(&mut buckets, now);
+        }
+        let bucket = buckets.entry(ip).or_insert(Bucket { tokens: capacity, updated: now });
+        let elapsed = now.saturating_duration_since(bucket.updated).as_secs_f64();
+        bucket.tokens = (bucket.tokens + elapsed * rate).min(capacity);
+        bucket.updated = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            Verdict::Allowed(self.quota(bucket.tokens))
+        } else {
+            Verdict::Limited(self.quota(bucket.tokens))
+        }
+    }
+
+    /// Frees room: buckets that refilled completely carry no information and go first; if that is not enough,
+    /// the least recently seen tenth goes.
+    fn evict(&self, buckets: &mut HashMap<IpAddr, Bucket>, now: Instant) {
+        let rate = f64::from(self.config.per_second);
+        let capacity = self.capacity();
+        buckets.retain(|_, b| b.tokens + now.saturating_duration_since(b.updated).as_secs_f64() * rate < capacity);
+        if buckets.len() >= self.config.max_tracked {
+            let mut ages: Vec<(Instant, IpAddr)> = buckets.iter().map(|(ip, b)| (b.updated, *ip)).collect();
+            ages.sort_unstable();
+            for (_, ip) in ages.iter().take((self.config.max_tracked / 10).max(1)) {
+                buckets.remove(ip);
+            }
+        }
+    }
+
+    /// Clients currently tracked.
+    pub fn tracked(&self) -> usize {
+        self.buckets.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// Sets `x-ratelimit-limit`, `-remaining`, `-reset` (ms; all `-1` when unlimited) and `bypass-429-option`, plus
+/// `retry-after` (seconds) on a refusal.
+pub fn set_headers(headers: &mut HeaderMap, verdict: &Verdict) {
+    let (limit, remaining, reset) = match verdict {
+        Verdict::Unlimited => (-1i64, -1i64, -1i64),
+        Verdict::Allowed(q) | Verdict::Limited(q) => (i64::from(q.limit), i64::from(q.remaining), q.reset_ms as i64),
+    };
+    let mut set = |name: &'static str, value: i64| {
+        headers.insert(HeaderName::from_static(name), HeaderValue::from(value));
+    };
+    set("x-ratelimit-limit", limit);
+    set("x-ratelimit-remaining", remaining);
+    set("x-ratelimit-reset", reset);
+    if let Verdict::Limited(q) = verdict {
+        headers.insert(hyper::header::RETRY_AFTER, HeaderValue::from(q.retry_ms.div_ceil(1000).max(1)));
+    }
+    headers.insert(HeaderName::from_static("bypass-429-option"), HeaderValue::from_static("no_bypass"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn limiter(per_second: u32, burst: u32, max_tracked: usize) -> RateLimiter {
+        RateLimiter::new(RateLimitConfig { per_second, burst, max_tracked, ..Default::default() })
+    }
+
+    #[test]
+    fn bucket_allows_the_burst_then_refills_at_the_rate() {
+        let l = limiter(10, 3, 100);
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        let t0 = Instant::now();
+        for left in [2, 1, 0] {
+            assert!(matches!(l.check(ip, t0), Verdict::Allowed(q) if q.remaining == left));
+        }
+        let Verdict::Limited(q) = l.check(ip, t0) else { panic!("limited") };
+        assert_eq!((q.limit, q.remaining, q.retry_ms, q.reset_ms), (3, 0, 100, 300));
+        // 100 ms later one token is back.
+        assert!(matches!(l.check(ip, t0 + Duration::from_millis(100)), Verdict::Allowed(_)));
+        // Another client is not affected.
+        assert!(matches!(l.check("10.0.0.2".parse().unwrap(), t0), Verdict::Allowed(q) if q.remaining == 2));
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let l = limiter(1, 5, 1000);
+        let t0 = Instant::now();
+        for i in 0..10_000u32 {
+            l.check(IpAddr::from(i.to_be_bytes()), t0);
+        }
+        assert!(l.tracked() <= 1000, "tracked {}", l.tracked());
+    }
+
+    #[test]
+    fn exempt_clients_and_disabled_limits_are_unlimited() {
+        let ip: IpAddr = "192.168.1.1".parse().unwrap();
+        let l = RateLimiter::new(RateLimitConfig { per_second: 1, burst: 1, exempt: vec![ip], ..Default::default() });
+        for _ in 0..10 {
+            assert_eq!(l.check(ip, Instant::now()), Verdict::Unlimited);
+        }
+        assert_eq!(limiter(0, 0, 10).check(ip, Instant::now()), Verdict::Unlimited);
+    }
+
+    #[test]
+    fn forwarded_for_is_believed_only_from_trusted_proxies() {
+        let proxy: IpAddr = "127.0.0.1".parse().unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("x-forwarded-for", HeaderValue::from_static("6.6.6.6, 10.1.2.3, 127.0.0.1"));
+        assert_eq!(client_ip(proxy, &headers, &[proxy]), "10.1.2.3".parse::<IpAddr>().unwrap());
+        let stranger: IpAddr = "8.8.8.8".parse().unwrap();
+        assert_eq!(client_ip(stranger, &headers, &[proxy]), stranger);
+        assert_eq!(client_ip(proxy, &HeaderMap::new(), &[proxy]), proxy);
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        assert_eq!(client_ip(mapped, &HeaderMap::new(), &[]), proxy);
+    }
+}
