@@ -4,6 +4,7 @@
 //! never waits for anyone.
 
 use crate::indexer::bundle::Bundle;
+use crate::store::records::PendingTxRecord;
 use alloy::primitives::B256;
 use std::sync::Arc;
 
@@ -21,6 +22,8 @@ pub enum ChainEvent {
     },
     /// The index was wiped because the node's chain was replaced.
     Reset,
+    /// Transactions newly seen in the node's pool.
+    Pending(Arc<Vec<PendingTxRecord>>),
 }
 
 /// Sender side of the event stream.

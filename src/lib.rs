@@ -16,13 +16,16 @@ pub mod telemetry;
 
 pub use config::Config;
 
+use indexer::pending::PendingFollower;
 use indexer::{Indexer, IndexerError, Status, StatusSnapshot};
 use node::{Node, NodeError};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use store::{OpenState, Store, StoreError, StoreOptions};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// Why the daemon could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +70,8 @@ pub struct Daemon {
     cancel: CancellationToken,
     indexer: JoinHandle<Result<(), IndexerError>>,
     server: JoinHandle<()>,
+    /// The pending-pool follower and the WebSocket publisher.
+    helpers: TaskTracker,
 }
 
 impl Daemon {
@@ -107,10 +112,17 @@ impl Daemon {
             events.clone(),
             config.api.clone(),
         );
+        let helpers = TaskTracker::new();
+        helpers.spawn(api::ws::publish::run(state.clone(), cancel.clone()));
         let server = tokio::spawn(api::serve(listener, state, cancel.clone()));
+        let pool_interval =
+            (config.indexer.poll_interval * 4).clamp(Duration::from_millis(200), Duration::from_secs(2));
+        let pool = PendingFollower::new(store.clone(), node.clone(), events.clone(), pool_interval);
+        helpers.spawn(pool.run(cancel.clone()));
+        helpers.close();
         let follower = Indexer::new(store.clone(), node, config.indexer.clone(), status.clone(), events.clone());
         let indexer = tokio::spawn(follower.run(cancel.clone()));
-        Ok(Daemon { addr, store, status, events, cancel, indexer, server })
+        Ok(Daemon { addr, store, status, events, cancel, indexer, server, helpers })
     }
 
     /// The address the HTTP server listens on.
@@ -145,6 +157,7 @@ impl Daemon {
                 let indexer_result = flatten(result);
                 self.cancel.cancel();
                 let _ = self.server.await;
+                self.helpers.wait().await;
                 close_store(self.store);
                 indexer_result
             }
@@ -157,6 +170,7 @@ impl Daemon {
         self.cancel.cancel();
         let served = self.server.await;
         let indexed = flatten(self.indexer.await);
+        self.helpers.wait().await;
         close_store(self.store);
         served.map_err(|e| RunError::Task(e.to_string()))?;
         indexed

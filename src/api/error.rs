@@ -48,6 +48,12 @@ pub enum ApiError {
     /// The request body could not be read.
     #[error("invalid request body: {0}")]
     BadBody(String),
+    /// A request to the WebSocket endpoint that is not a WebSocket upgrade.
+    #[error("not a websocket upgrade")]
+    NotWebSocket,
+    /// A bounded resource is exhausted.
+    #[error("busy: {0}")]
+    Busy(&'static str),
     /// The node could not be reached for data the response needs.
     #[error("node unavailable: {0}")]
     NodeUnavailable(String),
@@ -67,7 +73,8 @@ impl ApiError {
         match self {
             ApiError::NotFound | ApiError::BlockLostConsensus { .. } | ApiError::NoRoute => StatusCode::NOT_FOUND,
             ApiError::InvalidParam { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::UnknownAction | ApiError::BadBody(_) => StatusCode::BAD_REQUEST,
+            ApiError::UnknownAction | ApiError::BadBody(_) | ApiError::NotWebSocket => StatusCode::BAD_REQUEST,
+            ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Timeout => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -89,6 +96,8 @@ impl ApiError {
             }]}),
             ApiError::UnknownAction => json!({"message": "Unknown API v2 action"}),
             ApiError::Timeout => json!({"message": "Request timed out"}),
+            ApiError::NotWebSocket => json!({"message": "Expected a WebSocket upgrade request"}),
+            ApiError::Busy(what) => json!({"message": format!("Service busy: {what}")}),
             ApiError::BadBody(_) => json!({"message": "Invalid request body"}),
             ApiError::MethodNotAllowed { allow } => {
                 json!({"message": format!("Method not allowed; use {allow}")})

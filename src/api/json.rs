@@ -7,7 +7,7 @@
 
 use super::methods;
 use crate::store::keys::BlockPos;
-use crate::store::records::{AuthorizationRecord, BlockRecord, LogRecord, TxRecord};
+use crate::store::records::{AuthorizationRecord, BlockRecord, LogRecord, PendingTxRecord, TxRecord};
 use alloy::primitives::{Address, Bytes, B256, U256};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -28,6 +28,39 @@ pub fn iso_timestamp(seconds: u64) -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.000000Z", secs / 3600, secs % 3600 / 60, secs % 60)
+}
+
+/// `2024-05-01T12:34:56.123456Z` from Unix milliseconds.
+pub fn iso_timestamp_ms(ms: u64) -> String {
+    let base = iso_timestamp(ms / 1000);
+    format!("{}.{:03}000Z", &base[..19], ms % 1000)
+}
+
+/// Unix milliseconds from an ISO-8601 UTC timestamp `YYYY-MM-DDTHH:MM:SS[.fraction]Z`.
+pub fn parse_iso_ms(text: &str) -> Option<u64> {
+    let text = text.strip_suffix('Z')?;
+    let (date, time) = text.split_once('T')?;
+    let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (year, month, day) = (d.next()??, d.next()??, d.next()??);
+    let (clock, fraction) = time.split_once('.').unwrap_or((time, "0"));
+    let mut t = clock.splitn(3, ':').map(|p| p.parse::<u64>().ok());
+    let (h, m, sec) = (t.next()??, t.next()??, t.next()??);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    if fraction.is_empty() || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let millis: u64 = format!("{fraction:0<3}")[..3].parse().ok()?;
+    // Days from civil date (Howard Hinnant's algorithm, inverse of `iso_timestamp`).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = u64::try_from(era * 146_097 + doe - 719_468).ok()?;
+    Some((days * 86_400 + h * 3600 + m * 60 + sec) * 1000 + millis)
 }
 
 /// `YYYY-MM-DD` of a UTC day number.
@@ -351,6 +384,75 @@ impl TxJson {
         }
     }
 
+    /// A transaction still in the node's pool.
+    pub fn pending(tx: &PendingTxRecord, contracts: &Contracts) -> Self {
+        let to = match tx.to {
+            Some(to) => contracts.address(&to),
+            None => AddressJson::new(&tx.from.create(tx.nonce), false),
+        };
+        let price = tx.max_fee_per_gas.or(tx.gas_price).unwrap_or(0);
+        let to_is_contract = tx.to.is_some_and(|a| contracts.is_contract(&a));
+        let as_record = TxRecord {
+            hash: tx.hash,
+            from: tx.from,
+            to: tx.to,
+            value: tx.value,
+            input: tx.input.clone(),
+            nonce: tx.nonce,
+            gas_limit: tx.gas_limit,
+            gas_price: tx.gas_price,
+            max_fee_per_gas: tx.max_fee_per_gas,
+            max_priority_fee_per_gas: tx.max_priority_fee_per_gas,
+            tx_type: tx.tx_type,
+            status: None,
+            gas_used: 0,
+            effective_gas_price: 0,
+            created: None,
+            first_log: 0,
+            log_count: 0,
+            authorizations: Vec::new(),
+        };
+        TxJson {
+            hash: hash_hex(&tx.hash),
+            result: "pending".into(),
+            status: None,
+            block_number: None,
+            timestamp: None,
+            from: contracts.address(&tx.from),
+            to,
+            created_contract: None,
+            confirmations: 0,
+            confirmation_duration: [],
+            value: tx.value.to_string(),
+            fee: FeeJson { kind: "maximum", value: (U256::from(tx.gas_limit) * U256::from(price)).to_string() },
+            gas_price: tx.gas_price.or(tx.max_fee_per_gas).map(|p| p.to_string()),
+            tx_type: Some(tx.tx_type),
+            gas_used: None,
+            gas_limit: tx.gas_limit.to_string(),
+            max_fee_per_gas: tx.max_fee_per_gas.map(|f| f.to_string()),
+            max_priority_fee_per_gas: tx.max_priority_fee_per_gas.map(|f| f.to_string()),
+            base_fee_per_gas: None,
+            priority_fee: None,
+            transaction_burnt_fee: None,
+            nonce: tx.nonce,
+            position: None,
+            revert_reason: None,
+            raw_input: bytes_hex(&tx.input),
+            decoded_input: methods::decode_input(&tx.input),
+            token_transfers: None,
+            token_transfers_overflow: None,
+            exchange_rate: None,
+            historic_exchange_rate: None,
+            method: methods::method_label(&tx.input, to_is_contract),
+            transaction_types: tx_types(&as_record, to_is_contract),
+            transaction_tag: None,
+            has_error_in_internal_transactions: None,
+            authorization_list: Vec::new(),
+            is_pending_update: false,
+            fhe_operations_count: 0,
+        }
+    }
+
     /// Adds what only the detail view carries: token transfers (first 10) and the revert reason.
     pub fn with_detail(mut self, token_transfers: Vec<Value>, overflow: bool, revert_reason: Option<Value>) -> Self {
         self.token_transfers = Some(token_transfers);
@@ -424,6 +526,18 @@ mod tests {
         assert_eq!(iso_timestamp(1_668_167_975), "2022-11-11T11:59:35.000000Z");
         assert_eq!(iso_timestamp(4_102_444_799), "2099-12-31T23:59:59.000000Z");
         assert_eq!(iso_date(19_000), "2022-01-08");
+    }
+
+    #[test]
+    fn iso_timestamps_parse_back() {
+        for ms in [0u64, 951_782_400_123, 1_668_167_975_474, 4_102_444_799_999] {
+            assert_eq!(parse_iso_ms(&iso_timestamp_ms(ms)), Some(ms), "{ms}");
+        }
+        assert_eq!(parse_iso_ms("2025-05-26T10:26:51.474448Z"), Some(1_748_255_211_474));
+        assert_eq!(parse_iso_ms("2025-05-26T10:26:51Z"), Some(1_748_255_211_000));
+        for bad in ["", "2025-05-26", "2025-13-01T00:00:00Z", "2025-05-26T10:26:51.x1Z", "2025-05-26T10:26:51.47"] {
+            assert_eq!(parse_iso_ms(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! on shutdown.
 //!
 //! Surfaces (see `docs/api.md`): `GET /health`; Blockscout's REST API under `/api/v2`; the JSON-RPC passthrough
-//! `POST /api/eth`.
+//! `POST /api/eth`; the Phoenix V2 WebSocket `GET /socket/v2/websocket`.
 
 mod body;
 mod error;
@@ -19,6 +19,7 @@ mod query;
 mod rest;
 mod router;
 pub mod rpc;
+pub mod ws;
 
 pub use error::ApiError;
 pub use router::Route;
@@ -63,6 +64,8 @@ pub struct ApiConfig {
     pub rate_limit: RateLimitConfig,
     /// The JSON-RPC passthrough.
     pub rpc: RpcConfig,
+    /// The WebSocket stream.
+    pub ws: ws::WsConfig,
 }
 
 impl Default for ApiConfig {
@@ -74,8 +77,22 @@ impl Default for ApiConfig {
             max_connections: 1024,
             rate_limit: RateLimitConfig::default(),
             rpc: RpcConfig::default(),
+            ws: ws::WsConfig::default(),
         }
     }
+}
+
+/// The WebSocket side of the server.
+#[derive(Debug)]
+pub struct WsServer {
+    /// Topic subscriptions and fan-out.
+    pub hub: Arc<ws::hub::Hub>,
+    /// Connection tasks, awaited on shutdown.
+    pub tracker: tokio_util::task::TaskTracker,
+    /// One permit per connection.
+    pub permits: Arc<tokio::sync::Semaphore>,
+    /// Fired on shutdown: connections close with 1001.
+    pub shutdown: CancellationToken,
 }
 
 /// What handlers share.
@@ -93,6 +110,8 @@ pub struct Shared {
     pub events: EventSender,
     /// Server limits.
     pub config: ApiConfig,
+    /// WebSocket connections.
+    pub ws: WsServer,
     limiter: RateLimiter,
     rpc_client: rpc::reqwest::Client,
     stats: Mutex<Option<Arc<ChainStats>>>,
@@ -138,6 +157,12 @@ impl AppState {
             node,
             rpc_url,
             events,
+            ws: WsServer {
+                hub: Arc::new(ws::hub::Hub::new(config.ws.queue)),
+                tracker: tokio_util::task::TaskTracker::new(),
+                permits: Arc::new(tokio::sync::Semaphore::new(config.ws.max_connections)),
+                shutdown: CancellationToken::new(),
+            },
             limiter: RateLimiter::new(config.rate_limit.clone()),
             rpc_client: rpc::client(),
             config,
@@ -173,8 +198,8 @@ impl std::ops::Deref for AppState {
     }
 }
 
-/// Serves HTTP on `listener` until `cancel` fires, then stops accepting and lets in-flight requests finish within
-/// the grace period.
+/// Serves HTTP on `listener` until `cancel` fires, then stops accepting, closes WebSocket connections (1001) and
+/// lets in-flight requests finish within the grace period.
 pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationToken) {
     let graceful = GracefulShutdown::new();
     let connections = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
@@ -210,9 +235,15 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
         });
     }
     drop(listener);
+    state.ws.shutdown.cancel();
+    state.ws.tracker.close();
+    let drained = async {
+        graceful.shutdown().await;
+        state.ws.tracker.wait().await;
+    };
     tokio::select! {
-        _ = graceful.shutdown() => tracing::debug!("http connections drained"),
-        _ = tokio::time::sleep(state.config.shutdown_grace) => tracing::warn!("http connections still open after the grace period"),
+        _ = drained => tracing::debug!("http and websocket connections drained"),
+        _ = tokio::time::sleep(state.config.shutdown_grace) => tracing::warn!("connections still open after the grace period"),
     }
 }
 
@@ -284,6 +315,7 @@ async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Res
     use rest::{addresses, blocks, search, stats, transactions};
     match route {
         Route::Health => Ok(health::health(state)),
+        Route::Socket => ws::upgrade(req, state),
         Route::Rpc => {
             let limit = state.config.rpc.max_body;
             match read_body(req, limit).await {
@@ -301,9 +333,8 @@ async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Res
         Route::Blocks { kind, page } => blocks::list(state, kind, page),
         Route::Block(id) => blocks::detail(state, id),
         Route::BlockTransactions { id, kinds, page } => blocks::transactions(state, id, kinds, page),
-        Route::Transactions { pending, kinds, methods, page } => {
-            transactions::list(state, pending, kinds, methods, page)
-        }
+        Route::PendingTransactions { page } => transactions::pending(state, page),
+        Route::Transactions { kinds, methods, page } => transactions::list(state, kinds, methods, page),
         Route::Transaction(hash) => transactions::detail(state, hash).await,
         Route::TransactionLogs { hash, page } => transactions::logs(state, hash, page),
         Route::TransactionSub(hash, sub) => transactions::sub(state, hash, sub),

@@ -5,10 +5,10 @@
 //! 1–100, is a 422 with Blockscout's `errors` body; handlers only see typed values.
 
 use super::error::ApiError;
-use super::json::BlockKind;
+use super::json::{parse_iso_ms, BlockKind};
 use super::methods::selectors_for;
 use super::query::Query;
-use crate::store::keys::BlockPos;
+use crate::store::keys::{BlockPos, PendingKey};
 use alloy::primitives::{Address, B256};
 use hyper::Method;
 
@@ -178,6 +178,8 @@ pub enum Route {
     Health,
     /// `POST /api/eth`: the JSON-RPC passthrough.
     Rpc,
+    /// `GET /socket/v2/websocket`: the Phoenix V2 WebSocket.
+    Socket,
     /// `GET /api/v2/stats`.
     Stats,
     /// `GET /api/v2/blocks`.
@@ -198,10 +200,13 @@ pub enum Route {
         /// Size and cursor (transaction index).
         page: Page<u32>,
     },
+    /// `GET /api/v2/transactions?filter=pending`.
+    PendingTransactions {
+        /// Size and cursor (`inserted_at`, `hash`).
+        page: Page<PendingKey>,
+    },
     /// `GET /api/v2/transactions`.
     Transactions {
-        /// `filter=pending`.
-        pending: bool,
         /// `type` filter.
         kinds: TxKinds,
         /// `method` filter (selectors).
@@ -291,6 +296,7 @@ impl Route {
         let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
         let route = match segments.as_slice() {
             ["health"] => Route::Health,
+            ["socket", "v2", "websocket"] => Route::Socket,
             ["api", "eth"] => {
                 return match *method {
                     Method::POST => Ok(Route::Rpc),
@@ -331,15 +337,25 @@ impl Route {
                 let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
                 Route::BlockTransactions { id, kinds: TxKinds::parse(q)?, page: page(q, after)? }
             }
-            ["transactions"] => {
-                let pending = match q.get("filter") {
-                    None | Some("validated") => false,
-                    Some("pending") => true,
-                    Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
-                };
-                let methods = q.get("method").map(|m| m.split(',').flat_map(selectors_for).collect());
-                Route::Transactions { pending, kinds: TxKinds::parse(q)?, methods, page: page(q, pos_cursor(q)?)? }
-            }
+            ["transactions"] => match q.get("filter") {
+                Some("pending") => {
+                    let after = match (q.get("inserted_at"), q.get("hash")) {
+                        (Some(at), Some(hash)) => Some(PendingKey {
+                            seen_ms: parse_iso_ms(at).ok_or_else(|| {
+                                ApiError::invalid("inserted_at", "Invalid format. Expected an ISO-8601 UTC timestamp")
+                            })?,
+                            hash: parse_hash(hash, "hash")?,
+                        }),
+                        _ => None,
+                    };
+                    Route::PendingTransactions { page: page(q, after)? }
+                }
+                None | Some("validated") => {
+                    let methods = q.get("method").map(|m| m.split(',').flat_map(selectors_for).collect());
+                    Route::Transactions { kinds: TxKinds::parse(q)?, methods, page: page(q, pos_cursor(q)?)? }
+                }
+                Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
+            },
             ["transactions", hash] => Route::Transaction(tx(hash)?),
             ["transactions", hash, "logs"] => {
                 let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
@@ -444,7 +460,6 @@ mod tests {
                 Method::GET,
                 "/api/v2/transactions?block_number=9&index=3&filter=validated&items_count=null".into(),
                 Ok(Route::Transactions {
-                    pending: false,
                     kinds: TxKinds::default(),
                     methods: None,
                     page: Page { size: 25, after: Some(BlockPos { block: 9, index: 3 }) },

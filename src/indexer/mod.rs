@@ -7,6 +7,7 @@
 
 pub mod apply;
 pub mod bundle;
+pub mod pending;
 pub mod rows;
 mod status;
 

@@ -8,7 +8,7 @@ use alloy::providers::{Provider, ProviderBuilder, RootProvider, WsConnect};
 use futures_util::StreamExt;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use wire::{RpcBlock, RpcHead, RpcReceipt};
+use wire::{RpcBlock, RpcHead, RpcPool, RpcReceipt, RpcTransaction};
 
 /// A failed node request.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -111,6 +111,17 @@ impl Node {
             (Some(block), Some(receipts)) => Ok(Some(RawBundle { block, receipts })),
             _ => Ok(None),
         }
+    }
+
+    /// Every transaction in the node's pool (`txpool_content`: pending and queued).
+    pub async fn pool(&self) -> Result<Vec<RpcTransaction>, NodeError> {
+        let pool: RpcPool = self.call("txpool_content", serde_json::json!([])).await?;
+        Ok(pool
+            .pending
+            .into_values()
+            .chain(pool.queued.into_values())
+            .flat_map(|by_nonce| by_nonce.into_values())
+            .collect())
     }
 
     /// Native balance of `address` at block `number`.

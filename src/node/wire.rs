@@ -169,3 +169,14 @@ pub struct RpcHead {
     /// Parent hash.
     pub parent_hash: B256,
 }
+
+/// `txpool_content`: the node's pool, by sender and nonce.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RpcPool {
+    /// Executable transactions.
+    #[serde(default)]
+    pub pending: std::collections::HashMap<Address, std::collections::HashMap<String, RpcTransaction>>,
+    /// Transactions waiting for a nonce gap to close.
+    #[serde(default)]
+    pub queued: std::collections::HashMap<Address, std::collections::HashMap<String, RpcTransaction>>,
+}

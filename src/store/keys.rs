@@ -202,6 +202,30 @@ impl Key for AddressPos {
     }
 }
 
+/// A pending transaction in arrival order, newest first: `!be64(first seen, Unix ms) ‖ hash32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PendingKey {
+    /// When the transaction was first seen in the pool (Unix milliseconds).
+    pub seen_ms: u64,
+    /// Its hash.
+    pub hash: B256,
+}
+
+impl Key for PendingKey {
+    const LEN: usize = 40;
+    type Bytes = [u8; 40];
+    fn encode(&self) -> [u8; 40] {
+        let mut out = [0u8; 40];
+        out[..8].copy_from_slice(&desc64(self.seen_ms));
+        out[8..].copy_from_slice(self.hash.as_slice());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<40>("PendingKey", bytes)?;
+        Ok(PendingKey { seen_ms: read_desc64(&b), hash: B256::from_slice(&b[8..]) })
+    }
+}
+
 /// A reorged-out block: `!be64(number) ‖ hash32`, newest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ReorgedKey {
@@ -318,6 +342,13 @@ mod tests {
         }
 
         #[test]
+        fn pending_key_round_trips_and_sorts_newest_first(t1: u64, h1: [u8; 32], t2: u64, h2: [u8; 32]) {
+            let (k1, k2) = (PendingKey { seen_ms: t1, hash: h1.into() }, PendingKey { seen_ms: t2, hash: h2.into() });
+            prop_assert_eq!(PendingKey::decode(&k1.encode()).unwrap(), k1);
+            prop_assert_eq!(k1.encode().cmp(&k2.encode()), t2.cmp(&t1).then(h1.cmp(&h2)));
+        }
+
+        #[test]
         fn hash_and_address_keys_round_trip(h: [u8; 32], a: [u8; 20]) {
             prop_assert_eq!(B256::decode(&B256::from(h).encode()).unwrap(), B256::from(h));
             prop_assert_eq!(<Address as Key>::decode(&Address::from(a).encode()).unwrap(), Address::from(a));
@@ -330,6 +361,7 @@ mod tests {
             let _ = BlockPos::decode(&bytes);
             let _ = AddressPos::decode(&bytes);
             let _ = ReorgedKey::decode(&bytes);
+            let _ = PendingKey::decode(&bytes);
             let _ = MetaKey::decode(&bytes);
         }
     }

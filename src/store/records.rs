@@ -158,6 +158,36 @@ pub struct LogRecord {
     pub tx_hash: B256,
 }
 
+/// A transaction waiting in the node's pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingTxRecord {
+    /// Transaction hash.
+    pub hash: B256,
+    /// Sender.
+    pub from: Address,
+    /// Recipient; `None` for a contract creation.
+    pub to: Option<Address>,
+    /// Value in wei.
+    #[serde(with = "amount")]
+    pub value: U256,
+    /// Call data.
+    pub input: Bytes,
+    /// Sender nonce.
+    pub nonce: u64,
+    /// Gas limit.
+    pub gas_limit: u64,
+    /// Legacy gas price.
+    pub gas_price: Option<u128>,
+    /// EIP-1559 max fee per gas.
+    pub max_fee_per_gas: Option<u128>,
+    /// EIP-1559 max priority fee per gas.
+    pub max_priority_fee_per_gas: Option<u128>,
+    /// Envelope type.
+    pub tx_type: u8,
+    /// When the index first saw it in the pool (Unix milliseconds).
+    pub first_seen_ms: u64,
+}
+
 /// Where an address appeared: block number and timestamp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Seen {

@@ -2,8 +2,8 @@
 //!
 //! `ALL` drives column-family creation at open time, the per-CF options and the schema document test.
 
-use super::keys::{AddressPos, BlockKey, BlockPos, DayKey, Key, MetaKey, ReorgedKey};
-use super::records::{AccountRecord, BlockRecord, DayStats, LogRecord, Meta, TxRecord, Undo};
+use super::keys::{AddressPos, BlockKey, BlockPos, DayKey, Key, MetaKey, PendingKey, ReorgedKey};
+use super::records::{AccountRecord, BlockRecord, DayStats, LogRecord, Meta, PendingTxRecord, TxRecord, Undo};
 use alloy::primitives::{Address, B256};
 use serde::{de::DeserializeOwned, Serialize};
 
@@ -81,6 +81,10 @@ tables! {
     Reorged = "reorged": ReorgedKey => BlockRecord, Ordered;
     /// UTC day (newest first) → blocks, transactions and gas of the day (derived).
     Daily = "daily": DayKey => DayStats, Ordered;
+    /// Transaction hash → transaction waiting in the node's pool (not chain state: kept by the pool follower).
+    Pending = "pending": B256 => PendingTxRecord, Lookup;
+    /// (first seen newest first, hash) → nothing: pending transactions in arrival order.
+    PendingByTime = "pending_by_time": PendingKey => (), Ordered;
     /// Block number (newest first) → prior values of the derived rows the block changed.
     UndoLog = "undo": BlockKey => Undo, Ordered;
 }

@@ -3,12 +3,12 @@
 use super::blocks::kinds_match;
 use super::{contracts, next_params, take_page, tx_envelope, tx_items};
 use crate::api::body::{ok, Body};
-use crate::api::json::{Envelope, LogJson, TxJson};
+use crate::api::json::{hash_hex, iso_timestamp_ms, Envelope, LogJson, TxJson};
 use crate::api::router::{Page, TxKinds, TxSub};
 use crate::api::{ApiError, AppState};
-use crate::store::keys::{BlockKey, BlockPos, Key};
-use crate::store::records::TxRecord;
-use crate::store::tables::{Headers, Logs, Transactions, TxHashes};
+use crate::store::keys::{BlockKey, BlockPos, Key, PendingKey};
+use crate::store::records::{PendingTxRecord, TxRecord};
+use crate::store::tables::{Headers, Logs, Pending, PendingByTime, Transactions, TxHashes};
 use crate::store::{Direction, KeyRange, Reader, StoreResult};
 use alloy::primitives::{Bytes, B256};
 use hyper::Response;
@@ -22,15 +22,10 @@ const REVERT_LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
 /// `GET /api/v2/transactions`.
 pub fn list(
     state: &AppState,
-    pending: bool,
     kinds: TxKinds,
     methods: Option<Vec<[u8; 4]>>,
     page: Page<BlockPos>,
 ) -> Result<Response<Body>, ApiError> {
-    if pending {
-        // The pending pool is not followed: no pending transactions are known.
-        return Ok(ok(&Envelope::<()>::empty()));
-    }
     let reader = state.store.view();
     let range = match page.after {
         Some(pos) => KeyRange::all().after(&pos.encode()),
@@ -42,6 +37,42 @@ pub fn list(
         method_ok && kinds_match(&kinds, tx, &reader, &mut cache)
     })?;
     Ok(ok(&tx_envelope(&reader, rows, page.size, &[])?))
+}
+
+/// Pending transaction objects for pool records (those mined meanwhile are left out).
+pub fn pending_items(reader: &Reader<'_>, records: &[PendingTxRecord]) -> StoreResult<Vec<TxJson>> {
+    let contracts = contracts(reader, records.iter().flat_map(|t| [Some(t.from), t.to].into_iter().flatten()))?;
+    let mut items = Vec::with_capacity(records.len());
+    for record in records {
+        if reader.get::<TxHashes>(&record.hash)?.is_none() {
+            items.push(TxJson::pending(record, &contracts));
+        }
+    }
+    Ok(items)
+}
+
+/// `GET /api/v2/transactions?filter=pending`: the node's pool, newest first.
+pub fn pending(state: &AppState, page: Page<PendingKey>) -> Result<Response<Body>, ApiError> {
+    let reader = state.store.view();
+    let range = match page.after {
+        Some(key) => KeyRange::all().after(&key.encode()),
+        None => KeyRange::all(),
+    };
+    let rows = take_page(reader.scan::<PendingByTime>(range, Direction::Forward), page.size, |_, _| true)?;
+    let keys: Vec<B256> = rows.items.iter().map(|(k, ())| k.hash).collect();
+    let records: Vec<PendingTxRecord> = reader.multi_get::<Pending>(&keys)?.into_iter().flatten().collect();
+    let items = pending_items(&reader, &records)?;
+    let next_page_params = rows.next.map(|k| {
+        next_params(
+            &[
+                ("inserted_at", json!(iso_timestamp_ms(k.seen_ms))),
+                ("hash", json!(hash_hex(&k.hash))),
+                ("filter", json!("pending")),
+            ],
+            page.size,
+        )
+    });
+    Ok(ok(&Envelope { items, next_page_params }))
 }
 
 /// The stored transaction with this hash.
@@ -81,7 +112,12 @@ pub async fn detail(state: &AppState, hash: B256) -> Result<Response<Body>, ApiE
     let (item, replay) = {
         let reader = state.store.view();
         let Some((pos, tx)) = find_tx(&reader, hash)? else {
-            return Err(ApiError::NotFound);
+            // Not mined: perhaps still in the node's pool.
+            let Some(record) = reader.get::<Pending>(&hash)? else {
+                return Err(ApiError::NotFound);
+            };
+            let item = pending_items(&reader, &[record])?.pop().ok_or(ApiError::NotFound)?;
+            return Ok(ok(&item.with_detail(Vec::new(), false, None)));
         };
         let item = tx_items(&reader, &[(pos, tx.clone())])?.pop().ok_or(ApiError::NotFound)?;
         let replay = (!tx.succeeded()).then(|| {

@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod http;
+pub mod ws;
 
 use alloy::primitives::{Address, Bytes, B256, U256};
 use alloy::providers::{Provider, RootProvider};

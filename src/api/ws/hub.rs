@@ -1,0 +1,186 @@
+//! The fan-out hub: which connection listens to which topic, and delivery of broadcast frames.
+//!
+//! A broadcast is encoded once per topic spelling and the same bytes are queued for every subscriber. Every
+//! connection has a bounded queue; a connection whose queue is full is kicked (it closes with 1013), so a slow
+//! client never makes memory grow or holds back the others.
+
+use super::protocol::Subscription;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// One encoded frame, shared by every connection it goes to.
+pub type Frame = Arc<str>;
+
+#[derive(Debug)]
+struct Connection {
+    queue: mpsc::Sender<Frame>,
+    kicked: CancellationToken,
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    next_id: u64,
+    connections: HashMap<u64, Connection>,
+    /// Canonical topic → the spellings clients joined it with → connections.
+    topics: HashMap<String, HashMap<String, HashSet<u64>>>,
+}
+
+/// What a connection gets from the hub.
+#[derive(Debug)]
+pub struct Attached {
+    /// Connection id.
+    pub id: u64,
+    /// Frames to send.
+    pub frames: mpsc::Receiver<Frame>,
+    /// Fired when the connection fell too far behind.
+    pub kicked: CancellationToken,
+}
+
+/// Topic subscriptions of every WebSocket connection.
+#[derive(Debug)]
+pub struct Hub {
+    registry: Mutex<Registry>,
+    queue: usize,
+}
+
+impl Hub {
+    /// A hub whose connections queue at most `queue` frames.
+    pub fn new(queue: usize) -> Self {
+        Hub { registry: Mutex::new(Registry::default()), queue: queue.max(1) }
+    }
+
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a new connection.
+    pub fn attach(&self) -> Attached {
+        let (queue, frames) = mpsc::channel(self.queue);
+        let kicked = CancellationToken::new();
+        let mut registry = self.registry();
+        registry.next_id += 1;
+        let id = registry.next_id;
+        registry.connections.insert(id, Connection { queue, kicked: kicked.clone() });
+        Attached { id, frames, kicked }
+    }
+
+    /// Applies a subscription change of connection `id`.
+    pub fn apply(&self, id: u64, change: &Subscription) {
+        let mut registry = self.registry();
+        match change {
+            Subscription::Add { topic, canonical } => {
+                registry.topics.entry(canonical.clone()).or_default().entry(topic.clone()).or_default().insert(id);
+            }
+            Subscription::Remove { topic, canonical } => remove(&mut registry, id, topic, canonical),
+        }
+    }
+
+    /// Forgets connection `id` and all its subscriptions.
+    pub fn detach(&self, id: u64) {
+        let mut registry = self.registry();
+        registry.connections.remove(&id);
+        registry.topics.retain(|_, spellings| {
+            spellings.retain(|_, ids| {
+                ids.remove(&id);
+                !ids.is_empty()
+            });
+            !spellings.is_empty()
+        });
+    }
+
+    /// Whether anyone listens to `canonical` (so payloads nobody would receive are not computed).
+    pub fn wants(&self, canonical: &str) -> bool {
+        self.registry().topics.contains_key(canonical)
+    }
+
+    /// Connections attached.
+    pub fn connections(&self) -> usize {
+        self.registry().connections.len()
+    }
+
+    /// Broadcasts `event` with `payload` to every subscriber of `canonical`; returns how many were queued.
+    pub fn publish(&self, canonical: &str, event: &str, payload: &Value) -> usize {
+        let registry = self.registry();
+        let Some(spellings) = registry.topics.get(canonical) else {
+            return 0;
+        };
+        let body = format!("{},{}]", Value::from(event), payload);
+        let mut delivered = 0;
+        for (topic, ids) in spellings {
+            let frame: Frame = Arc::from(format!("[null,null,{},{body}", Value::from(topic.as_str())));
+            for id in ids {
+                let Some(connection) = registry.connections.get(id) else { continue };
+                match connection.queue.try_send(frame.clone()) {
+                    Ok(()) => delivered += 1,
+                    Err(mpsc::error::TrySendError::Full(_)) => connection.kicked.cancel(),
+                    Err(mpsc::error::TrySendError::Closed(_)) => {}
+                }
+            }
+        }
+        delivered
+    }
+}
+
+fn remove(registry: &mut Registry, id: u64, topic: &str, canonical: &str) {
+    if let Some(spellings) = registry.topics.get_mut(canonical) {
+        if let Some(ids) = spellings.get_mut(topic) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                spellings.remove(topic);
+            }
+        }
+        if spellings.is_empty() {
+            registry.topics.remove(canonical);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn add(topic: &str, canonical: &str) -> Subscription {
+        Subscription::Add { topic: topic.into(), canonical: canonical.into() }
+    }
+
+    #[test]
+    fn frames_keep_each_clients_spelling_and_reach_only_subscribers() {
+        let hub = Hub::new(4);
+        let mut a = hub.attach();
+        let mut b = hub.attach();
+        let mut c = hub.attach();
+        hub.apply(a.id, &add("addresses:0xabcd", "addresses:0xabcd"));
+        hub.apply(b.id, &add("addresses:0xABCD", "addresses:0xabcd"));
+        assert!(hub.wants("addresses:0xabcd"));
+        assert_eq!(hub.publish("addresses:0xabcd", "balance", &json!({"balance": "1"})), 2);
+        assert_eq!(&*a.frames.try_recv().unwrap(), r#"[null,null,"addresses:0xabcd","balance",{"balance":"1"}]"#);
+        assert_eq!(&*b.frames.try_recv().unwrap(), r#"[null,null,"addresses:0xABCD","balance",{"balance":"1"}]"#);
+        assert!(c.frames.try_recv().is_err());
+        hub.detach(a.id);
+        hub.apply(
+            b.id,
+            &Subscription::Remove { topic: "addresses:0xABCD".into(), canonical: "addresses:0xabcd".into() },
+        );
+        assert!(!hub.wants("addresses:0xabcd"));
+        assert_eq!(hub.connections(), 2);
+    }
+
+    #[test]
+    fn a_full_queue_kicks_only_that_connection() {
+        let hub = Hub::new(2);
+        let slow = hub.attach();
+        let mut fast = hub.attach();
+        hub.apply(slow.id, &add("blocks:new_block", "blocks:new_block"));
+        hub.apply(fast.id, &add("blocks:new_block", "blocks:new_block"));
+        for n in 0..3 {
+            hub.publish("blocks:new_block", "new_block", &json!({"n": n}));
+            fast.frames.try_recv().unwrap();
+        }
+        assert!(slow.kicked.is_cancelled(), "the slow connection is dropped");
+        assert!(!fast.kicked.is_cancelled());
+    }
+}

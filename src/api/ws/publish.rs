@@ -1,0 +1,198 @@
+//! Turns chain events into WebSocket broadcasts, with the payloads Blockscout sends (objects rendered by the same
+//! code as the REST lists). Payloads are computed only for topics someone listens to, and blocks indexed while
+//! catching up (more than [`LIVE_WINDOW`] behind the node's head) are not broadcast one by one.
+//!
+//! | topic | event | payload |
+//! |---|---|---|
+//! | `blocks:new_block`, `blocks:<miner>` | `new_block` | `{average_block_time: "<ms>", block: <REST block item>}` |
+//! | `blocks:indexing` | `index_status` | `{ratio: "<0..1>", finished: bool}` |
+//! | `transactions:new_transaction` | `transaction` | `{transaction: N}` (validated transactions of the block) |
+//! | `transactions:new_pending_transaction` | `pending_transaction` | `{pending_transaction: N}` |
+//! | `transactions:<hash>` | `collated` | `{}` when the transaction is mined |
+//! | `addresses:<hash>` | `transaction`, `pending_transaction` | `{transactions: [<REST transaction items>]}` |
+//! | `addresses:<hash>` | `balance` | `{balance, block_number, exchange_rate: null}` after each block touching it |
+//! | `addresses:<hash>` | `current_coin_balance`, `coin_balance` | the new balance and its coin-balance-history item, when it changed |
+
+use super::super::json::{hash_hex, iso_timestamp, BlockJson, BlockKind};
+use super::super::rest::{chain_stats, contracts, transactions::pending_items, tx_items};
+use super::super::AppState;
+use crate::events::ChainEvent;
+use crate::indexer::bundle::Bundle;
+use crate::indexer::rows::tx_participants;
+use crate::store::keys::BlockPos;
+use crate::store::records::{PendingTxRecord, TxRecord};
+use crate::store::StoreResult;
+use alloy::primitives::{Address, B256, U256};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+/// Blocks this far (or less) behind the node's head are broadcast; older ones are catch-up.
+pub const LIVE_WINDOW: u64 = 10;
+
+/// How long a balance push waits for the node.
+const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
+
+fn address_topic(address: &Address) -> String {
+    format!("addresses:{address:#x}")
+}
+
+/// Publishes chain events until `cancel` fires.
+pub async fn run(state: AppState, cancel: CancellationToken) {
+    let mut events = state.events.subscribe();
+    loop {
+        let event = tokio::select! {
+            _ = cancel.cancelled() => return,
+            event = events.recv() => event,
+        };
+        match event {
+            Ok(ChainEvent::Applied(block)) => {
+                if let Err(e) = publish_block(&state, &block) {
+                    tracing::warn!(error = %e, block = block.number(), "building broadcasts failed");
+                }
+            }
+            Ok(ChainEvent::Pending(txs)) => {
+                if let Err(e) = publish_pending(&state, &txs) {
+                    tracing::warn!(error = %e, "building pending broadcasts failed");
+                }
+            }
+            Ok(ChainEvent::Reverted { .. } | ChainEvent::Reset) => {}
+            Err(RecvError::Lagged(missed)) => tracing::debug!(missed, "broadcasts skipped: the hub fell behind"),
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
+    let hub = &state.ws.hub;
+    if hub.connections() == 0 {
+        return Ok(());
+    }
+    let status = state.status.snapshot();
+    if hub.wants("blocks:indexing") {
+        let ratio = match status.node_head {
+            Some(head) => ((block.number() + 1) as f64 / (head + 1) as f64).min(1.0),
+            None => 1.0,
+        };
+        let finished = status.node_head.is_some_and(|head| block.number() + 2 >= head);
+        hub.publish("blocks:indexing", "index_status", &json!({"ratio": format!("{ratio:.4}"), "finished": finished}));
+    }
+    if status.node_head.is_some_and(|head| block.number() + LIVE_WINDOW < head) {
+        return Ok(());
+    }
+    let number = block.number();
+    let reader = state.store.reader();
+    let miner_topic = format!("blocks:{:#x}", block.header.miner);
+    if hub.wants("blocks:new_block") || hub.wants(&miner_topic) {
+        let average = chain_stats(state, &reader).map(|s| s.average_block_time_ms).unwrap_or(0.0);
+        let miner = contracts(&reader, [block.header.miner])?.address(&block.header.miner);
+        let item = BlockJson::new(&block.header, BlockKind::Block, miner, block.header.blob_tx_count, false);
+        let payload = json!({"average_block_time": format!("{average:?}"), "block": item});
+        hub.publish("blocks:new_block", "new_block", &payload);
+        hub.publish(&miner_topic, "new_block", &payload);
+    }
+    if !block.txs.is_empty() {
+        hub.publish("transactions:new_transaction", "transaction", &json!({"transaction": block.txs.len()}));
+    }
+    // Per address: the block's transactions it took part in, for subscribed addresses only.
+    let mut per_address: BTreeMap<Address, Vec<(BlockPos, TxRecord)>> = BTreeMap::new();
+    for (index, tx) in block.txs.iter().enumerate() {
+        let pos = BlockPos { block: number, index: index as u32 };
+        for address in tx_participants(tx).into_keys() {
+            if hub.wants(&address_topic(&address)) {
+                per_address.entry(address).or_default().push((pos, tx.clone()));
+            }
+        }
+        let tx_topic = format!("transactions:{}", hash_hex(&tx.hash));
+        if hub.wants(&tx_topic) {
+            hub.publish(&tx_topic, "collated", &json!({}));
+        }
+    }
+    let mut balances: Vec<(Address, Option<B256>)> = Vec::new();
+    for (address, rows) in &per_address {
+        let items = tx_items(&reader, rows)?;
+        hub.publish(&address_topic(address), "transaction", &json!({"transactions": items}));
+        balances.push((*address, rows.first().map(|(_, tx)| tx.hash)));
+    }
+    if hub.wants(&address_topic(&block.header.miner)) && !per_address.contains_key(&block.header.miner) {
+        balances.push((block.header.miner, None));
+    }
+    if !balances.is_empty() {
+        tokio::spawn(publish_balances(state.clone(), number, block.header.timestamp, balances));
+    }
+    Ok(())
+}
+
+/// Balance pushes need the node, so they run apart from the block's other broadcasts.
+async fn publish_balances(state: AppState, number: u64, timestamp: u64, addresses: Vec<(Address, Option<B256>)>) {
+    for (address, tx) in addresses {
+        let fetch = async {
+            let after = state.node.balance(address, number).await?;
+            let before = match number.checked_sub(1) {
+                Some(parent) => state.node.balance(address, parent).await?,
+                None => U256::ZERO,
+            };
+            Ok::<_, crate::node::NodeError>((after, before))
+        };
+        let Ok(Ok((after, before))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
+            continue;
+        };
+        let topic = address_topic(&address);
+        let hub = &state.ws.hub;
+        hub.publish(
+            &topic,
+            "balance",
+            &json!({"balance": after.to_string(), "block_number": number, "exchange_rate": null}),
+        );
+        if after != before {
+            let delta = if after >= before { (after - before).to_string() } else { format!("-{}", before - after) };
+            hub.publish(
+                &topic,
+                "current_coin_balance",
+                &json!({"coin_balance": after.to_string(), "exchange_rate": null, "block_number": number}),
+            );
+            let item = json!({
+                "transaction_hash": tx.map(|h| hash_hex(&h)),
+                "block_number": number,
+                "delta": delta,
+                "value": after.to_string(),
+                "block_timestamp": iso_timestamp(timestamp),
+            });
+            hub.publish(&topic, "coin_balance", &json!({"coin_balance": item}));
+        }
+    }
+}
+
+fn publish_pending(state: &AppState, txs: &[PendingTxRecord]) -> StoreResult<()> {
+    let hub = &state.ws.hub;
+    if hub.connections() == 0 {
+        return Ok(());
+    }
+    hub.publish(
+        "transactions:new_pending_transaction",
+        "pending_transaction",
+        &json!({"pending_transaction": txs.len()}),
+    );
+    let mut per_address: BTreeMap<Address, Vec<PendingTxRecord>> = BTreeMap::new();
+    for tx in txs {
+        for address in [Some(tx.from), tx.to].into_iter().flatten() {
+            if hub.wants(&address_topic(&address)) {
+                per_address.entry(address).or_default().push(tx.clone());
+            }
+        }
+    }
+    if per_address.is_empty() {
+        return Ok(());
+    }
+    let reader = state.store.reader();
+    for (address, records) in per_address {
+        let items: Vec<Value> = pending_items(&reader, &records)?
+            .into_iter()
+            .map(|i| serde_json::to_value(i).expect("serializes"))
+            .collect();
+        hub.publish(&address_topic(&address), "pending_transaction", &json!({"transactions": items}));
+    }
+    Ok(())
+}

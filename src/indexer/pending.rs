@@ -1,0 +1,118 @@
+//! The pending-pool follower: mirrors the node's transaction pool (`txpool_content`) into the `pending` tables,
+//! so `/transactions?filter=pending` lists it, and announces newly seen transactions. A transaction leaves the
+//! tables when it leaves the pool (mined, replaced or dropped). Pending rows are not chain state: they are written
+//! by this task alone, outside block batches.
+
+use crate::events::{ChainEvent, EventSender};
+use crate::node::{Node, NodeError};
+use crate::store::keys::PendingKey;
+use crate::store::records::PendingTxRecord;
+use crate::store::tables::{Pending, PendingByTime, TxHashes};
+use crate::store::{Direction, Durability, KeyRange, Store, StoreError};
+use alloy::primitives::B256;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio_util::sync::CancellationToken;
+
+/// Most pending transactions tracked; a larger pool is mirrored up to this many.
+pub const MAX_PENDING: usize = 10_000;
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
+}
+
+/// Follows the node's pool.
+#[derive(Debug)]
+pub struct PendingFollower {
+    store: Arc<Store>,
+    node: Node,
+    events: EventSender,
+    interval: Duration,
+}
+
+impl PendingFollower {
+    /// A follower polling every `interval`.
+    pub fn new(store: Arc<Store>, node: Node, events: EventSender, interval: Duration) -> Self {
+        PendingFollower { store, node, events, interval }
+    }
+
+    /// Polls until cancelled. A node without `txpool_content` is noted once and left alone.
+    pub async fn run(self, cancel: CancellationToken) {
+        loop {
+            match self.node.pool().await {
+                Ok(pool) => {
+                    let store = self.store.clone();
+                    let round = tokio::task::spawn_blocking(move || sync_pool(&store, pool, now_ms())).await;
+                    match round {
+                        Ok(Ok(new)) if !new.is_empty() => {
+                            let _ = self.events.send(ChainEvent::Pending(Arc::new(new)));
+                        }
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => tracing::warn!(error = %e, "updating pending transactions failed"),
+                        Err(e) => tracing::warn!(error = %e, "pending task failed"),
+                    }
+                }
+                Err(NodeError::Rpc { code, message }) => {
+                    tracing::info!(code, %message, "the node does not expose txpool_content: pending transactions are not followed");
+                    return;
+                }
+                Err(e) => tracing::debug!(error = %e, "pending pool unavailable this round"),
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(self.interval) => {}
+            }
+        }
+    }
+}
+
+/// Makes the pending tables equal the pool (minus mined transactions); returns the newly seen ones.
+pub fn sync_pool(
+    store: &Store,
+    pool: Vec<crate::node::wire::RpcTransaction>,
+    now_ms: u64,
+) -> Result<Vec<PendingTxRecord>, StoreError> {
+    let reader = store.reader();
+    let mut stored: HashMap<B256, u64> = HashMap::new();
+    for row in reader.scan::<PendingByTime>(KeyRange::all(), Direction::Forward) {
+        let (key, ()) = row?;
+        stored.insert(key.hash, key.seen_ms);
+    }
+    let current: HashMap<B256, crate::node::wire::RpcTransaction> = pool.into_iter().map(|t| (t.hash, t)).collect();
+    let mut batch = store.batch();
+    for (hash, seen_ms) in &stored {
+        if !current.contains_key(hash) {
+            batch.delete::<Pending>(hash);
+            batch.delete::<PendingByTime>(&PendingKey { seen_ms: *seen_ms, hash: *hash });
+        }
+    }
+    let mut new = Vec::new();
+    let room = MAX_PENDING.saturating_sub(stored.len());
+    for (hash, tx) in current.into_iter().filter(|(h, _)| !stored.contains_key(h)).take(room) {
+        if reader.get::<TxHashes>(&hash)?.is_some() {
+            continue; // already mined and indexed
+        }
+        let record = PendingTxRecord {
+            hash,
+            from: tx.from,
+            to: tx.to,
+            value: tx.value,
+            input: tx.input,
+            nonce: tx.nonce.to(),
+            gas_limit: tx.gas.to(),
+            gas_price: tx.gas_price.map(|p| p.to()),
+            max_fee_per_gas: tx.max_fee_per_gas.map(|p| p.to()),
+            max_priority_fee_per_gas: tx.max_priority_fee_per_gas.map(|p| p.to()),
+            tx_type: tx.tx_type.map(|t| t.to()).unwrap_or(0),
+            first_seen_ms: now_ms,
+        };
+        batch.put::<Pending>(&hash, &record)?;
+        batch.put::<PendingByTime>(&PendingKey { seen_ms: now_ms, hash }, &())?;
+        new.push(record);
+    }
+    if !batch.is_empty() {
+        store.write(batch, Durability::Buffered)?;
+    }
+    Ok(new)
+}

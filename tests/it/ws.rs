@@ -1,0 +1,239 @@
+//! The Phoenix V2 WebSocket at /socket/v2/websocket: exact frames from a raw client, live pushes after anvil
+//! mines, limits and faults, shutdown, and the real `phoenix` npm client.
+
+use crate::support::ws::{Received, WsClient};
+use crate::support::*;
+use serde_json::{json, Value};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const PATH: &str = "/socket/v2/websocket?vsn=2.0.0";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_client_sees_exact_frames_and_live_pushes() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    wait_synced(&t.daemon, &node).await;
+    let mut c = WsClient::connect(t.daemon.addr(), PATH).await;
+
+    c.send(&json!(["3", "3", "blocks:new_block", "phx_join", {}])).await;
+    assert_eq!(c.frame().await, json!(["3", "3", "blocks:new_block", "phx_reply", {"status": "ok", "response": {}}]));
+    c.send(&json!([null, "4", "phoenix", "heartbeat", {}])).await;
+    assert_eq!(c.frame().await, json!([null, "4", "phoenix", "phx_reply", {"status": "ok", "response": {}}]));
+    c.send(&json!(["5", "5", "addresses:0xZZ", "phx_join", {}])).await;
+    assert_eq!(
+        c.frame().await,
+        json!(["5", "5", "addresses:0xZZ", "phx_reply", {"status": "error", "response": {"reason": "Invalid address hash"}}])
+    );
+    c.send(&json!(["6", "6", "nosuch:topic", "phx_join", {}])).await;
+    assert_eq!(
+        c.frame().await,
+        json!([null, "6", "nosuch:topic", "phx_reply", {"status": "error", "response": {"reason": "unmatched topic"}}])
+    );
+    // Address topics: mixed case accepted, frames keep the client's spelling.
+    let sender = accounts[1];
+    let spelled = format!("addresses:{}", sender.to_checksum(None));
+    c.send(&json!(["7", "7", spelled, "phx_join", {}])).await;
+    assert_eq!(c.frame().await[4]["status"], "ok");
+    c.send(&json!(["8", "8", "transactions:new_transaction", "phx_join", {}])).await;
+    assert_eq!(c.frame().await[4]["status"], "ok");
+
+    // A block with a transfer: new_block (the REST list item), the count, the address's transaction and balance.
+    let hash = transfer(&node, sender, accounts[2], 4242).await;
+    mine(&node, 1).await;
+    let head = wait_synced(&t.daemon, &node).await;
+    let pushed = c.until(Duration::from_secs(30), |f| f[3] == "new_block").await;
+    assert_eq!((&pushed[0], &pushed[1], &pushed[2]), (&Value::Null, &Value::Null, &json!("blocks:new_block")));
+    let rest_item = http::get(t.daemon.addr(), "/api/v2/blocks?items_count=1").await.json()["items"][0].clone();
+    assert_eq!(pushed[4]["block"], rest_item, "the pushed block is the REST list item");
+    assert_eq!(pushed[4]["block"]["height"], head);
+    assert!(pushed[4]["average_block_time"].is_string());
+    let count = c.until(Duration::from_secs(10), |f| f[2] == "transactions:new_transaction").await;
+    assert_eq!(count[4], json!({"transaction": 1}));
+    let txs = c.until(Duration::from_secs(10), |f| f[2] == spelled && f[3] == "transaction").await;
+    let listed =
+        http::get(t.daemon.addr(), &format!("/api/v2/addresses/{sender}/transactions?items_count=1")).await.json();
+    assert_eq!(txs[4]["transactions"][0], listed["items"][0], "the pushed transaction is the REST list item");
+    assert_eq!(txs[4]["transactions"][0]["hash"], format!("{hash:#x}"));
+    let balance = c.until(Duration::from_secs(10), |f| f[2] == spelled && f[3] == "balance").await;
+    let on_chain = alloy::providers::Provider::get_balance(&node, sender).await.unwrap();
+    assert_eq!(balance[4], json!({"balance": on_chain.to_string(), "block_number": head, "exchange_rate": null}));
+
+    // Leave: ok reply, then phx_close with the join_ref in both ref slots.
+    c.send(&json!(["3", "20", "blocks:new_block", "phx_leave", {}])).await;
+    let mut after_leave = Vec::new();
+    while after_leave.len() < 2 {
+        let f = c.frame().await;
+        if f[2] == "blocks:new_block" {
+            after_leave.push(f);
+        }
+    }
+    assert_eq!(
+        after_leave,
+        vec![
+            json!(["3", "20", "blocks:new_block", "phx_reply", {"status": "ok", "response": {}}]),
+            json!(["3", "3", "blocks:new_block", "phx_close", {}]),
+        ]
+    );
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_and_limits_are_contained() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.api.ws.max_topics = 2;
+        c.api.ws.queue = 2;
+        c.api.ws.idle_timeout = Duration::from_secs(3);
+        c.api.ws.write_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let addr = t.daemon.addr();
+
+    // Unknown serializer versions are refused before the upgrade, as Phoenix does.
+    let refused = WsClient::try_connect(addr, "/socket/v2/websocket?vsn=9.9.9").await.err().expect("refused");
+    assert!(refused.contains("403"), "{refused}");
+    // A plain GET is not an upgrade.
+    assert_eq!(http::get(addr, PATH).await.status, 400);
+
+    // Garbage closes only the connection that sent it.
+    let mut healthy = WsClient::connect(addr, PATH).await;
+    healthy.send(&json!(["1", "1", "blocks:new_block", "phx_join", {}])).await;
+    assert_eq!(healthy.frame().await[4]["status"], "ok");
+    let mut garbage = WsClient::connect(addr, PATH).await;
+    garbage.send_text("this is not phoenix").await;
+    assert_eq!(garbage.recv(Duration::from_secs(5)).await, Received::Close(1007));
+    let mut binary = WsClient::connect(addr, PATH).await;
+    binary.send_binary(&[0, 1, 2]).await;
+    assert_eq!(binary.recv(Duration::from_secs(5)).await, Received::Close(1003));
+    let mut huge = WsClient::connect(addr, PATH).await;
+    huge.send_text(&format!("[null,\"1\",\"phoenix\",\"heartbeat\",{{\"pad\":\"{}\"}}]", "x".repeat(100_000))).await;
+    // The server answers 1009 and closes; the unread rest of the frame may make the kernel reset the socket
+    // before the client reads the close frame, so either outcome means "closed".
+    let closed = huge.recv(Duration::from_secs(5)).await;
+    assert!(matches!(closed, Received::Close(1009) | Received::Ended), "{closed:?}");
+    healthy.send(&json!([null, "2", "phoenix", "heartbeat", {}])).await;
+    healthy.until(Duration::from_secs(10), |f| f[1] == "2").await;
+
+    // Topics per connection are bounded.
+    let mut many = WsClient::connect(addr, PATH).await;
+    for (i, topic) in ["blocks:new_block", "transactions:new_transaction", "blocks:indexing"].iter().enumerate() {
+        many.send(&json!([i.to_string(), i.to_string(), topic, "phx_join", {}])).await;
+    }
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(many.frame().await[4]["status"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(statuses, ["ok", "ok", "error"]);
+
+    // A subscriber that stops reading is dropped; the healthy one keeps receiving. Big transactions make each
+    // address push megabytes, so the server's socket buffer fills and its writes stall.
+    let target = alloy::primitives::Address::repeat_byte(0x77);
+    let mut slow = WsClient::connect_with_small_buffer(addr, PATH).await;
+    slow.send(&json!(["1", "1", format!("addresses:{target:#x}"), "phx_join", {}])).await;
+    assert_eq!(slow.frame().await[4]["status"], "ok");
+    let calldata = alloy::primitives::Bytes::from(vec![0xab; 60_000]);
+    for round in 0..4 {
+        // Still talking (so the idle timeout is not what ends it), just not reading.
+        slow.send_quietly(&json!([null, format!("hb{round}"), "phoenix", "heartbeat", {}])).await;
+        for sender in anvil.addresses() {
+            send(&node, json!({"from": sender, "to": target, "data": calldata, "gas": "0x1000000"})).await;
+        }
+        mine(&node, 1).await;
+        wait_synced(&t.daemon, &node).await;
+        healthy.until(Duration::from_secs(10), |f| f[3] == "new_block").await;
+    }
+    // It may still read what was buffered, then the connection ends.
+    let mut ended = None;
+    for _ in 0..100 {
+        match slow.recv(Duration::from_secs(20)).await {
+            Received::Frame(_) => continue,
+            other => {
+                ended = Some(other);
+                break;
+            }
+        }
+    }
+    assert!(matches!(ended, Some(Received::Close(1013) | Received::Ended)), "the slow client is dropped: {ended:?}");
+    mine(&node, 1).await;
+    healthy.until(Duration::from_secs(10), |f| f[3] == "new_block").await;
+
+    // Silence beyond the idle timeout closes with 1000, as Cowboy does.
+    let mut idle = WsClient::connect(addr, PATH).await;
+    assert_eq!(idle.recv(Duration::from_secs(10)).await, Received::Close(1000));
+
+    // Shutdown closes with 1001, which every Phoenix client reconnects on.
+    let mut open = WsClient::connect(addr, PATH).await;
+    open.send(&json!([null, "1", "phoenix", "heartbeat", {}])).await;
+    open.frame().await;
+    let shutdown = tokio::spawn(t.daemon.shutdown());
+    assert_eq!(open.recv(Duration::from_secs(10)).await, Received::Close(1001));
+    shutdown.await.unwrap().unwrap();
+}
+
+/// `node` for the phoenix client test; a missing node fails with instructions.
+fn node_bin() -> String {
+    let found = Command::new("node").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    assert!(found, "node was not found: run scripts/setup (installs Node.js and the pinned phoenix and ws packages)");
+    "node".into()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_phoenix_npm_client_joins_and_receives_a_new_block() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    wait_synced(&t.daemon, &node).await;
+    let tools = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tools/node_modules");
+    assert!(tools.join("phoenix").is_dir(), "phoenix was not found: run scripts/setup");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/phoenix_client.js");
+    let address = format!("{:#x}", accounts[3]);
+    let mut child = Command::new(node_bin())
+        .arg(script)
+        .arg(format!("ws://{}/socket/v2", t.daemon.addr()))
+        .arg(&address)
+        .env("NODE_PATH", &tools)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("run node");
+    // The client reports its three joins on stdout; then the chain moves.
+    let stdout = child.stdout.take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut lines = Vec::new();
+    let mut joined = 0;
+    while joined < 3 {
+        let line =
+            tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.expect("join reports").expect("output");
+        joined += usize::from(line.starts_with("joined "));
+        lines.push(line);
+    }
+    transfer(&node, accounts[3], accounts[4], 7).await;
+    mine(&node, 1).await;
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    while let Ok(line) = rx.try_recv() {
+        lines.push(line);
+    }
+    assert!(status.success(), "phoenix client failed: {lines:?}");
+    for topic in ["blocks:new_block", "transactions:new_transaction", &format!("addresses:{address}")] {
+        assert!(lines.contains(&format!("joined {topic}")), "{topic}: {lines:?}");
+    }
+    let block: Value = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("new_block "))
+        .map(|j| serde_json::from_str(j).unwrap())
+        .expect("a new_block");
+    assert_eq!(block["block"]["height"], alloy::providers::Provider::get_block_number(&node).await.unwrap());
+    assert!(lines.iter().any(|l| l.starts_with("transaction ")), "the count push arrived: {lines:?}");
+    t.daemon.shutdown().await.unwrap();
+}
