@@ -65,3 +65,71 @@ pub async fn fill_transfers(
 pub fn figure(name: &str, value: f64, unit: &str) {
     println!("{name:<48} {value:>14.2} {unit}");
 }
+
+/// A minimal WebSocket client for the benchmarks (fastwebsockets' client handshake).
+pub mod ws {
+    use bytes::Bytes;
+    use fastwebsockets::{FragmentCollector, Frame, OpCode, Payload};
+    use http_body_util::Empty;
+    use hyper_util::rt::TokioIo;
+    use std::net::SocketAddr;
+
+    struct SpawnExecutor;
+
+    impl<F> hyper::rt::Executor<F> for SpawnExecutor
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        fn execute(&self, fut: F) {
+            tokio::spawn(fut);
+        }
+    }
+
+    /// A connected client.
+    pub struct Client(FragmentCollector<TokioIo<hyper::upgrade::Upgraded>>);
+
+    impl Client {
+        /// Connects to the Phoenix socket at `addr`.
+        pub async fn connect(addr: SocketAddr) -> Client {
+            let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            let request = hyper::Request::builder()
+                .uri("/socket/v2/websocket?vsn=2.0.0")
+                .header("host", addr.to_string())
+                .header("upgrade", "websocket")
+                .header("connection", "upgrade")
+                .header("sec-websocket-key", fastwebsockets::handshake::generate_key())
+                .header("sec-websocket-version", "13")
+                .body(Empty::<Bytes>::new())
+                .unwrap();
+            let (ws, _) = fastwebsockets::handshake::client(&SpawnExecutor, request, stream).await.expect("handshake");
+            Client(FragmentCollector::new(ws))
+        }
+
+        /// Sends a text frame.
+        pub async fn send(&mut self, text: &str) {
+            self.0.write_frame(Frame::text(Payload::Owned(text.as_bytes().to_vec()))).await.expect("send");
+        }
+
+        /// The next text frame as JSON (`None` when the connection ends).
+        pub async fn next(&mut self) -> Option<serde_json::Value> {
+            loop {
+                let frame = self.0.read_frame().await.ok()?;
+                match frame.opcode {
+                    OpCode::Text => return serde_json::from_slice(&frame.payload).ok(),
+                    OpCode::Close => return None,
+                    _ => continue,
+                }
+            }
+        }
+    }
+}
+
+/// The `p`th percentile (0–100) of `sorted` values.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((sorted.len() - 1) as f64 * p / 100.0).round() as usize;
+    sorted[rank]
+}
