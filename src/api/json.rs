@@ -313,9 +313,16 @@ pub fn creation_address(tx: &TxRecord) -> Address {
     tx.created.unwrap_or_else(|| tx.from.create(tx.nonce))
 }
 
-/// Blockscout's transaction types: `coin_transfer`, `contract_creation`, `contract_call`.
+/// Blockscout's transaction types: `token_transfer`, `token_creation`, `coin_transfer`, `contract_creation`,
+/// `contract_call`.
 pub fn tx_types(tx: &TxRecord, to_is_contract: bool) -> Vec<&'static str> {
     let mut types = Vec::new();
+    if tx.token_transfers > 0 {
+        types.push("token_transfer");
+    }
+    if tx.token_creation {
+        types.push("token_creation");
+    }
     if !tx.value.is_zero() {
         types.push("coin_transfer");
     }
@@ -411,6 +418,8 @@ impl TxJson {
             first_log: 0,
             log_count: 0,
             authorizations: Vec::new(),
+            token_transfers: 0,
+            token_creation: false,
         };
         TxJson {
             hash: hash_hex(&tx.hash),

@@ -1,20 +1,33 @@
-//! Turning the pure core's output into batches: apply a chunk of blocks, revert one block, read a stored block back.
+//! Turning the core's output into batches: apply a chunk of blocks, revert one block, read a stored block back.
 
 use super::bundle::Bundle;
-use super::rows::{block_day, block_rows, derive, touched_accounts, DeleteRows, PutRows};
-use crate::store::keys::{BlockKey, DayKey, Key, MetaKey, ReorgedKey};
-use crate::store::records::{AccountRecord, Counters, DayStats, Meta, Tip, Undo};
-use crate::store::tables::{Accounts, Daily, Headers, Logs, Reorged, Transactions, UndoLog};
+use super::derived::{Changes, PriorSource};
+use super::rows::{block_rows, derive, DeleteRows, PutRows};
+use crate::store::keys::{BlockKey, Key, MetaKey, ReorgedKey};
+use crate::store::records::{Meta, Tip};
+use crate::store::tables::{Headers, Logs, Reorged, Transactions, UndoLog};
 use crate::store::{Batch, Direction, KeyRange, Reader, Store, StoreError, StoreResult};
-use alloy::primitives::Address;
 use std::collections::HashMap;
 
-/// Derived state written by earlier blocks of the same (uncommitted) chunk.
+/// Derived rows written by earlier blocks of the same (uncommitted) batch.
 #[derive(Debug, Default)]
 pub struct Overlay {
-    accounts: HashMap<Address, Option<AccountRecord>>,
-    counters: Option<Counters>,
-    days: HashMap<u32, Option<DayStats>>,
+    rows: HashMap<(u8, Vec<u8>), Option<Vec<u8>>>,
+}
+
+/// Prior values: the overlay first, then the store.
+struct Priors<'o, 'r, 's> {
+    overlay: &'o Overlay,
+    reader: &'r Reader<'s>,
+}
+
+impl PriorSource for Priors<'_, '_, '_> {
+    fn prior(&self, table: u8, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        match self.overlay.rows.get(&(table, key.to_vec())) {
+            Some(value) => Ok(value.clone()),
+            None => self.reader.get_raw(table, key),
+        }
+    }
 }
 
 /// Adds block `block` to `batch`: its rows, its derived rows, the new tip and (if `keep_undo`) its undo data.
@@ -26,45 +39,26 @@ pub fn apply_block(
     block: &Bundle,
     keep_undo: bool,
 ) -> StoreResult<()> {
-    let touched: Vec<Address> = touched_accounts(block).into_iter().collect();
-    let missing: Vec<Address> = touched.iter().filter(|a| !overlay.accounts.contains_key(*a)).copied().collect();
-    for (address, record) in missing.iter().zip(reader.multi_get::<Accounts>(&missing)?) {
-        overlay.accounts.insert(*address, record);
-    }
-    let counters = match overlay.counters {
-        Some(c) => Some(c),
-        None => reader.stored_counters()?,
+    let outcome = {
+        let priors = Priors { overlay, reader };
+        let mut changes = Changes::new(&priors);
+        derive(block, &mut changes)?;
+        changes.finish()
     };
-    let day = block_day(block);
-    let day_before = match overlay.days.get(&day) {
-        Some(stats) => *stats,
-        None => reader.get::<Daily>(&DayKey(day))?,
-    };
-    let prior = Undo {
-        accounts: touched.iter().map(|a| (*a, overlay.accounts[a].clone())).collect(),
-        counters,
-        day: (day, day_before),
-    };
-    let derived = derive(block, &prior).map_err(|e| StoreError::Inconsistent(e.to_string()))?;
-
     block_rows(block, &mut PutRows(batch))?;
-    for (address, record) in &derived.accounts {
-        batch.put::<Accounts>(address, record)?;
+    for (table, key, value) in &outcome.writes {
+        batch.set_raw(*table, key, value.as_deref())?;
     }
-    batch.put_meta(&Meta::Counters(derived.counters))?;
-    batch.put::<Daily>(&DayKey(derived.day.0), &derived.day.1)?;
     batch.put_meta(&Meta::Tip(Tip { number: block.number(), hash: block.header.hash }))?;
     batch.delete::<Reorged>(&ReorgedKey { number: block.number(), hash: block.header.hash });
     if keep_undo {
-        batch.put::<UndoLog>(&BlockKey(block.number()), &prior)?;
+        batch.put::<UndoLog>(&BlockKey(block.number()), &outcome.undo)?;
     }
-    overlay.accounts.extend(derived.accounts.into_iter().map(|(a, r)| (a, Some(r))));
-    overlay.counters = Some(derived.counters);
-    overlay.days.insert(derived.day.0, Some(derived.day.1));
+    overlay.rows.extend(outcome.writes.into_iter().map(|(table, key, value)| ((table, key), value)));
     Ok(())
 }
 
-/// Deletes the undo data of every block at or below `last_kept - depth` (undo is kept for `depth` blocks).
+/// Deletes the undo data of every block at or below `tip - depth` (undo is kept for `depth` blocks).
 pub fn prune_undo(batch: &mut Batch<'_>, tip: u64, depth: u64) {
     if let Some(cut) = tip.checked_sub(depth) {
         // Keys are newest first: blocks `cut, cut-1, …, 1` encode in [BlockKey(cut), BlockKey(0)).
@@ -90,14 +84,9 @@ pub fn revert_block(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle) 
     let number = block.number();
     let undo = reader.get::<UndoLog>(&BlockKey(number))?.ok_or(RevertError::NoUndo(number))?;
     block_rows(block, &mut DeleteRows(batch))?;
-    for (address, before) in &undo.accounts {
-        batch.set::<Accounts>(address, before.as_ref())?;
+    for row in &undo.rows {
+        batch.set_raw(row.table, &row.key, row.before.as_deref())?;
     }
-    match undo.counters {
-        Some(counters) => batch.put_meta(&Meta::Counters(counters))?,
-        None => batch.delete_meta(MetaKey::Counters),
-    }
-    batch.set::<Daily>(&DayKey(undo.day.0), undo.day.1.as_ref())?;
     match number.checked_sub(1) {
         Some(parent) => batch.put_meta(&Meta::Tip(Tip { number: parent, hash: block.header.parent_hash }))?,
         None => batch.delete_meta(MetaKey::Tip),
@@ -107,7 +96,7 @@ pub fn revert_block(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle) 
     Ok(())
 }
 
-/// The range of keys of block `number` in a table keyed by [`BlockPos`].
+/// The range of keys of block `number` in a table keyed by block position.
 pub fn block_range(number: u64) -> KeyRange {
     KeyRange::prefix(&BlockKey(number).encode())
 }

@@ -1,6 +1,7 @@
 //! `Bundle`: one block as the index stores it (header record, transactions with receipt summaries, logs), built
 //! from the node's answers with consistency checks. The same shape is read back from the store to revert a block.
 
+use super::tokens;
 use crate::node::{wire::RpcReceipt, RawBundle};
 use crate::store::records::{AuthorizationRecord, BlockRecord, LogRecord, TxRecord};
 use alloy::eips::eip7702::{Authorization, SignedAuthorization};
@@ -61,14 +62,20 @@ impl Bundle {
             let tip = effective_gas_price.saturating_sub(base_fee.unwrap_or(0));
             priority_fees += U256::from(gas_used) * U256::from(tip);
             let first_log = u32::try_from(logs.len()).map_err(|_| fail("too many logs".into()))?;
+            let created = receipt.contract_address.filter(|_| tx.to.is_none());
+            let (mut token_transfers, mut token_creation) = (0u32, false);
             for log in receipt.logs {
-                logs.push(LogRecord {
+                let log = LogRecord {
                     address: log.address,
                     topics: log.topics,
                     data: log.data,
                     tx_index: index as u32,
                     tx_hash: tx.hash,
-                });
+                };
+                let transfers = tokens::decode(&log);
+                token_transfers += transfers.len() as u32;
+                token_creation |= created.is_some_and(|c| transfers.iter().any(|t| t.token == c));
+                logs.push(log);
             }
             txs.push(TxRecord {
                 hash: tx.hash,
@@ -85,7 +92,7 @@ impl Bundle {
                 status: receipt.status.map(|s| s.to::<u64>() == 1),
                 gas_used,
                 effective_gas_price,
-                created: receipt.contract_address.filter(|_| tx.to.is_none()),
+                created,
                 first_log,
                 log_count: logs.len() as u32 - first_log,
                 authorizations: tx
@@ -105,6 +112,8 @@ impl Bundle {
                         }
                     })
                     .collect(),
+                token_transfers,
+                token_creation,
             });
         }
         let gas_used = block.gas_used.to::<u64>();

@@ -7,9 +7,11 @@
 
 pub mod apply;
 pub mod bundle;
+pub mod derived;
 pub mod pending;
 pub mod rows;
 mod status;
+pub mod tokens;
 
 pub use status::{Status, StatusSnapshot};
 

@@ -1,17 +1,30 @@
-//! The pure core of indexing: what a block writes, with no I/O.
+//! The core of indexing: what a block writes.
 //!
-//! * [`block_rows`] enumerates every row a block owns (headers, hashes, transactions, logs, address indexes).
-//!   Applying a block puts exactly these rows; reverting it deletes exactly these rows, recomputed from the stored
-//!   copy of the block. One function, both directions.
-//! * [`derive`] computes the derived rows (account summaries, global counters) from the block and their prior
-//!   values. The prior values are the block's undo data: reverting restores them verbatim.
+//! * [`block_rows`] enumerates every row a block owns (headers, hashes, transactions, logs, token transfers and
+//!   the address and token indexes). It is pure: applying a block puts exactly these rows; reverting it deletes
+//!   exactly these rows, recomputed from the stored copy of the block. One function, both directions.
+//! * [`derive`] updates the derived rows (account summaries, global counters, day statistics, token balances,
+//!   holders, NFT owners, token records) through [`Changes`], which records their prior values as the block's undo
+//!   data; reverting restores them verbatim.
 
 use super::bundle::Bundle;
-use crate::store::keys::{AddressPos, BlockKey, BlockPos, DayKey};
-use crate::store::records::{role, AccountRecord, Counters, Creation, DayStats, Seen, Undo};
-use crate::store::tables::{AddressLogs, AddressTxs, BlockHashes, Headers, Logs, Table, Transactions, TxHashes};
-use crate::store::{Batch, StoreResult};
-use alloy::primitives::Address;
+use super::derived::Changes;
+use super::tokens;
+use crate::store::keys::{
+    AddressPos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderKey, HolderRankKey, InstanceKey,
+    MetaKey, TokenRankKey, TransferPos,
+};
+use crate::store::records::{
+    role, AccountRecord, Amount, Counters, Creation, DayStats, InstanceRecord, Meta, Seen, TokenKind, TokenRecord,
+    TokenTransferRecord, TxRecord,
+};
+use crate::store::tables::{
+    Accounts, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, Daily, Headers, HolderRanks, Logs, MetaTable,
+    NftInstances, Table, TokenBalances, TokenHolders, TokenRanks, TokenTransfers, Tokens, Transactions, Transfers,
+    TxHashes,
+};
+use crate::store::{Batch, StoreError, StoreResult};
+use alloy::primitives::{Address, U256};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Receives the rows of a block: a put when applying, a delete when reverting.
@@ -42,7 +55,7 @@ impl RowSink for DeleteRows<'_, '_> {
 }
 
 /// The addresses of one transaction with their role bits, in address order.
-pub fn tx_participants(tx: &crate::store::records::TxRecord) -> BTreeMap<Address, u8> {
+pub fn tx_participants(tx: &TxRecord) -> BTreeMap<Address, u8> {
     let mut roles = BTreeMap::new();
     *roles.entry(tx.from).or_insert(0) |= role::FROM;
     if let Some(to) = tx.to {
@@ -52,6 +65,37 @@ pub fn tx_participants(tx: &crate::store::records::TxRecord) -> BTreeMap<Address
         *roles.entry(created).or_insert(0) |= role::CREATED;
     }
     roles
+}
+
+/// Direction bits of an `address_transfers` row.
+pub mod direction {
+    /// The address sent.
+    pub const SENT: u8 = 1;
+    /// The address received.
+    pub const RECEIVED: u8 = 2;
+}
+
+/// The token transfers of a block, with their positions, in log order.
+pub fn block_transfers(block: &Bundle) -> Vec<(TransferPos, TokenTransferRecord)> {
+    let mut out = Vec::new();
+    for (log_index, log) in block.logs.iter().enumerate() {
+        for (item, transfer) in tokens::decode(log).into_iter().enumerate() {
+            out.push((TransferPos { block: block.number(), log: log_index as u32, item: item as u16 }, transfer));
+        }
+    }
+    out
+}
+
+/// The non-zero parties of a transfer with their direction bits.
+pub fn transfer_parties(t: &TokenTransferRecord) -> BTreeMap<Address, u8> {
+    let mut parties = BTreeMap::new();
+    if !t.from.is_zero() {
+        *parties.entry(t.from).or_insert(0) |= direction::SENT;
+    }
+    if !t.to.is_zero() {
+        *parties.entry(t.to).or_insert(0) |= direction::RECEIVED;
+    }
+    parties
 }
 
 /// Every row the block owns, fed to `sink` in a fixed order.
@@ -72,45 +116,14 @@ pub fn block_rows(block: &Bundle, sink: &mut impl RowSink) -> StoreResult<()> {
         sink.row::<Logs>(&pos, log)?;
         sink.row::<AddressLogs>(&AddressPos { address: log.address, pos }, &())?;
     }
-    Ok(())
-}
-
-/// The addresses whose account rows the block rewrites: miner, transaction participants and log emitters.
-pub fn touched_accounts(block: &Bundle) -> BTreeSet<Address> {
-    let mut out = BTreeSet::from([block.header.miner]);
-    for tx in &block.txs {
-        out.extend(tx_participants(tx).into_keys());
+    for (pos, transfer) in block_transfers(block) {
+        sink.row::<Transfers>(&pos, &transfer)?;
+        sink.row::<TokenTransfers>(&AddressTransferPos { address: transfer.token, pos }, &())?;
+        for (address, bits) in transfer_parties(&transfer) {
+            sink.row::<AddressTransfers>(&AddressTransferPos { address, pos }, &bits)?;
+        }
     }
-    out.extend(block.logs.iter().map(|l| l.address));
-    out
-}
-
-/// Derived rows after a block.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Derived {
-    /// New account records, one per touched address.
-    pub accounts: BTreeMap<Address, AccountRecord>,
-    /// New global counters.
-    pub counters: Counters,
-    /// The block's day and its new statistics.
-    pub day: (u32, DayStats),
-}
-
-/// The prior values given to [`derive`] do not cover what the block touches (a bug in the caller, reported,
-/// never ignored).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MissingPrior {
-    /// No prior account value for a touched address.
-    #[error("no prior account value for {0}")]
-    Account(Address),
-    /// The prior day statistics are for another day.
-    #[error("prior day statistics are for day {given}, the block is on day {expected}")]
-    Day {
-        /// The block's day.
-        expected: u32,
-        /// The day given.
-        given: u32,
-    },
+    Ok(())
 }
 
 /// The UTC day of a block.
@@ -118,74 +131,185 @@ pub fn block_day(block: &Bundle) -> u32 {
     DayKey::of_timestamp(block.header.timestamp).0
 }
 
-/// Computes the derived rows from the block and `prior`, the values before it (which must cover
-/// [`touched_accounts`] and [`block_day`]).
-pub fn derive(block: &Bundle, prior: &Undo) -> Result<Derived, MissingPrior> {
-    let expected = block_day(block);
-    if prior.day.0 != expected {
-        return Err(MissingPrior::Day { expected, given: prior.day.0 });
-    }
-    let mut touched = Touched {
-        accounts: BTreeMap::new(),
-        prior: prior.accounts.iter().map(|(a, r)| (*a, r)).collect(),
-        seen: Seen { block: block.number(), timestamp: block.header.timestamp },
-        new_addresses: 0,
-    };
-    touched.get(block.header.miner)?.blocks_mined += 1;
+/// Updates every derived row the block affects.
+pub fn derive(block: &Bundle, changes: &mut Changes<'_>) -> StoreResult<()> {
+    let seen = Seen { block: block.number(), timestamp: block.header.timestamp };
+    let transfers = block_transfers(block);
+
+    // Accounts: what each touched address did in this block.
+    let mut activity: BTreeMap<Address, AccountDelta> = BTreeMap::new();
+    activity.entry(block.header.miner).or_default().blocks_mined += 1;
     for tx in &block.txs {
         for (address, roles) in tx_participants(tx) {
-            let account = touched.get(address)?;
-            account.tx_count += 1;
+            let delta = activity.entry(address).or_default();
+            delta.txs += 1;
             if roles & role::FROM != 0 {
-                account.gas_used += u128::from(tx.gas_used);
+                delta.gas_used += u128::from(tx.gas_used);
             }
             if roles & role::CREATED != 0 {
-                account.creation = Some(Creation { creator: tx.from, tx: tx.hash, success: tx.succeeded() });
+                delta.creation = Some(Creation { creator: tx.from, tx: tx.hash, success: tx.succeeded() });
             }
         }
     }
     for log in &block.logs {
-        touched.get(log.address)?.log_count += 1;
+        activity.entry(log.address).or_default().logs += 1;
     }
+    for (_, transfer) in &transfers {
+        for address in transfer_parties(transfer).into_keys() {
+            activity.entry(address).or_default().token_transfers += 1;
+        }
+    }
+    let mut new_addresses = 0;
+    for (address, delta) in activity {
+        let record = match changes.get::<Accounts>(&address)? {
+            Some(record) => AccountRecord { last_seen: seen, ..record },
+            None => {
+                new_addresses += 1;
+                AccountRecord::new(seen)
+            }
+        };
+        changes.set::<Accounts>(&address, Some(&delta.apply(record)))?;
+    }
+
+    // Global counters and the block's day.
     let tx_count = block.txs.len() as u64;
     let gas_used = u128::from(block.header.gas_used);
-    let before = prior.counters.unwrap_or_default();
+    let before = match changes.get::<MetaTable>(&MetaKey::Counters)? {
+        Some(Meta::Counters(c)) => c,
+        None => Counters::default(),
+        Some(other) => return Err(StoreError::Inconsistent(format!("counters row holds {other:?}"))),
+    };
     let counters = Counters {
         blocks: before.blocks + 1,
         txs: before.txs + tx_count,
-        addresses: before.addresses + touched.new_addresses,
+        addresses: before.addresses + new_addresses,
         gas_used: before.gas_used + gas_used,
     };
-    let before = prior.day.1.unwrap_or_default();
-    let day = DayStats { blocks: before.blocks + 1, txs: before.txs + tx_count, gas_used: before.gas_used + gas_used };
-    Ok(Derived { accounts: touched.accounts, counters, day: (expected, day) })
+    changes.set::<MetaTable>(&MetaKey::Counters, Some(&Meta::Counters(counters)))?;
+    let day = DayKey(block_day(block));
+    let stats = changes.get::<Daily>(&day)?.unwrap_or_default();
+    let stats = DayStats { blocks: stats.blocks + 1, txs: stats.txs + tx_count, gas_used: stats.gas_used + gas_used };
+    changes.set::<Daily>(&day, Some(&stats))?;
+
+    // Token state, transfer by transfer.
+    for (_, transfer) in &transfers {
+        apply_transfer(changes, transfer, block.number())?;
+    }
+    Ok(())
 }
 
-/// Account records being rewritten by one block.
-struct Touched<'p> {
-    accounts: BTreeMap<Address, AccountRecord>,
-    prior: BTreeMap<Address, &'p Option<AccountRecord>>,
-    seen: Seen,
-    new_addresses: u64,
+/// What one block adds to an account.
+#[derive(Debug, Default)]
+struct AccountDelta {
+    txs: u64,
+    gas_used: u128,
+    blocks_mined: u64,
+    logs: u64,
+    token_transfers: u64,
+    creation: Option<Creation>,
 }
 
-impl Touched<'_> {
-    /// The record of `address` as this block leaves it, starting from its prior value.
-    fn get(&mut self, address: Address) -> Result<&mut AccountRecord, MissingPrior> {
-        use std::collections::btree_map::Entry;
-        match self.accounts.entry(address) {
-            Entry::Occupied(e) => Ok(e.into_mut()),
-            Entry::Vacant(e) => {
-                let before = self.prior.get(&address).ok_or(MissingPrior::Account(address))?;
-                let record = match before {
-                    Some(r) => AccountRecord { last_seen: self.seen, ..r.clone() },
-                    None => {
-                        self.new_addresses += 1;
-                        AccountRecord::new(self.seen)
-                    }
-                };
-                Ok(e.insert(record))
-            }
+impl AccountDelta {
+    fn apply(self, mut record: AccountRecord) -> AccountRecord {
+        record.tx_count += self.txs;
+        record.gas_used += self.gas_used;
+        record.blocks_mined += self.blocks_mined;
+        record.log_count += self.logs;
+        record.token_transfer_count += self.token_transfers;
+        if self.creation.is_some() {
+            record.creation = self.creation;
+        }
+        record
+    }
+}
+
+/// The token a transfer belongs to, created on its first transfer.
+fn token_record(changes: &mut Changes<'_>, t: &TokenTransferRecord, block: u64) -> StoreResult<TokenRecord> {
+    if let Some(record) = changes.get::<Tokens>(&t.token)? {
+        return Ok(record);
+    }
+    let record = TokenRecord { kind: t.kind, holders: 0, transfers: 0, total_supply: U256::ZERO, first_block: block };
+    changes.set::<TokenRanks>(&TokenRankKey { holders: 0, token: t.token }, Some(&()))?;
+    Ok(record)
+}
+
+fn apply_transfer(changes: &mut Changes<'_>, t: &TokenTransferRecord, block: u64) -> StoreResult<()> {
+    let mut token = token_record(changes, t, block)?;
+    let holders_before = token.holders;
+    token.transfers += 1;
+    let id = t.token_id.unwrap_or(U256::ZERO);
+    // ERC-721 moves one id: the holder totals count ids held.
+    let amount = if t.kind == TokenKind::Erc721 { U256::from(1) } else { t.amount };
+    if !t.from.is_zero() {
+        let key = BalanceKey { holder: t.from, token: t.token, id };
+        let left = changes.get::<TokenBalances>(&key)?.unwrap_or_default().0.saturating_sub(amount);
+        changes.set::<TokenBalances>(&key, (!left.is_zero()).then_some(&Amount(left)))?;
+        change_holding(changes, &mut token, t.token, t.from, amount, false)?;
+    } else {
+        token.total_supply = token.total_supply.saturating_add(amount);
+    }
+    if !t.to.is_zero() {
+        let key = BalanceKey { holder: t.to, token: t.token, id };
+        let now = changes.get::<TokenBalances>(&key)?.unwrap_or_default().0.saturating_add(amount);
+        changes.set::<TokenBalances>(&key, Some(&Amount(now)))?;
+        change_holding(changes, &mut token, t.token, t.to, amount, true)?;
+    } else {
+        token.total_supply = token.total_supply.saturating_sub(amount);
+    }
+    if t.kind != TokenKind::Erc20 {
+        let key = InstanceKey { token: t.token, id };
+        let mut instance =
+            changes.get::<NftInstances>(&key)?.unwrap_or(InstanceRecord { owner: None, supply: U256::ZERO });
+        if t.from.is_zero() {
+            instance.supply = instance.supply.saturating_add(amount);
+        }
+        if t.to.is_zero() {
+            instance.supply = instance.supply.saturating_sub(amount);
+        }
+        if t.kind == TokenKind::Erc721 {
+            instance.owner = (!t.to.is_zero()).then_some(t.to);
+        }
+        changes.set::<NftInstances>(&key, Some(&instance))?;
+    }
+    if token.holders != holders_before {
+        changes.set::<TokenRanks>(&TokenRankKey { holders: holders_before, token: t.token }, None)?;
+        changes.set::<TokenRanks>(&TokenRankKey { holders: token.holders, token: t.token }, Some(&()))?;
+    }
+    changes.set::<Tokens>(&t.token, Some(&token))
+}
+
+/// Adds to or takes from a holder's total of a token, keeping the holder ranking and the holder count in step.
+fn change_holding(
+    changes: &mut Changes<'_>,
+    token: &mut TokenRecord,
+    address: Address,
+    holder: Address,
+    amount: U256,
+    add: bool,
+) -> StoreResult<()> {
+    let key = HolderKey { token: address, holder };
+    let before = changes.get::<TokenHolders>(&key)?.unwrap_or_default().0;
+    let after = if add { before.saturating_add(amount) } else { before.saturating_sub(amount) };
+    if before == after {
+        return Ok(());
+    }
+    if !before.is_zero() {
+        changes.set::<HolderRanks>(&HolderRankKey { token: address, amount: before, holder }, None)?;
+    }
+    if after.is_zero() {
+        changes.set::<TokenHolders>(&key, None)?;
+        token.holders = token.holders.saturating_sub(1);
+    } else {
+        changes.set::<TokenHolders>(&key, Some(&Amount(after)))?;
+        changes.set::<HolderRanks>(&HolderRankKey { token: address, amount: after, holder }, Some(&()))?;
+        if before.is_zero() {
+            token.holders += 1;
         }
     }
+    Ok(())
+}
+
+/// Token contracts a block's transfers involve (for the metadata fetcher).
+pub fn block_tokens(block: &Bundle) -> BTreeSet<Address> {
+    block_transfers(block).into_iter().map(|(_, t)| t.token).collect()
 }

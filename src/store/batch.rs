@@ -82,6 +82,19 @@ impl<'a> Batch<'a> {
         self.inner.delete_range_cf(self.store.cf(T::NAME), from.encode(), to.encode());
     }
 
+    /// Puts (`Some`) or deletes (`None`) an already encoded row of the table with id `table` (undo data).
+    pub fn set_raw(&mut self, table: u8, key: &[u8], value: Option<&[u8]>) -> StoreResult<()> {
+        let def = tables::ALL
+            .get(usize::from(table))
+            .ok_or_else(|| StoreError::Inconsistent(format!("undo data names table {table}, which does not exist")))?;
+        let cf = self.store.cf(def.name);
+        match value {
+            Some(value) => self.inner.put_cf(cf, key, value),
+            None => self.inner.delete_cf(cf, key),
+        }
+        Ok(())
+    }
+
     /// Puts a meta row under the tag its variant belongs to.
     pub fn put_meta(&mut self, meta: &Meta) -> StoreResult<()> {
         let key = match meta {

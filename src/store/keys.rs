@@ -5,7 +5,7 @@
 //! pagination cursor is therefore always "the encoded key to start after", never an offset. Decoding a slice of
 //! the wrong length is an error, never a panic.
 
-use alloy::primitives::{Address, B256};
+use alloy::primitives::{Address, B256, U256};
 
 /// A key that encodes to exactly `LEN` bytes, with byte order equal to the key's logical order.
 pub trait Key: Sized {
@@ -202,6 +202,247 @@ impl Key for AddressPos {
     }
 }
 
+/// A token transfer's position: `!be64(block) ‖ !be32(log index) ‖ !be16(item)`, newest first (the item index
+/// splits an ERC-1155 batch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct TransferPos {
+    /// Block number.
+    pub block: u64,
+    /// Log index in the block.
+    pub log: u32,
+    /// Item inside the log (0 except for batches).
+    pub item: u16,
+}
+
+impl TransferPos {
+    /// Orders positions newest first, the order their encodings sort in.
+    pub fn newest_first(&self, other: &Self) -> std::cmp::Ordering {
+        (other.block, other.log, other.item).cmp(&(self.block, self.log, self.item))
+    }
+}
+
+impl Key for TransferPos {
+    const LEN: usize = 14;
+    type Bytes = [u8; 14];
+    fn encode(&self) -> [u8; 14] {
+        let mut out = [0u8; 14];
+        out[..8].copy_from_slice(&desc64(self.block));
+        out[8..12].copy_from_slice(&desc32(self.log));
+        out[12..].copy_from_slice(&(!self.item).to_be_bytes());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<14>("TransferPos", bytes)?;
+        Ok(TransferPos { block: read_desc64(&b), log: read_desc32(&b[8..]), item: !u16::from_be_bytes([b[12], b[13]]) })
+    }
+}
+
+/// An address's (or a token's) transfer history: `addr20 ‖ TransferPos`, newest first within the address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AddressTransferPos {
+    /// The holder, or the token contract.
+    pub address: Address,
+    /// The transfer.
+    pub pos: TransferPos,
+}
+
+impl Key for AddressTransferPos {
+    const LEN: usize = 34;
+    type Bytes = [u8; 34];
+    fn encode(&self) -> [u8; 34] {
+        let mut out = [0u8; 34];
+        out[..20].copy_from_slice(self.address.as_slice());
+        out[20..].copy_from_slice(&self.pos.encode());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<34>("AddressTransferPos", bytes)?;
+        Ok(AddressTransferPos { address: Address::from_slice(&b[..20]), pos: TransferPos::decode(&b[20..])? })
+    }
+}
+
+/// A holder's balance of one token id: `holder20 ‖ token20 ‖ be256(id)` (id 0 for fungible tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BalanceKey {
+    /// Holder.
+    pub holder: Address,
+    /// Token contract.
+    pub token: Address,
+    /// Token id.
+    pub id: U256,
+}
+
+impl Key for BalanceKey {
+    const LEN: usize = 72;
+    type Bytes = [u8; 72];
+    fn encode(&self) -> [u8; 72] {
+        let mut out = [0u8; 72];
+        out[..20].copy_from_slice(self.holder.as_slice());
+        out[20..40].copy_from_slice(self.token.as_slice());
+        out[40..].copy_from_slice(&self.id.to_be_bytes::<32>());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<72>("BalanceKey", bytes)?;
+        Ok(BalanceKey {
+            holder: Address::from_slice(&b[..20]),
+            token: Address::from_slice(&b[20..40]),
+            id: U256::from_be_slice(&b[40..]),
+        })
+    }
+}
+
+/// A token's holder: `token20 ‖ holder20`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HolderKey {
+    /// Token contract.
+    pub token: Address,
+    /// Holder.
+    pub holder: Address,
+}
+
+impl Key for HolderKey {
+    const LEN: usize = 40;
+    type Bytes = [u8; 40];
+    fn encode(&self) -> [u8; 40] {
+        let mut out = [0u8; 40];
+        out[..20].copy_from_slice(self.token.as_slice());
+        out[20..].copy_from_slice(self.holder.as_slice());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<40>("HolderKey", bytes)?;
+        Ok(HolderKey { token: Address::from_slice(&b[..20]), holder: Address::from_slice(&b[20..]) })
+    }
+}
+
+/// A token's holders by amount, largest first: `token20 ‖ !be256(amount) ‖ holder20`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HolderRankKey {
+    /// Token contract.
+    pub token: Address,
+    /// The holder's total.
+    pub amount: U256,
+    /// Holder.
+    pub holder: Address,
+}
+
+impl Key for HolderRankKey {
+    const LEN: usize = 72;
+    type Bytes = [u8; 72];
+    fn encode(&self) -> [u8; 72] {
+        let mut out = [0u8; 72];
+        out[..20].copy_from_slice(self.token.as_slice());
+        out[20..52].copy_from_slice(&(!self.amount).to_be_bytes::<32>());
+        out[52..].copy_from_slice(self.holder.as_slice());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<72>("HolderRankKey", bytes)?;
+        Ok(HolderRankKey {
+            token: Address::from_slice(&b[..20]),
+            amount: !U256::from_be_slice(&b[20..52]),
+            holder: Address::from_slice(&b[52..]),
+        })
+    }
+}
+
+/// One token id of an NFT collection: `token20 ‖ be256(id)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct InstanceKey {
+    /// Token contract.
+    pub token: Address,
+    /// Token id.
+    pub id: U256,
+}
+
+impl Key for InstanceKey {
+    const LEN: usize = 52;
+    type Bytes = [u8; 52];
+    fn encode(&self) -> [u8; 52] {
+        let mut out = [0u8; 52];
+        out[..20].copy_from_slice(self.token.as_slice());
+        out[20..].copy_from_slice(&self.id.to_be_bytes::<32>());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<52>("InstanceKey", bytes)?;
+        Ok(InstanceKey { token: Address::from_slice(&b[..20]), id: U256::from_be_slice(&b[20..]) })
+    }
+}
+
+/// Tokens by holder count, most held first: `!be64(holders) ‖ token20`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenRankKey {
+    /// Holder count.
+    pub holders: u64,
+    /// Token contract.
+    pub token: Address,
+}
+
+impl Key for TokenRankKey {
+    const LEN: usize = 28;
+    type Bytes = [u8; 28];
+    fn encode(&self) -> [u8; 28] {
+        let mut out = [0u8; 28];
+        out[..8].copy_from_slice(&desc64(self.holders));
+        out[8..].copy_from_slice(self.token.as_slice());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<28>("TokenRankKey", bytes)?;
+        Ok(TokenRankKey { holders: read_desc64(&b), token: Address::from_slice(&b[8..]) })
+    }
+}
+
+/// Width of the text part of a search key.
+pub const SEARCH_TEXT: usize = 32;
+
+/// A token name or symbol for prefix search: its lowercase first 32 bytes, zero-padded, then `token20`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SearchKey {
+    /// Lowercase text, zero-padded.
+    pub text: [u8; SEARCH_TEXT],
+    /// Token contract.
+    pub token: Address,
+}
+
+impl SearchKey {
+    /// The key of `text` (lowercased, cut to 32 bytes at a character boundary) for `token`.
+    pub fn new(text: &str, token: Address) -> Self {
+        SearchKey { text: search_text(text).0, token }
+    }
+}
+
+/// The search-key form of a query: lowercased, cut at 32 bytes; returns the padded text and its length.
+pub fn search_text(text: &str) -> ([u8; SEARCH_TEXT], usize) {
+    let lower = text.to_lowercase();
+    let mut end = lower.len().min(SEARCH_TEXT);
+    while !lower.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut out = [0u8; SEARCH_TEXT];
+    out[..end].copy_from_slice(&lower.as_bytes()[..end]);
+    (out, end)
+}
+
+impl Key for SearchKey {
+    const LEN: usize = 52;
+    type Bytes = [u8; 52];
+    fn encode(&self) -> [u8; 52] {
+        let mut out = [0u8; 52];
+        out[..SEARCH_TEXT].copy_from_slice(&self.text);
+        out[SEARCH_TEXT..].copy_from_slice(self.token.as_slice());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<52>("SearchKey", bytes)?;
+        let mut text = [0u8; SEARCH_TEXT];
+        text.copy_from_slice(&b[..SEARCH_TEXT]);
+        Ok(SearchKey { text, token: Address::from_slice(&b[SEARCH_TEXT..]) })
+    }
+}
+
 /// A pending transaction in arrival order, newest first: `!be64(first seen, Unix ms) ‖ hash32`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PendingKey {
@@ -272,6 +513,17 @@ mod tests {
         let hash = B256::repeat_byte(0x11);
         assert_eq!(hex(ReorgedKey { number: 255, hash }.encode()), format!("ffffffffffffff00{}", "11".repeat(32)));
         assert_eq!(MetaKey::Tip.encode(), [5]);
+        assert_eq!(hex(TransferPos { block: 1, log: 2, item: 3 }.encode()), "fffffffffffffffefffffffdfffc");
+        let holder = Address::repeat_byte(0xaa);
+        let token = Address::repeat_byte(0xbb);
+        assert_eq!(
+            hex(HolderRankKey { token, amount: U256::from(1), holder }.encode()),
+            format!("{}{}fe{}", "bb".repeat(20), "ff".repeat(31), "aa".repeat(20))
+        );
+        assert_eq!(hex(TokenRankKey { holders: 2, token }.encode()), format!("fffffffffffffffd{}", "bb".repeat(20)));
+        let search = SearchKey::new("ÉTher-Token", token);
+        assert_eq!(&search.text[..12], "éther-token".as_bytes());
+        assert_eq!(search_text(&"x".repeat(40)).1, 32);
         assert_eq!(hex(DayKey(19_000).encode()), "ffffb5c7");
         assert_eq!(DayKey::of_timestamp(86_400 * 3 + 5), DayKey(3));
     }
@@ -349,19 +601,58 @@ mod tests {
         }
 
         #[test]
+        fn transfer_keys_round_trip_and_sort_newest_first(a in address(), p1 in pos(), i1: u16, p2 in pos(), i2: u16) {
+            let (t1, t2) = (TransferPos { block: p1.block, log: p1.index, item: i1 }, TransferPos { block: p2.block, log: p2.index, item: i2 });
+            prop_assert_eq!(TransferPos::decode(&t1.encode()).unwrap(), t1);
+            prop_assert_eq!(t1.encode().cmp(&t2.encode()), t1.newest_first(&t2));
+            let k = AddressTransferPos { address: a, pos: t1 };
+            prop_assert_eq!(AddressTransferPos::decode(&k.encode()).unwrap(), k);
+            prop_assert!(k.encode().starts_with(a.as_slice()));
+        }
+
+        #[test]
+        fn token_keys_round_trip_and_order(h: [u8; 20], t: [u8; 20], a1: [u8; 32], a2: [u8; 32]) {
+            let (holder, token) = (Address::from(h), Address::from(t));
+            let (x, y) = (U256::from_be_bytes(a1), U256::from_be_bytes(a2));
+            let b = BalanceKey { holder, token, id: x };
+            prop_assert_eq!(BalanceKey::decode(&b.encode()).unwrap(), b);
+            let hk = HolderKey { token, holder };
+            prop_assert_eq!(HolderKey::decode(&hk.encode()).unwrap(), hk);
+            let (r1, r2) = (HolderRankKey { token, amount: x, holder }, HolderRankKey { token, amount: y, holder });
+            prop_assert_eq!(HolderRankKey::decode(&r1.encode()).unwrap(), r1);
+            prop_assert_eq!(r1.encode().cmp(&r2.encode()), y.cmp(&x), "largest amount first");
+            let (i1, i2) = (InstanceKey { token, id: x }, InstanceKey { token, id: y });
+            prop_assert_eq!(InstanceKey::decode(&i1.encode()).unwrap(), i1);
+            prop_assert_eq!(i1.encode().cmp(&i2.encode()), x.cmp(&y));
+            let (k1, k2) = (TokenRankKey { holders: x.as_limbs()[0], token }, TokenRankKey { holders: y.as_limbs()[0], token });
+            prop_assert_eq!(TokenRankKey::decode(&k1.encode()).unwrap(), k1);
+            prop_assert_eq!(k1.encode().cmp(&k2.encode()), k2.holders.cmp(&k1.holders));
+            let s = SearchKey::new("abc", token);
+            prop_assert_eq!(SearchKey::decode(&s.encode()).unwrap(), s);
+        }
+
+        #[test]
         fn hash_and_address_keys_round_trip(h: [u8; 32], a: [u8; 20]) {
             prop_assert_eq!(B256::decode(&B256::from(h).encode()).unwrap(), B256::from(h));
             prop_assert_eq!(<Address as Key>::decode(&Address::from(a).encode()).unwrap(), Address::from(a));
         }
 
         #[test]
-        fn decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..48)) {
+        fn decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
             let _ = BlockKey::decode(&bytes);
             let _ = DayKey::decode(&bytes);
             let _ = BlockPos::decode(&bytes);
             let _ = AddressPos::decode(&bytes);
             let _ = ReorgedKey::decode(&bytes);
             let _ = PendingKey::decode(&bytes);
+            let _ = TransferPos::decode(&bytes);
+            let _ = AddressTransferPos::decode(&bytes);
+            let _ = BalanceKey::decode(&bytes);
+            let _ = HolderKey::decode(&bytes);
+            let _ = HolderRankKey::decode(&bytes);
+            let _ = InstanceKey::decode(&bytes);
+            let _ = TokenRankKey::decode(&bytes);
+            let _ = SearchKey::decode(&bytes);
             let _ = MetaKey::decode(&bytes);
         }
     }

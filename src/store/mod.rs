@@ -358,6 +358,14 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// One already encoded row of the table with id `table` (see `tables::id_of`).
+    pub fn get_raw(&self, table: u8, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        let def = tables::ALL
+            .get(usize::from(table))
+            .ok_or_else(|| StoreError::Inconsistent(format!("no table with id {table}")))?;
+        Ok(self.store.db.get_cf_opt(self.store.cf(def.name), key, &self.read_options())?)
+    }
+
     /// Several rows of one table in one call, in the order of `keys`.
     pub fn multi_get<T: Table>(&self, keys: &[T::Key]) -> StoreResult<Vec<Option<T::Value>>> {
         let encoded: Vec<_> = keys.iter().map(|k| k.encode()).collect();

@@ -124,6 +124,10 @@ pub struct TxRecord {
     pub log_count: u32,
     /// EIP-7702 authorizations.
     pub authorizations: Vec<AuthorizationRecord>,
+    /// Token transfers decoded from its logs.
+    pub token_transfers: u32,
+    /// Whether the contract it created emitted token transfers in it.
+    pub token_creation: bool,
 }
 
 impl TxRecord {
@@ -223,6 +227,8 @@ pub struct AccountRecord {
     pub blocks_mined: u64,
     /// Logs it emitted.
     pub log_count: u64,
+    /// Token transfers it sent or received.
+    pub token_transfer_count: u64,
     /// Set when the address was created by an indexed transaction.
     pub creation: Option<Creation>,
 }
@@ -237,6 +243,7 @@ impl AccountRecord {
             gas_used: 0,
             blocks_mined: 0,
             log_count: 0,
+            token_transfer_count: 0,
             creation: None,
         }
     }
@@ -299,15 +306,116 @@ pub enum DbState {
     Clean,
 }
 
-/// Prior values of the derived rows one block touched: the block's undo data.
+/// The value a derived row had before a block rewrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UndoRow {
+    /// Position of the table in `tables::ALL`.
+    pub table: u8,
+    /// Encoded key.
+    pub key: Vec<u8>,
+    /// Encoded value before the block; `None`: the row did not exist.
+    pub before: Option<Vec<u8>>,
+}
+
+/// Prior values of every derived row one block touched (accounts, counters, day statistics, token state): the
+/// block's undo data. Reverting writes them back byte for byte.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Undo {
-    /// Account records before the block (`None`: the address was unknown).
-    pub accounts: Vec<(Address, Option<AccountRecord>)>,
-    /// Global counters before the block (`None` before the first block).
-    pub counters: Option<Counters>,
-    /// The block's day and its statistics before the block.
-    pub day: (u32, Option<DayStats>),
+    /// One entry per touched row, in key order.
+    pub rows: Vec<UndoRow>,
+}
+
+/// The token standards the index recognizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TokenKind {
+    /// Fungible (`Transfer` with 3 topics).
+    Erc20,
+    /// Non-fungible (`Transfer` with 4 topics).
+    Erc721,
+    /// Multi-token (`TransferSingle`, `TransferBatch`).
+    Erc1155,
+}
+
+impl TokenKind {
+    /// Blockscout's name: `ERC-20`, `ERC-721`, `ERC-1155`.
+    pub fn label(self) -> &'static str {
+        match self {
+            TokenKind::Erc20 => "ERC-20",
+            TokenKind::Erc721 => "ERC-721",
+            TokenKind::Erc1155 => "ERC-1155",
+        }
+    }
+
+    /// Parses Blockscout's name (case-insensitive).
+    pub fn parse(label: &str) -> Option<TokenKind> {
+        [TokenKind::Erc20, TokenKind::Erc721, TokenKind::Erc1155]
+            .into_iter()
+            .find(|k| k.label().eq_ignore_ascii_case(label))
+    }
+}
+
+/// One token transfer, decoded from a log (an ERC-1155 batch gives one per item).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenTransferRecord {
+    /// Token contract (the log's emitter).
+    pub token: Address,
+    /// Sender (zero for a mint).
+    pub from: Address,
+    /// Recipient (zero for a burn).
+    pub to: Address,
+    /// Standard, from the event's shape.
+    pub kind: TokenKind,
+    /// Token id (ERC-721, ERC-1155).
+    #[serde(with = "amount::option")]
+    pub token_id: Option<U256>,
+    /// Amount (1 for ERC-721).
+    #[serde(with = "amount")]
+    pub amount: U256,
+    /// Index of the transaction in the block.
+    pub tx_index: u32,
+    /// Hash of that transaction.
+    pub tx_hash: B256,
+}
+
+/// A token amount as a stored value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Amount(#[serde(with = "amount")] pub U256);
+
+/// What the index derived about a token contract from its transfers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// Standard, from its first transfer.
+    pub kind: TokenKind,
+    /// Addresses holding a positive amount.
+    pub holders: u64,
+    /// Transfers (batch items counted one by one).
+    pub transfers: u64,
+    /// Minted minus burned.
+    #[serde(with = "amount")]
+    pub total_supply: U256,
+    /// Block of its first transfer.
+    pub first_block: u64,
+}
+
+/// One id of an NFT collection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceRecord {
+    /// Current owner (ERC-721); `None` for ERC-1155 ids and burned ERC-721 ids.
+    pub owner: Option<Address>,
+    /// Amount in existence (1 or 0 for ERC-721).
+    #[serde(with = "amount")]
+    pub supply: U256,
+}
+
+/// What the token's contract says about itself (read with `eth_call`; not chain-derived, never reverted).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenMetadata {
+    /// `name()`.
+    pub name: Option<String>,
+    /// `symbol()`.
+    pub symbol: Option<String>,
+    /// `decimals()`.
+    pub decimals: Option<u8>,
 }
 
 /// A typed value of the `meta` table.

@@ -2,8 +2,14 @@
 //!
 //! `ALL` drives column-family creation at open time, the per-CF options and the schema document test.
 
-use super::keys::{AddressPos, BlockKey, BlockPos, DayKey, Key, MetaKey, PendingKey, ReorgedKey};
-use super::records::{AccountRecord, BlockRecord, DayStats, LogRecord, Meta, PendingTxRecord, TxRecord, Undo};
+use super::keys::{
+    AddressPos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderKey, HolderRankKey, InstanceKey, Key,
+    MetaKey, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TransferPos,
+};
+use super::records::{
+    AccountRecord, Amount, BlockRecord, DayStats, InstanceRecord, LogRecord, Meta, PendingTxRecord, TokenMetadata,
+    TokenRecord, TokenTransferRecord, TxRecord, Undo,
+};
 use alloy::primitives::{Address, B256};
 use serde::{de::DeserializeOwned, Serialize};
 
@@ -79,6 +85,28 @@ tables! {
     Accounts = "accounts": Address => AccountRecord, Lookup;
     /// (number newest first, hash) → record of a block that lost consensus.
     Reorged = "reorged": ReorgedKey => BlockRecord, Ordered;
+    /// (block, log, item), newest first → token transfer.
+    Transfers = "transfers": TransferPos => TokenTransferRecord, Ordered;
+    /// holder ‖ (block, log, item) newest first → direction bits (1 sent, 2 received).
+    AddressTransfers = "address_transfers": AddressTransferPos => u8, AddressHistory;
+    /// token ‖ (block, log, item) newest first → nothing.
+    TokenTransfers = "token_transfers": AddressTransferPos => (), AddressHistory;
+    /// Token contract → kind, holders, transfers, total supply (derived).
+    Tokens = "tokens": Address => TokenRecord, Lookup;
+    /// (holders, most first, ‖ token) → nothing: the token list order (derived).
+    TokenRanks = "token_ranks": TokenRankKey => (), Ordered;
+    /// holder ‖ token ‖ id → amount (derived).
+    TokenBalances = "token_balances": BalanceKey => Amount, AddressHistory;
+    /// token ‖ holder → the holder's total (derived).
+    TokenHolders = "token_holders": HolderKey => Amount, AddressHistory;
+    /// token ‖ (amount, largest first) ‖ holder → nothing: holders in display order (derived).
+    HolderRanks = "holder_ranks": HolderRankKey => (), AddressHistory;
+    /// token ‖ id → owner and supply of one NFT id (derived).
+    NftInstances = "nft_instances": InstanceKey => InstanceRecord, AddressHistory;
+    /// Token contract → name, symbol, decimals read from the contract (not chain state).
+    TokenMetadatas = "token_metadata": Address => TokenMetadata, Lookup;
+    /// (lowercase name or symbol, 32 bytes) ‖ token → nothing: prefix search (not chain state).
+    TokenSearch = "token_search": SearchKey => (), Ordered;
     /// UTC day (newest first) → blocks, transactions and gas of the day (derived).
     Daily = "daily": DayKey => DayStats, Ordered;
     /// Transaction hash → transaction waiting in the node's pool (not chain state: kept by the pool follower).
@@ -87,6 +115,11 @@ tables! {
     PendingByTime = "pending_by_time": PendingKey => (), Ordered;
     /// Block number (newest first) → prior values of the derived rows the block changed.
     UndoLog = "undo": BlockKey => Undo, Ordered;
+}
+
+/// The position of table `name` in [`ALL`] (the id undo data records).
+pub fn id_of(name: &str) -> u8 {
+    ALL.iter().position(|t| t.name == name).expect("every table is in ALL") as u8
 }
 
 /// The longest key of any table; used to build a range bound past every key.

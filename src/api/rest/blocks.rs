@@ -124,6 +124,8 @@ pub fn kinds_match(kinds: &TxKinds, tx: &TxRecord, reader: &Reader<'_>, cache: &
     (kinds.coin_transfer && types.contains(&"coin_transfer"))
         || (kinds.contract_call && types.contains(&"contract_call"))
         || (kinds.contract_creation && types.contains(&"contract_creation"))
+        || (kinds.token_transfer && types.contains(&"token_transfer"))
+        || (kinds.token_creation && types.contains(&"token_creation"))
         || (kinds.blob_transaction && tx.tx_type == 3)
 }
 
