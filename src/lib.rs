@@ -16,6 +16,7 @@ pub mod telemetry;
 
 pub use config::Config;
 
+use indexer::metadata::MetadataFetcher;
 use indexer::pending::PendingFollower;
 use indexer::{Indexer, IndexerError, Status, StatusSnapshot};
 use node::{Node, NodeError};
@@ -119,6 +120,7 @@ impl Daemon {
             (config.indexer.poll_interval * 4).clamp(Duration::from_millis(200), Duration::from_secs(2));
         let pool = PendingFollower::new(store.clone(), node.clone(), events.clone(), pool_interval);
         helpers.spawn(pool.run(cancel.clone()));
+        helpers.spawn(MetadataFetcher::new(store.clone(), node.clone(), events.clone()).run(cancel.clone()));
         helpers.close();
         let follower = Indexer::new(store.clone(), node, config.indexer.clone(), status.clone(), events.clone());
         let indexer = tokio::spawn(follower.run(cancel.clone()));

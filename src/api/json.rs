@@ -7,7 +7,10 @@
 
 use super::methods;
 use crate::store::keys::BlockPos;
-use crate::store::records::{AuthorizationRecord, BlockRecord, LogRecord, PendingTxRecord, TxRecord};
+use crate::store::records::{
+    AuthorizationRecord, BlockRecord, LogRecord, PendingTxRecord, TokenKind, TokenMetadata, TokenRecord,
+    TokenTransferRecord, TxRecord,
+};
 use alloy::primitives::{Address, Bytes, B256, U256};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -295,7 +298,7 @@ pub struct TxJson {
     revert_reason: Option<Value>,
     raw_input: String,
     decoded_input: Option<Value>,
-    token_transfers: Option<Vec<Value>>,
+    token_transfers: Option<Vec<TransferJson>>,
     token_transfers_overflow: Option<bool>,
     exchange_rate: Option<String>,
     historic_exchange_rate: Option<String>,
@@ -463,7 +466,12 @@ impl TxJson {
     }
 
     /// Adds what only the detail view carries: token transfers (first 10) and the revert reason.
-    pub fn with_detail(mut self, token_transfers: Vec<Value>, overflow: bool, revert_reason: Option<Value>) -> Self {
+    pub fn with_detail(
+        mut self,
+        token_transfers: Vec<TransferJson>,
+        overflow: bool,
+        revert_reason: Option<Value>,
+    ) -> Self {
         self.token_transfers = Some(token_transfers);
         self.token_transfers_overflow = Some(overflow);
         self.revert_reason = revert_reason;
@@ -504,6 +512,109 @@ impl LogJson {
             block_number: pos.block,
             block_hash: hash_hex(&header.hash),
             block_timestamp: Some(iso_timestamp(header.timestamp)),
+        }
+    }
+}
+
+/// A token object (Blockscout's `Token`).
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenJson {
+    address_hash: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: Option<String>,
+    symbol: Option<String>,
+    decimals: Option<String>,
+    holders_count: Option<String>,
+    total_supply: Option<String>,
+    exchange_rate: Option<String>,
+    circulating_market_cap: Option<String>,
+    icon_url: Option<String>,
+    volume_24h: Option<String>,
+    circulating_supply: Option<String>,
+    reputation: &'static str,
+}
+
+impl TokenJson {
+    /// The token object from what the index derived and what the contract said about itself.
+    pub fn new(address: &Address, record: &TokenRecord, metadata: Option<&TokenMetadata>) -> Self {
+        let metadata = metadata.cloned().unwrap_or_default();
+        TokenJson {
+            address_hash: checksum(address),
+            kind: record.kind.label(),
+            name: metadata.name,
+            symbol: metadata.symbol,
+            decimals: match record.kind {
+                TokenKind::Erc20 => metadata.decimals.map(|d| d.to_string()),
+                TokenKind::Erc721 | TokenKind::Erc1155 => None,
+            },
+            holders_count: Some(record.holders.to_string()),
+            total_supply: Some(record.total_supply.to_string()),
+            exchange_rate: None,
+            circulating_market_cap: None,
+            icon_url: None,
+            volume_24h: None,
+            circulating_supply: None,
+            reputation: "ok",
+        }
+    }
+
+    /// The token's decimals, if known.
+    pub fn decimals(&self) -> Option<&str> {
+        self.decimals.as_deref()
+    }
+}
+
+/// A token transfer (Blockscout's `TokenTransfer`).
+#[derive(Debug, Clone, Serialize)]
+pub struct TransferJson {
+    transaction_hash: String,
+    block_hash: String,
+    block_number: u64,
+    log_index: u32,
+    timestamp: Option<String>,
+    from: AddressJson,
+    to: AddressJson,
+    token: TokenJson,
+    token_type: &'static str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    method: Option<String>,
+    total: Value,
+}
+
+impl TransferJson {
+    /// The transfer at `log` of block `header`, of token `token`, made by a transaction whose call data is
+    /// `tx_input`.
+    pub fn new(
+        t: &TokenTransferRecord,
+        log: u32,
+        header: &BlockRecord,
+        token: TokenJson,
+        tx_input: Option<&Bytes>,
+        contracts: &Contracts,
+    ) -> Self {
+        let id = t.token_id.map(|id| id.to_string());
+        let total = match t.kind {
+            TokenKind::Erc20 => json!({"value": t.amount.to_string(), "decimals": token.decimals()}),
+            TokenKind::Erc721 => json!({"token_id": id, "token_instance": null}),
+            TokenKind::Erc1155 => {
+                json!({"token_id": id, "value": t.amount.to_string(), "decimals": null, "token_instance": null})
+            }
+        };
+        TransferJson {
+            transaction_hash: hash_hex(&t.tx_hash),
+            block_hash: hash_hex(&header.hash),
+            block_number: header.number,
+            log_index: log,
+            timestamp: Some(iso_timestamp(header.timestamp)),
+            from: contracts.address(&t.from),
+            to: contracts.address(&t.to),
+            token,
+            token_type: t.kind.label(),
+            kind: crate::indexer::tokens::transfer_type(t),
+            method: tx_input.and_then(|input| methods::method_label(input, true)),
+            total,
         }
     }
 }

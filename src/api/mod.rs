@@ -312,7 +312,7 @@ async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiErr
 }
 
 async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
-    use rest::{addresses, blocks, search, stats, transactions};
+    use rest::{addresses, blocks, search, stats, tokens, transactions};
     match route {
         Route::Health => Ok(health::health(state)),
         Route::Socket => ws::upgrade(req, state),
@@ -337,6 +337,7 @@ async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Res
         Route::Transactions { kinds, methods, page } => transactions::list(state, kinds, methods, page),
         Route::Transaction(hash) => transactions::detail(state, hash).await,
         Route::TransactionLogs { hash, page } => transactions::logs(state, hash, page),
+        Route::TransactionTokenTransfers { hash, page } => tokens::of_transaction(state, hash, page),
         Route::TransactionSub(hash, sub) => transactions::sub(state, hash, sub),
         Route::Address(address) => addresses::detail(state, address).await,
         Route::AddressTransactions { address, direction, ascending, page } => {
@@ -346,8 +347,18 @@ async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Res
         Route::AddressCounters(address) => addresses::counters(state, address),
         Route::AddressTabsCounters(address) => addresses::tabs_counters(state, address),
         Route::CoinBalanceHistory { address, page } => addresses::coin_balance_history(state, address, page).await,
+        Route::AddressTokenTransfers { address, direction, kinds, token, page } => {
+            tokens::of_address(state, address, direction, &kinds, token, page)
+        }
+        Route::AddressTokenBalances(address) => tokens::balances(state, address),
+        Route::AddressTokens { address, kinds, page } => tokens::holdings(state, address, &kinds, page),
         Route::AddressSub(_, sub) => Ok(addresses::sub(sub)),
-        Route::Tokens => Ok(body::ok(&json::Envelope::<()>::empty())),
+        Route::Tokens { kinds, q, page } => tokens::list(state, &kinds, q.as_deref(), page),
+        Route::Token(token) => tokens::detail(state, token),
+        Route::TokenTransfersOf { token, page } => tokens::transfers(state, token, page),
+        Route::TokenHolders { token, page } => tokens::holders(state, token, page),
+        Route::TokenCounters(token) => tokens::counters(state, token),
+        Route::TokenInstances { token, holder, page } => tokens::instances(state, token, holder, page),
         Route::Search(q) => search::search(state, &q),
         Route::SearchQuick(q) => search::quick(state, &q),
         Route::SearchRedirect(q) => search::redirect(state, &q),

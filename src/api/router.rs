@@ -8,8 +8,9 @@ use super::error::ApiError;
 use super::json::{parse_iso_ms, BlockKind};
 use super::methods::selectors_for;
 use super::query::Query;
-use crate::store::keys::{BlockPos, PendingKey};
-use alloy::primitives::{Address, B256};
+use crate::store::keys::{BalanceKey, BlockPos, HolderRankKey, PendingKey, SearchKey, TokenRankKey, TransferPos};
+use crate::store::records::TokenKind;
+use alloy::primitives::{Address, B256, U256};
 use hyper::Method;
 
 /// Default page size (the seed's 25).
@@ -145,11 +146,9 @@ fn parse_block_id(raw: &str) -> Result<BlockId, ApiError> {
     ))
 }
 
-/// Transaction sub-resources that other issues fill (token transfers, tracing); empty until then.
+/// Transaction sub-resources that need trace indexing; empty until then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxSub {
-    /// `/token-transfers`.
-    TokenTransfers,
     /// `/internal-transactions`.
     InternalTransactions,
     /// `/state-changes`.
@@ -158,17 +157,52 @@ pub enum TxSub {
     RawTrace,
 }
 
-/// Address sub-resources that other issues fill; empty until then.
+/// Address sub-resources that need trace indexing; empty until then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AddressSub {
-    /// `/token-transfers`.
-    TokenTransfers,
     /// `/internal-transactions`.
     InternalTransactions,
-    /// `/tokens`.
-    Tokens,
-    /// `/token-balances` (a bare array).
-    TokenBalances,
+}
+
+/// Where a `/tokens` page continues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenCursor {
+    /// After this token in holder order.
+    Rank(TokenRankKey),
+    /// After this search key (with `q`).
+    Search(SearchKey),
+}
+
+fn token_kinds(q: &Query) -> Result<Vec<TokenKind>, ApiError> {
+    let Some(raw) = q.get("type") else {
+        return Ok(Vec::new());
+    };
+    raw.trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .filter(|k| !k.trim().is_empty())
+        .map(|k| TokenKind::parse(k.trim()).ok_or_else(|| ApiError::invalid("type", "Invalid value for enum")))
+        .collect()
+}
+
+/// The cursor of a transfer list: `block_number`, `index` (log index), `index_in_batch`.
+fn transfer_cursor(q: &Query) -> Result<Option<TransferPos>, ApiError> {
+    match (q.u64("block_number")?, q.u64("index")?) {
+        (Some(block), Some(log)) => Ok(Some(TransferPos {
+            block,
+            log: u32::try_from(log).map_err(|_| ApiError::invalid("index", "Invalid value: too large"))?,
+            item: u16::try_from(q.u64("index_in_batch")?.unwrap_or(0))
+                .map_err(|_| ApiError::invalid("index_in_batch", "Invalid value: too large"))?,
+        })),
+        (Some(block), None) => Ok(Some(TransferPos { block, log: 0, item: 0 })),
+        (None, _) => Ok(None),
+    }
+}
+
+fn decimal(q: &Query, key: &'static str) -> Result<Option<U256>, ApiError> {
+    q.get(key)
+        .map(|v| v.parse::<U256>().map_err(|_| ApiError::invalid(key, "Invalid value: expected a decimal integer")))
+        .transpose()
 }
 
 /// Every endpoint, with its typed parameters.
@@ -223,6 +257,13 @@ pub enum Route {
         /// Size and cursor (log index).
         page: Page<u32>,
     },
+    /// `GET /api/v2/transactions/:hash/token-transfers`.
+    TransactionTokenTransfers {
+        /// The transaction.
+        hash: B256,
+        /// Size and cursor.
+        page: Page<TransferPos>,
+    },
     /// Transaction sub-resources not indexed yet.
     TransactionSub(B256, TxSub),
     /// `GET /api/v2/addresses/:a`.
@@ -258,10 +299,68 @@ pub enum Route {
         /// Size and cursor (block number).
         page: Page<u64>,
     },
+    /// `GET /api/v2/addresses/:a/token-transfers`.
+    AddressTokenTransfers {
+        /// The address.
+        address: Address,
+        /// `filter=to|from`.
+        direction: Option<Direction>,
+        /// `type` filter (empty: all).
+        kinds: Vec<TokenKind>,
+        /// `token` filter.
+        token: Option<Address>,
+        /// Size and cursor.
+        page: Page<TransferPos>,
+    },
+    /// `GET /api/v2/addresses/:a/token-balances` (a bare array).
+    AddressTokenBalances(Address),
+    /// `GET /api/v2/addresses/:a/tokens`.
+    AddressTokens {
+        /// The holder.
+        address: Address,
+        /// `type` filter.
+        kinds: Vec<TokenKind>,
+        /// Size and cursor.
+        page: Page<BalanceKey>,
+    },
     /// Address sub-resources not indexed yet.
     AddressSub(Address, AddressSub),
-    /// `GET /api/v2/tokens`: no token index yet, an empty list.
-    Tokens,
+    /// `GET /api/v2/tokens`.
+    Tokens {
+        /// `type` filter.
+        kinds: Vec<TokenKind>,
+        /// `q`: name or symbol prefix.
+        q: Option<String>,
+        /// Size and cursor.
+        page: Page<TokenCursor>,
+    },
+    /// `GET /api/v2/tokens/:a`.
+    Token(Address),
+    /// `GET /api/v2/tokens/:a/transfers`.
+    TokenTransfersOf {
+        /// The token.
+        token: Address,
+        /// Size and cursor.
+        page: Page<TransferPos>,
+    },
+    /// `GET /api/v2/tokens/:a/holders`.
+    TokenHolders {
+        /// The token.
+        token: Address,
+        /// Size and cursor.
+        page: Page<HolderRankKey>,
+    },
+    /// `GET /api/v2/tokens/:a/counters`.
+    TokenCounters(Address),
+    /// `GET /api/v2/tokens/:a/instances`.
+    TokenInstances {
+        /// The token.
+        token: Address,
+        /// `holder_address_hash` filter.
+        holder: Option<Address>,
+        /// Size and cursor (`unique_token`: the last id shown).
+        page: Page<U256>,
+    },
     /// `GET /api/v2/search`.
     Search(String),
     /// `GET /api/v2/search/quick`.
@@ -361,7 +460,9 @@ impl Route {
                 let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
                 Route::TransactionLogs { hash: tx(hash)?, page: page(q, after)? }
             }
-            ["transactions", hash, "token-transfers"] => Route::TransactionSub(tx(hash)?, TxSub::TokenTransfers),
+            ["transactions", hash, "token-transfers"] => {
+                Route::TransactionTokenTransfers { hash: tx(hash)?, page: page(q, transfer_cursor(q)?)? }
+            }
             ["transactions", hash, "internal-transactions"] => {
                 Route::TransactionSub(tx(hash)?, TxSub::InternalTransactions)
             }
@@ -398,11 +499,77 @@ impl Route {
             ["addresses", a, "coin-balance-history"] => {
                 Route::CoinBalanceHistory { address: addr(a)?, page: page(q, q.u64("block_number")?)? }
             }
-            ["addresses", a, "token-transfers"] => Route::AddressSub(addr(a)?, AddressSub::TokenTransfers),
+            ["addresses", a, "token-transfers"] => {
+                let direction = match q.get("filter") {
+                    None => None,
+                    Some("to") => Some(Direction::To),
+                    Some("from") => Some(Direction::From),
+                    Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
+                };
+                let token = q.get("token").map(|t| parse_address(t, "token")).transpose()?;
+                Route::AddressTokenTransfers {
+                    address: addr(a)?,
+                    direction,
+                    kinds: token_kinds(q)?,
+                    token,
+                    page: page(q, transfer_cursor(q)?)?,
+                }
+            }
             ["addresses", a, "internal-transactions"] => Route::AddressSub(addr(a)?, AddressSub::InternalTransactions),
-            ["addresses", a, "tokens"] => Route::AddressSub(addr(a)?, AddressSub::Tokens),
-            ["addresses", a, "token-balances"] => Route::AddressSub(addr(a)?, AddressSub::TokenBalances),
-            ["tokens"] => Route::Tokens,
+            ["addresses", a, "tokens"] => {
+                let address = addr(a)?;
+                let after = match (q.get("token_address_hash"), q.get("token_id")) {
+                    (Some(token), id) => Some(BalanceKey {
+                        holder: address,
+                        token: parse_address(token, "token_address_hash")?,
+                        id: id
+                            .map(|i| i.parse().map_err(|_| ApiError::invalid("token_id", "Invalid value")))
+                            .transpose()?
+                            .unwrap_or_default(),
+                    }),
+                    (None, _) => None,
+                };
+                Route::AddressTokens { address, kinds: token_kinds(q)?, page: page(q, after)? }
+            }
+            ["addresses", a, "token-balances"] => Route::AddressTokenBalances(addr(a)?),
+            ["tokens"] => {
+                let text = q.get("q").map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+                let after = match (&text, q.get("contract_address_hash")) {
+                    (_, None) => None,
+                    (None, Some(token)) => Some(TokenCursor::Rank(TokenRankKey {
+                        holders: q.u64("holders_count")?.unwrap_or(0),
+                        token: parse_address(token, "contract_address_hash")?,
+                    })),
+                    (Some(_), Some(token)) => Some(TokenCursor::Search(SearchKey::new(
+                        q.get("name").unwrap_or_default(),
+                        parse_address(token, "contract_address_hash")?,
+                    ))),
+                };
+                if text.as_ref().is_some_and(|t| t.len() > 256) {
+                    return Err(ApiError::invalid("q", "Invalid value: longer than 256 characters"));
+                }
+                Route::Tokens { kinds: token_kinds(q)?, q: text, page: page(q, after)? }
+            }
+            ["tokens", a] => Route::Token(addr(a)?),
+            ["tokens", a, "transfers"] => {
+                Route::TokenTransfersOf { token: addr(a)?, page: page(q, transfer_cursor(q)?)? }
+            }
+            ["tokens", a, "holders"] => {
+                let token = addr(a)?;
+                let after = match (q.get("address_hash"), decimal(q, "value")?) {
+                    (Some(holder), Some(amount)) => {
+                        Some(HolderRankKey { token, amount, holder: parse_address(holder, "address_hash")? })
+                    }
+                    _ => None,
+                };
+                Route::TokenHolders { token, page: page(q, after)? }
+            }
+            ["tokens", a, "counters"] => Route::TokenCounters(addr(a)?),
+            ["tokens", a, "instances"] => {
+                let holder =
+                    q.get("holder_address_hash").map(|h| parse_address(h, "holder_address_hash")).transpose()?;
+                Route::TokenInstances { token: addr(a)?, holder, page: page(q, decimal(q, "unique_token")?)? }
+            }
             ["search"] => Route::Search(search_query(q)?),
             ["search", "quick"] => Route::SearchQuick(search_query(q)?),
             ["search", "check-redirect"] => Route::SearchRedirect(search_query(q)?),

@@ -1,9 +1,34 @@
 //! Bindings of the contracts in `src/dev/contracts/` (Solidity sources compiled by `scripts/build-contracts.js`
-//! with the pinned solc into the JSON artifacts next to them).
+//! with the pinned solc into the JSON artifacts next to them): a demo contract, one token of each standard, and a
+//! token that lies to indexers.
 #![allow(missing_docs)]
 
 alloy::sol!(
     #[sol(rpc)]
     Demo,
     "src/dev/contracts/Demo.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    DemoToken,
+    "src/dev/contracts/DemoToken.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    DemoNft,
+    "src/dev/contracts/DemoNft.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    DemoMulti,
+    "src/dev/contracts/DemoMulti.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    LiarToken,
+    "src/dev/contracts/LiarToken.json"
 );

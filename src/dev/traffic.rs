@@ -1,14 +1,17 @@
-//! Demo traffic for `rockscout dev`: ether transfers between the dev accounts, a contract deployment and calls to
-//! it (some of which revert), so a newcomer sees a live explorer at once.
+//! Demo traffic for `rockscout dev`: ether transfers between the dev accounts, a demo contract (calls, events,
+//! reverts) and one token of each standard (ERC-20 transfers and burns, ERC-721 mints and transfers, ERC-1155
+//! single and batch transfers), so a newcomer sees every page of the explorer come alive at once.
 
-use super::contracts::Demo;
+use super::contracts::{Demo, DemoMulti, DemoNft, DemoToken};
 use alloy::network::{EthereumWallet, TransactionBuilder};
-use alloy::primitives::{Address, U256};
+use alloy::primitives::{Address, Bytes, U256};
 use alloy::providers::{Provider, ProviderBuilder};
 use alloy::rpc::types::TransactionRequest;
 use alloy::signers::local::PrivateKeySigner;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+type TrafficError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A small deterministic pseudo-random sequence (xorshift64*), enough to vary demo traffic.
 #[derive(Debug, Clone)]
@@ -34,6 +37,15 @@ impl Rng {
     }
 }
 
+/// The contracts the traffic uses.
+#[derive(Debug, Clone, Copy)]
+struct Deployed {
+    demo: Address,
+    token: Address,
+    nft: Address,
+    multi: Address,
+}
+
 /// Sends demo transactions every `interval` until cancelled. Failures are logged and the next round goes on.
 pub async fn run(rpc_url: String, signers: Vec<PrivateKeySigner>, interval: Duration, cancel: CancellationToken) {
     if signers.len() < 2 {
@@ -51,11 +63,15 @@ pub async fn run(rpc_url: String, signers: Vec<PrivateKeySigner>, interval: Dura
     };
     let provider = ProviderBuilder::new().wallet(wallet).connect_http(url);
     let mut rng = Rng::new(0x5eed);
-    let mut demo: Option<Address> = None;
+    let mut deployed = None;
     let mut round = 0u64;
     loop {
         round += 1;
-        if let Err(e) = traffic_round(&provider, &accounts, &mut rng, &mut demo, round).await {
+        let result = match deployed {
+            None => deploy(&provider, accounts[0]).await.map(|d| deployed = Some(d)),
+            Some(d) => traffic_round(&provider, &accounts, &mut rng, d, round).await,
+        };
+        if let Err(e) = result {
             tracing::warn!(error = %e, round, "demo traffic round failed");
         }
         tokio::select! {
@@ -65,47 +81,68 @@ pub async fn run(rpc_url: String, signers: Vec<PrivateKeySigner>, interval: Dura
     }
 }
 
+async fn deploy<P: Provider>(provider: &P, owner: Address) -> Result<Deployed, TrafficError> {
+    let created = |receipt: alloy::rpc::types::TransactionReceipt| {
+        receipt.contract_address.ok_or_else(|| TrafficError::from("deployment created no contract"))
+    };
+    let demo = created(Demo::deploy_builder(provider).from(owner).send().await?.get_receipt().await?)?;
+    let supply = U256::from(1_000_000u64) * U256::from(10u64).pow(U256::from(18));
+    let token = DemoToken::deploy_builder(provider, "Demo Token".into(), "DEMO".into(), supply).from(owner);
+    let token = created(token.send().await?.get_receipt().await?)?;
+    let nft = DemoNft::deploy_builder(provider, "Demo NFT".into(), "DNFT".into()).from(owner);
+    let nft = created(nft.send().await?.get_receipt().await?)?;
+    let multi = created(DemoMulti::deploy_builder(provider).from(owner).send().await?.get_receipt().await?)?;
+    tracing::info!(%demo, %token, %nft, %multi, "demo contracts deployed");
+    Ok(Deployed { demo, token, nft, multi })
+}
+
 async fn traffic_round<P: Provider>(
     provider: &P,
     accounts: &[Address],
     rng: &mut Rng,
-    demo: &mut Option<Address>,
+    c: Deployed,
     round: u64,
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(), TrafficError> {
     let n = accounts.len() as u64;
-    // Distinct senders per round, so nonces never collide.
-    let mut senders: Vec<usize> = (0..accounts.len()).collect();
-    for i in (1..senders.len()).rev() {
-        senders.swap(i, rng.below(i as u64 + 1) as usize);
+    let owner = accounts[0];
+    let mut anyone = || accounts[1 + rng.below(n - 1) as usize];
+    // Ether.
+    for _ in 0..2 {
+        let (from, to) = (anyone(), anyone());
+        let value = U256::from(1 + round % 1000) * U256::from(10u64.pow(15));
+        let _ = provider
+            .send_transaction(TransactionRequest::default().with_from(from).with_to(to).with_value(value))
+            .await?;
     }
-    let mut senders = senders.into_iter();
-    for _ in 0..1 + rng.below(3) {
-        let (Some(from), to) = (senders.next(), rng.below(n) as usize) else {
-            break;
-        };
-        let value = U256::from(1 + rng.below(1000)) * U256::from(10u64.pow(15));
-        let tx = TransactionRequest::default().with_from(accounts[from]).with_to(accounts[to]).with_value(value);
-        let _ = provider.send_transaction(tx).await?;
+    // The demo contract: an event, and a call that reverts every fifth value (a fixed gas limit gets it mined).
+    let demo = Demo::new(c.demo, provider);
+    let _ = demo.poke(format!("hello #{round}")).from(anyone()).send().await?;
+    let _ = demo.mayFail(U256::from(1 + round % 10)).from(anyone()).gas(100_000).send().await?;
+    // ERC-20: the owner pays someone, who sometimes pays on; now and then the owner burns.
+    let token = DemoToken::new(c.token, provider);
+    let holder = anyone();
+    let _ = token.transfer(holder, U256::from(1 + round % 97) * U256::from(10u64.pow(18))).from(owner).send().await?;
+    if round % 3 == 0 {
+        let _ = token.transfer(anyone(), U256::from(10u64.pow(17))).from(holder).gas(100_000).send().await?;
     }
-    let Some(sender) = senders.next() else {
-        return Ok(());
-    };
-    let from = accounts[sender];
-    match *demo {
-        None => {
-            let deployed = Demo::deploy_builder(provider).from(from).send().await?.get_receipt().await?;
-            *demo = deployed.contract_address;
-            tracing::info!(contract = ?demo, "demo contract deployed");
-        }
-        Some(address) => {
-            let contract = Demo::new(address, provider);
-            let _ = contract.poke(format!("hello #{round}")).from(from).send().await?;
-            if let Some(other) = senders.next() {
-                // Every fifth value reverts ("Demo: multiple of five"); a fixed gas limit lets it be mined anyway.
-                let x = U256::from(1 + rng.below(10));
-                let _ = contract.mayFail(x).from(accounts[other]).gas(100_000).send().await?;
-            }
-        }
+    if round % 5 == 0 {
+        let _ = token.burn(U256::from(10u64.pow(18))).from(owner).send().await?;
+    }
+    // ERC-721: a new id for the owner, handed to someone.
+    let nft = DemoNft::new(c.nft, provider);
+    let id = nft.nextId().call().await?;
+    let _ = nft.mint(owner).from(owner).send().await?;
+    let _ = nft.transferFrom(owner, anyone(), id).from(owner).gas(100_000).send().await?;
+    // ERC-1155: mint an id to the owner, give part of it away; every fourth round a batch.
+    let multi = DemoMulti::new(c.multi, provider);
+    let item = U256::from(round % 5);
+    let _ = multi.mint(owner, item, U256::from(100)).from(owner).send().await?;
+    let _ = multi.safeTransferFrom(owner, anyone(), item, U256::from(7), Bytes::new()).from(owner).send().await?;
+    if round % 4 == 0 {
+        let ids = vec![U256::from(1), U256::from(2)];
+        let values = vec![U256::from(1), U256::from(1)];
+        let batch = multi.safeBatchTransferFrom(owner, anyone(), ids, values, Bytes::new());
+        let _ = batch.from(owner).gas(200_000).send().await?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@
 pub mod apply;
 pub mod bundle;
 pub mod derived;
+pub mod metadata;
 pub mod pending;
 pub mod rows;
 mod status;

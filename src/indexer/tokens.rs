@@ -150,7 +150,7 @@ mod tests {
     #[test]
     fn malformed_events_yield_nothing() {
         let (a, b) = (Address::repeat_byte(0xa), Address::repeat_byte(0xb));
-        let cases = vec![
+        let cases = [
             log(vec![TRANSFER, addr_topic(a)], U256::from(1).to_be_bytes_vec()),
             log(vec![TRANSFER, addr_topic(a), addr_topic(b)], vec![1, 2, 3]),
             log(vec![TRANSFER, B256::repeat_byte(0xff), addr_topic(b)], U256::from(1).to_be_bytes_vec()),

@@ -124,6 +124,15 @@ impl Node {
             .collect())
     }
 
+    /// `eth_call` of `data` on `to` at the latest block: `Ok(None)` when the call reverts or the node refuses it.
+    pub async fn call_contract(&self, to: Address, data: Bytes) -> Result<Option<Bytes>, NodeError> {
+        match self.call::<Bytes>("eth_call", serde_json::json!([{"to": to, "data": data}, "latest"])).await {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(NodeError::Rpc { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Native balance of `address` at block `number`.
     pub async fn balance(&self, address: Address, number: u64) -> Result<U256, NodeError> {
         self.call("eth_getBalance", serde_json::json!([address, quantity(number)])).await

@@ -38,6 +38,14 @@ async fn dev_mode_serves_a_devnet_with_demo_traffic() {
         (calls["items"].as_array()?.len() >= 3).then_some(())
     })
     .await;
+    // One token of each standard is deployed and moving.
+    poll_until("demo tokens of all three standards", Duration::from_secs(60), || async {
+        let tokens = http::get(addr, "/api/v2/tokens").await.json();
+        let kinds: std::collections::BTreeSet<String> =
+            tokens["items"].as_array()?.iter().filter_map(|t| Some(t["type"].as_str()?.to_owned())).collect();
+        (kinds.len() == 3).then_some(())
+    })
+    .await;
     let health = http::get(addr, "/health").await.json();
     assert_eq!(health["node_reachable"], true);
     assert!(stats["total_addresses"].as_str().unwrap().parse::<u64>().unwrap() >= 3);

@@ -13,4 +13,5 @@ mod reset;
 mod rpc;
 mod support;
 mod sync;
+mod tokens;
 mod ws;

@@ -16,6 +16,9 @@ use hyper::Response;
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// Distinct token holdings counted for `/tabs-counters` (Blockscout caps its tab counts similarly).
+const TABS_CAP: usize = 51;
+
 /// How long an address page waits for the node's balance before showing none.
 const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -36,11 +39,13 @@ fn history_range(address: &Address, cursor: Option<BlockPos>, ascending: bool) -
 /// `GET /api/v2/addresses/:a`: the address object plus balance (from the node at the indexed tip, cached per
 /// block), creation, and what the address has.
 pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
-    let (record, has_logs, tip) = {
+    let (record, has_logs, has_tokens, token, tip) = {
         let reader = state.store.view();
         let record = account(&reader, &address)?;
         let has_logs = reader.any::<AddressLogs>(KeyRange::prefix(address.as_slice()))?;
-        (record, has_logs, reader.tip()?.map(|t| t.number))
+        let has_tokens = super::tokens::has_tokens(&reader, &address)?;
+        let token = super::tokens::token_json(&reader, &address)?;
+        (record, has_logs, has_tokens, token, reader.tip()?.map(|t| t.number))
     };
     let on_chain = match tip {
         Some(tip) => {
@@ -57,13 +62,13 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
         "creator_address_hash": creation.map(|c| checksum(&c.creator)),
         "creation_transaction_hash": creation.map(|c| hash_hex(&c.tx)),
         "creation_status": creation.map(|c| if c.success { "success" } else { "failed" }),
-        "token": null,
+        "token": token,
         "coin_balance": on_chain.as_ref().map(|s| s.balance.to_string()),
         "exchange_rate": null,
         "block_number_balance_updated_at": on_chain.as_ref().and(tip),
         "has_logs": has_logs,
-        "has_tokens": false,
-        "has_token_transfers": false,
+        "has_tokens": has_tokens,
+        "has_token_transfers": record.as_ref().is_some_and(|r| r.token_transfer_count > 0),
         "has_validated_blocks": record.as_ref().is_some_and(|r| r.blocks_mined > 0),
         "has_beacon_chain_withdrawals": false,
         "watchlist_address_id": null,
@@ -159,10 +164,11 @@ pub fn logs(
 /// `GET /api/v2/addresses/:a/counters` (decimal strings).
 pub fn counters(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
     let record = account(&state.store.view(), &address)?;
-    let (txs, gas, mined) = record.map_or((0, 0, 0), |r| (r.tx_count, r.gas_used, r.blocks_mined));
+    let (txs, gas, mined, transfers) =
+        record.map_or((0, 0, 0, 0), |r| (r.tx_count, r.gas_used, r.blocks_mined, r.token_transfer_count));
     Ok(ok(&json!({
         "transactions_count": txs.to_string(),
-        "token_transfers_count": "0",
+        "token_transfers_count": transfers.to_string(),
         "gas_usage_count": gas.to_string(),
         "validations_count": mined.to_string(),
     })))
@@ -170,12 +176,15 @@ pub fn counters(state: &AppState, address: Address) -> Result<Response<Body>, Ap
 
 /// `GET /api/v2/addresses/:a/tabs-counters` (numbers).
 pub fn tabs_counters(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
-    let record = account(&state.store.view(), &address)?;
-    let (txs, logs, mined) = record.map_or((0, 0, 0), |r| (r.tx_count, r.log_count, r.blocks_mined));
+    let reader = state.store.view();
+    let record = account(&reader, &address)?;
+    let (txs, logs, mined, transfers) =
+        record.map_or((0, 0, 0, 0), |r| (r.tx_count, r.log_count, r.blocks_mined, r.token_transfer_count));
+    let balances = super::tokens::holdings_count(&reader, &address, TABS_CAP)?;
     Ok(ok(&json!({
         "transactions_count": txs,
-        "token_transfers_count": 0,
-        "token_balances_count": 0,
+        "token_transfers_count": transfers,
+        "token_balances_count": balances,
         "logs_count": logs,
         "withdrawals_count": 0,
         "internal_transactions_count": 0,
@@ -254,13 +263,10 @@ pub async fn coin_balance_history(
     Ok(ok(&Envelope { items, next_page_params }))
 }
 
-/// Lists that need token or trace indexing: empty for every address until those indexes exist.
+/// Lists that need trace indexing: empty for every address until that index exists.
 pub fn sub(sub: AddressSub) -> Response<Body> {
     match sub {
-        AddressSub::TokenBalances => ok(&json!([])),
-        AddressSub::TokenTransfers | AddressSub::InternalTransactions | AddressSub::Tokens => {
-            ok(&Envelope::<()>::empty())
-        }
+        AddressSub::InternalTransactions => ok(&Envelope::<()>::empty()),
     }
 }
 

@@ -5,6 +5,7 @@ pub mod addresses;
 pub mod blocks;
 pub mod search;
 pub mod stats;
+pub mod tokens;
 pub mod transactions;
 
 use super::json::{Contracts, Envelope, TxJson};

@@ -1,7 +1,9 @@
 //! Search: `/search`, `/search/quick`, `/search/check-redirect`. A query is a block number, a block or
-//! transaction hash, or an address (token names and symbols join when tokens are indexed).
+//! transaction hash, an address (a token contract's address also finds the token), or the start of a token's
+//! name or symbol (case-insensitive).
 
 use super::blocks::find_block;
+use super::tokens::{search as token_search, token_json};
 use super::transactions::find_tx;
 use crate::api::body::{ok, Body};
 use crate::api::json::{checksum, hash_hex, iso_timestamp, BlockKind, Envelope};
@@ -13,10 +15,40 @@ use crate::store::{Reader, StoreResult};
 use hyper::Response;
 use serde_json::{json, Value};
 
-/// One search hit, in Blockscout's search item shape, with its redirect target.
+/// One search hit, in Blockscout's search item shape, with its redirect target (exact matches only).
 struct Hit {
     item: Value,
-    redirect: (&'static str, String),
+    redirect: Option<(&'static str, String)>,
+}
+
+/// Most token hits of a text query.
+const TOKEN_HITS: usize = 50;
+
+fn token_hit(address: &alloy::primitives::Address, token: &crate::api::json::TokenJson) -> Hit {
+    let hash = checksum(address);
+    let mut item = serde_json::to_value(token).expect("token serializes");
+    let fields = item.as_object_mut().expect("an object");
+    let token_type = fields.remove("type").unwrap_or(Value::Null);
+    for unused in ["decimals", "holders_count", "volume_24h", "circulating_supply"] {
+        fields.remove(unused);
+    }
+    fields.extend(
+        json!({
+            "type": "token",
+            "token_type": token_type,
+            "token_url": format!("/token/{hash}"),
+            "address_url": format!("/address/{hash}"),
+            "is_smart_contract_verified": false,
+            "is_smart_contract_address": true,
+            "is_verified_via_admin_panel": false,
+            "certified": false,
+            "priority": 2,
+        })
+        .as_object()
+        .expect("an object")
+        .clone(),
+    );
+    Hit { item, redirect: None }
 }
 
 fn find(reader: &Reader<'_>, q: &str) -> StoreResult<Vec<Hit>> {
@@ -33,13 +65,16 @@ fn find(reader: &Reader<'_>, q: &str) -> StoreResult<Vec<Hit>> {
             let hash = hash_hex(&tx.hash);
             hits.push(Hit {
                 item: json!({"type": "transaction", "transaction_hash": hash, "url": format!("/tx/{hash}"), "timestamp": timestamp, "priority": 0}),
-                redirect: ("transaction", hash),
+                redirect: Some(("transaction", hash)),
             });
         }
         if let Some((block, kind)) = find_block(reader, BlockId::Hash(hash))? {
             hits.push(block_hit(&block.hash, block.number, block.timestamp, kind));
         }
     } else if let Ok(address) = parse_address(q, "q") {
+        if let Some(token) = token_json(reader, &address)? {
+            hits.push(token_hit(&address, &token));
+        }
         let is_contract = reader.get::<Accounts>(&address)?.is_some_and(|a| a.is_contract());
         let hash = checksum(&address);
         hits.push(Hit {
@@ -55,8 +90,10 @@ fn find(reader: &Reader<'_>, q: &str) -> StoreResult<Vec<Hit>> {
                 "reputation": "ok",
                 "priority": 0,
             }),
-            redirect: ("address", hash),
+            redirect: Some(("address", hash)),
         });
+    } else {
+        hits.extend(token_search(reader, q, TOKEN_HITS)?.iter().map(|(a, t)| token_hit(a, t)));
     }
     Ok(hits)
 }
@@ -73,7 +110,7 @@ fn block_hit(hash: &alloy::primitives::B256, number: u64, timestamp: u64, kind: 
             "block_type": kind,
             "priority": 3,
         }),
-        redirect: ("block", hash),
+        redirect: Some(("block", hash)),
     }
 }
 
@@ -92,10 +129,8 @@ pub fn quick(state: &AppState, q: &str) -> Result<Response<Body>, ApiError> {
 /// `GET /api/v2/search/check-redirect?q=`: where an exact match leads.
 pub fn redirect(state: &AppState, q: &str) -> Result<Response<Body>, ApiError> {
     let hits = find(&state.store.view(), q)?;
-    Ok(ok(&match hits.into_iter().next() {
-        Some(Hit { redirect: (kind, parameter), .. }) => {
-            json!({"redirect": true, "type": kind, "parameter": parameter})
-        }
+    Ok(ok(&match hits.into_iter().find_map(|h| h.redirect) {
+        Some((kind, parameter)) => json!({"redirect": true, "type": kind, "parameter": parameter}),
         None => json!({"redirect": false, "type": null, "parameter": null}),
     }))
 }

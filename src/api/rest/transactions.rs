@@ -16,6 +16,9 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::Duration;
 
+/// Token transfers embedded in a transaction's detail (Blockscout shows the first 10).
+const TRANSFERS_SHOWN: usize = 10;
+
 /// How long a transaction page waits for the node to replay a failed transaction.
 const REVERT_LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -120,6 +123,10 @@ pub async fn detail(state: &AppState, hash: B256) -> Result<Response<Body>, ApiE
             return Ok(ok(&item.with_detail(Vec::new(), false, None)));
         };
         let item = tx_items(&reader, &[(pos, tx.clone())])?.pop().ok_or(ApiError::NotFound)?;
+        let transfers = super::tokens::tx_transfers(&reader, pos.block, tx.first_log, tx.log_count)?;
+        let overflow = transfers.len() > TRANSFERS_SHOWN;
+        let shown = super::tokens::transfer_items(&reader, &transfers[..transfers.len().min(TRANSFERS_SHOWN)])?;
+        let item = (item, shown, overflow);
         let replay = (!tx.succeeded()).then(|| {
             let call = json!({"from": tx.from, "to": tx.to, "data": tx.input, "value": tx.value, "gas": tx.gas_limit});
             (call, pos.block)
@@ -135,7 +142,8 @@ pub async fn detail(state: &AppState, hash: B256) -> Result<Response<Body>, ApiE
         }
         None => None,
     };
-    let item: TxJson = item.with_detail(Vec::new(), false, reason);
+    let (item, transfers, overflow) = item;
+    let item: TxJson = item.with_detail(transfers, overflow, reason);
     Ok(ok(&item))
 }
 
@@ -173,7 +181,7 @@ pub fn sub(state: &AppState, hash: B256, sub: TxSub) -> Result<Response<Body>, A
     }
     Ok(match sub {
         TxSub::RawTrace => ok(&json!([])),
-        TxSub::TokenTransfers | TxSub::InternalTransactions | TxSub::StateChanges => ok(&Envelope::<()>::empty()),
+        TxSub::InternalTransactions | TxSub::StateChanges => ok(&Envelope::<()>::empty()),
     })
 }
 

@@ -10,17 +10,20 @@
 //! | `transactions:new_pending_transaction` | `pending_transaction` | `{pending_transaction: N}` |
 //! | `transactions:<hash>` | `collated` | `{}` when the transaction is mined |
 //! | `addresses:<hash>` | `transaction`, `pending_transaction` | `{transactions: [<REST transaction items>]}` |
+//! | `addresses:<hash>` | `token_transfer` | `{token_transfers: [<REST token transfer items>]}` |
+//! | `tokens:<hash>` | `token_transfer` | `{token_transfer: N}` (transfers of the token in the block) |
 //! | `addresses:<hash>` | `balance` | `{balance, block_number, exchange_rate: null}` after each block touching it |
 //! | `addresses:<hash>` | `current_coin_balance`, `coin_balance` | the new balance and its coin-balance-history item, when it changed |
 
 use super::super::json::{hash_hex, iso_timestamp, BlockJson, BlockKind};
+use super::super::rest::tokens::transfer_items;
 use super::super::rest::{chain_stats, contracts, transactions::pending_items, tx_items};
 use super::super::AppState;
 use crate::events::ChainEvent;
 use crate::indexer::bundle::Bundle;
-use crate::indexer::rows::tx_participants;
-use crate::store::keys::BlockPos;
-use crate::store::records::{PendingTxRecord, TxRecord};
+use crate::indexer::rows::{block_transfers, transfer_parties, tx_participants};
+use crate::store::keys::{BlockPos, TransferPos};
+use crate::store::records::{PendingTxRecord, TokenTransferRecord, TxRecord};
 use crate::store::StoreResult;
 use alloy::primitives::{Address, B256, U256};
 use serde_json::{json, Value};
@@ -109,6 +112,28 @@ fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
         if hub.wants(&tx_topic) {
             hub.publish(&tx_topic, "collated", &json!({}));
         }
+    }
+    // Token transfers: a count per token, the transfer objects per subscribed address.
+    let transfers = block_transfers(block);
+    let mut per_token: BTreeMap<Address, usize> = BTreeMap::new();
+    let mut per_party: BTreeMap<Address, Vec<(TransferPos, TokenTransferRecord)>> = BTreeMap::new();
+    for (pos, transfer) in &transfers {
+        *per_token.entry(transfer.token).or_default() += 1;
+        for address in transfer_parties(transfer).into_keys() {
+            if hub.wants(&address_topic(&address)) {
+                per_party.entry(address).or_default().push((*pos, transfer.clone()));
+            }
+        }
+    }
+    for (token, count) in per_token {
+        let topic = format!("tokens:{token:#x}");
+        if hub.wants(&topic) {
+            hub.publish(&topic, "token_transfer", &json!({"token_transfer": count}));
+        }
+    }
+    for (address, rows) in per_party {
+        let items = transfer_items(&reader, &rows)?;
+        hub.publish(&address_topic(&address), "token_transfer", &json!({"token_transfers": items}));
     }
     let mut balances: Vec<(Address, Option<B256>)> = Vec::new();
     for (address, rows) in &per_address {

@@ -1,0 +1,194 @@
+//! The token metadata fetcher: reads `name()`, `symbol()` and `decimals()` of each new token contract with
+//! `eth_call`, off the block path, so slow or hostile contracts never stall indexing. Answers are tolerated in
+//! every shape seen in the wild: ABI strings, bytes32 strings (MKR-style), reverts, missing methods and garbage
+//! (which give nothing). Results go to `token_metadata` and the prefix index `token_search`; they are not chain
+//! state and are never reverted.
+
+use super::rows::block_tokens;
+use crate::events::{ChainEvent, EventSender};
+use crate::node::Node;
+use crate::store::keys::SearchKey;
+use crate::store::records::TokenMetadata;
+use crate::store::tables::{TokenMetadatas, TokenSearch, Tokens};
+use crate::store::{Direction, Durability, KeyRange, Store, StoreResult};
+use alloy::primitives::{Address, Bytes, U256};
+use alloy::sol_types::SolValue;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+/// Longest name or symbol kept, in characters.
+pub const MAX_TEXT: usize = 64;
+
+/// How often tokens whose metadata could not be read (node down) are tried again.
+const RETRY_EVERY: Duration = Duration::from_secs(30);
+
+const NAME: [u8; 4] = [0x06, 0xfd, 0xde, 0x03];
+const SYMBOL: [u8; 4] = [0x95, 0xd8, 0x9b, 0x41];
+const DECIMALS: [u8; 4] = [0x31, 0x3c, 0xe5, 0x67];
+
+/// A name or symbol from a call's return data: an ABI string, or a zero-padded bytes32; printable text only.
+pub fn decode_text(data: &[u8]) -> Option<String> {
+    let raw = match String::abi_decode(data) {
+        Ok(text) => text,
+        Err(_) if data.len() == 32 => {
+            let end = data.iter().position(|b| *b == 0).unwrap_or(32);
+            String::from_utf8(data[..end].to_vec()).ok()?
+        }
+        Err(_) => return None,
+    };
+    let clean: String = raw.chars().filter(|c| !c.is_control()).take(MAX_TEXT).collect();
+    let clean = clean.trim().to_owned();
+    (!clean.is_empty()).then_some(clean)
+}
+
+/// Decimals from a call's return data (a uint8 or uint256 at most 255).
+pub fn decode_decimals(data: &[u8]) -> Option<u8> {
+    (data.len() == 32).then(|| U256::from_be_slice(data)).and_then(|v| u8::try_from(v).ok())
+}
+
+/// Follows new tokens and reads their metadata.
+#[derive(Debug)]
+pub struct MetadataFetcher {
+    store: Arc<Store>,
+    node: Node,
+    events: EventSender,
+}
+
+impl MetadataFetcher {
+    /// A fetcher for tokens of `store`, reading from `node`.
+    pub fn new(store: Arc<Store>, node: Node, events: EventSender) -> Self {
+        MetadataFetcher { store, node, events }
+    }
+
+    async fn read(&self, token: Address) -> Result<TokenMetadata, crate::node::NodeError> {
+        let call = |selector: [u8; 4]| self.node.call_contract(token, Bytes::copy_from_slice(&selector));
+        let (name, symbol, decimals) = tokio::try_join!(call(NAME), call(SYMBOL), call(DECIMALS))?;
+        Ok(TokenMetadata {
+            name: name.and_then(|d| decode_text(&d)),
+            symbol: symbol.and_then(|d| decode_text(&d)),
+            decimals: decimals.and_then(|d| decode_decimals(&d)),
+        })
+    }
+
+    fn save(&self, token: Address, metadata: &TokenMetadata) -> StoreResult<()> {
+        let mut batch = self.store.batch();
+        batch.put::<TokenMetadatas>(&token, metadata)?;
+        for text in [&metadata.name, &metadata.symbol].into_iter().flatten() {
+            batch.put::<TokenSearch>(&SearchKey::new(text, token), &())?;
+        }
+        self.store.write(batch, Durability::Buffered)
+    }
+
+    /// Fetches what is missing among `tokens`; returns the ones the node could not answer for.
+    async fn fetch(&self, tokens: BTreeSet<Address>) -> BTreeSet<Address> {
+        let mut failed = BTreeSet::new();
+        for token in tokens {
+            match self.store.reader().get::<TokenMetadatas>(&token) {
+                Ok(Some(_)) => continue,
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, %token, "reading token metadata failed");
+                    continue;
+                }
+            }
+            match self.read(token).await {
+                Ok(metadata) => {
+                    tracing::debug!(%token, ?metadata, "token metadata");
+                    if let Err(e) = self.save(token, &metadata) {
+                        tracing::warn!(error = %e, %token, "saving token metadata failed");
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, %token, "token metadata unavailable for now");
+                    failed.insert(token);
+                }
+            }
+        }
+        failed
+    }
+
+    /// Runs until cancelled: first tokens indexed before a restart, then each block's new tokens.
+    pub async fn run(self, cancel: CancellationToken) {
+        let mut events = self.events.subscribe();
+        let mut retry: BTreeSet<Address> = match self.known_tokens() {
+            Ok(tokens) => tokens,
+            Err(e) => {
+                tracing::warn!(error = %e, "listing tokens failed");
+                BTreeSet::new()
+            }
+        };
+        let mut next_retry = tokio::time::Instant::now();
+        loop {
+            let event = tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep_until(next_retry), if !retry.is_empty() => {
+                    retry = self.fetch(std::mem::take(&mut retry)).await;
+                    next_retry = tokio::time::Instant::now() + RETRY_EVERY;
+                    continue;
+                }
+                event = events.recv() => event,
+            };
+            match event {
+                Ok(ChainEvent::Applied(block)) => {
+                    let tokens = block_tokens(&block);
+                    if !tokens.is_empty() {
+                        retry.extend(self.fetch(tokens).await);
+                    }
+                }
+                Ok(_) => {}
+                // Missed blocks: their tokens are found by a scan of the token table.
+                Err(RecvError::Lagged(_)) => retry.extend(self.known_tokens().unwrap_or_default()),
+                Err(RecvError::Closed) => return,
+            }
+        }
+    }
+
+    /// Tokens without metadata.
+    fn known_tokens(&self) -> StoreResult<BTreeSet<Address>> {
+        let reader = self.store.reader();
+        let mut missing = BTreeSet::new();
+        for row in reader.scan::<Tokens>(KeyRange::all(), Direction::Forward) {
+            let (token, _) = row?;
+            if reader.get::<TokenMetadatas>(&token)?.is_none() {
+                missing.insert(token);
+            }
+        }
+        Ok(missing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy::primitives::keccak256;
+
+    #[test]
+    fn selectors_are_the_erc20_methods() {
+        assert_eq!(NAME, keccak256("name()")[..4]);
+        assert_eq!(SYMBOL, keccak256("symbol()")[..4]);
+        assert_eq!(DECIMALS, keccak256("decimals()")[..4]);
+    }
+
+    #[test]
+    fn texts_in_every_shape() {
+        assert_eq!(decode_text(&"Demo Token".to_string().abi_encode()).as_deref(), Some("Demo Token"));
+        let mut mkr = [0u8; 32];
+        mkr[..3].copy_from_slice(b"MKR");
+        assert_eq!(decode_text(&mkr).as_deref(), Some("MKR"));
+        assert_eq!(decode_text(&[0xff; 32]), None, "invalid UTF-8");
+        assert_eq!(decode_text(&[1, 2, 3]), None, "garbage");
+        assert_eq!(decode_text(&[0; 32]), None, "empty");
+        assert_eq!(decode_text(&"a\u{0}b\nc".to_string().abi_encode()).as_deref(), Some("abc"));
+        assert_eq!(decode_text(&"x".repeat(500).abi_encode()).unwrap().len(), MAX_TEXT);
+    }
+
+    #[test]
+    fn decimals_in_range_only() {
+        assert_eq!(decode_decimals(&U256::from(18).to_be_bytes_vec()), Some(18));
+        assert_eq!(decode_decimals(&U256::from(256).to_be_bytes_vec()), None);
+        assert_eq!(decode_decimals(&[18]), None);
+    }
+}

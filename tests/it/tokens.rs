@@ -1,0 +1,302 @@
+//! Tokens on a real chain: an ERC-20, an ERC-721, an ERC-1155 and a token that lies, driven through mints,
+//! transfers, batch transfers and burns. Every balance, holder count and total supply the API shows is compared
+//! with what the contracts answer on the node (`balanceOf`, `ownerOf`, `totalSupply`), also after a reorg takes
+//! blocks with transfers away.
+
+use crate::support::*;
+use alloy::primitives::{Address, Bytes, B256, U256};
+use alloy::providers::{Provider, RootProvider};
+use alloy::sol_types::{SolCall, SolConstructor};
+use rockscout::dev::contracts::{DemoMulti, DemoNft, DemoToken, LiarToken};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+
+async fn eth_call(node: &RootProvider, to: Address, data: Vec<u8>) -> Option<Bytes> {
+    node.raw_request::<_, Bytes>("eth_call".into(), json!([{"to": to, "data": Bytes::from(data)}, "latest"])).await.ok()
+}
+
+async fn call_u256(node: &RootProvider, to: Address, data: Vec<u8>) -> U256 {
+    U256::from_be_slice(&eth_call(node, to, data).await.expect("call succeeds"))
+}
+
+async fn deploy_with(node: &RootProvider, from: Address, bytecode: &Bytes, args: Vec<u8>) -> Address {
+    let mut code = bytecode.to_vec();
+    code.extend(args);
+    let hash = deploy(node, from, &Bytes::from(code)).await;
+    mine(node, 1).await;
+    created_address(node, hash).await
+}
+
+async fn get(addr: SocketAddr, path: &str) -> Value {
+    let reply = http::get(addr, path).await;
+    assert_eq!(reply.status, 200, "GET {path}: {}", String::from_utf8_lossy(&reply.body));
+    reply.json()
+}
+
+async fn walk(addr: SocketAddr, path: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut url = path.to_owned();
+    loop {
+        let page = get(addr, &url).await;
+        items.extend(page["items"].as_array().unwrap().iter().cloned());
+        let Some(next) = page["next_page_params"].as_object() else { return items };
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let query: Vec<String> = next.iter().map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"'))).collect();
+        url = format!("{path}{sep}{}", query.join("&"));
+    }
+}
+
+/// The API's balance of `holder` for `token` (and `id`), from `/addresses/:a/token-balances`.
+async fn api_balance(addr: SocketAddr, holder: Address, token: Address, id: Option<U256>) -> U256 {
+    let balances = get(addr, &format!("/api/v2/addresses/{holder}/token-balances")).await;
+    balances
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| {
+            b["token"]["address_hash"] == token.to_checksum(None) && id.is_none_or(|id| b["token_id"] == id.to_string())
+        })
+        .map(|b| b["value"].as_str().unwrap().parse().unwrap())
+        .unwrap_or(U256::ZERO)
+}
+
+struct Tokens {
+    erc20: Address,
+    erc721: Address,
+    erc1155: Address,
+    liar: Address,
+}
+
+/// Compares every holding of every party with the contracts on the node.
+async fn assert_tokens_match_node(
+    addr: SocketAddr,
+    node: &RootProvider,
+    t: &Tokens,
+    parties: &[Address],
+    nft_ids: &[U256],
+    multi_ids: &[U256],
+) {
+    // ERC-20 and the liar: balances, holders, supply.
+    for token in [t.erc20, t.liar] {
+        let mut holders = 0;
+        for holder in parties {
+            let want = call_u256(node, token, DemoToken::balanceOfCall::new((*holder,)).abi_encode()).await;
+            assert_eq!(api_balance(addr, *holder, token, None).await, want, "ERC-20 {token} balance of {holder}");
+            holders += usize::from(!want.is_zero());
+        }
+        let info = get(addr, &format!("/api/v2/tokens/{token}")).await;
+        assert_eq!(info["holders_count"], holders.to_string(), "holders of {token}");
+        let supply = call_u256(node, token, DemoToken::totalSupplyCall {}.abi_encode()).await;
+        assert_eq!(info["total_supply"], supply.to_string(), "supply of {token}");
+        let counters = get(addr, &format!("/api/v2/tokens/{token}/counters")).await;
+        assert_eq!(counters["token_holders_count"], holders.to_string());
+        let listed = walk(addr, &format!("/api/v2/tokens/{token}/holders?items_count=2")).await;
+        assert_eq!(listed.len(), holders);
+        let values: Vec<U256> = listed.iter().map(|h| h["value"].as_str().unwrap().parse().unwrap()).collect();
+        assert!(values.windows(2).all(|w| w[0] >= w[1]), "holders largest first: {values:?}");
+    }
+    // ERC-721: owners, counts per holder, supply.
+    let instances = walk(addr, &format!("/api/v2/tokens/{}/instances?items_count=2", t.erc721)).await;
+    let mut owners: BTreeMap<Address, u64> = BTreeMap::new();
+    for id in nft_ids {
+        let owner = eth_call(node, t.erc721, DemoNft::ownerOfCall::new((*id,)).abi_encode())
+            .await
+            .map(|b| Address::from_word(B256::from_slice(&b)));
+        let listed = instances.iter().find(|i| i["id"] == id.to_string()).unwrap_or_else(|| panic!("instance {id}"));
+        match owner.filter(|o| !o.is_zero()) {
+            Some(owner) => {
+                assert_eq!(listed["owner"]["hash"], owner.to_checksum(None), "owner of {id}");
+                *owners.entry(owner).or_default() += 1;
+            }
+            None => assert!(listed["owner"].is_null(), "burned {id} has no owner"),
+        }
+    }
+    for holder in parties {
+        let want = call_u256(node, t.erc721, DemoNft::balanceOfCall::new((*holder,)).abi_encode()).await;
+        assert_eq!(want, U256::from(owners.get(holder).copied().unwrap_or(0)));
+        assert_eq!(api_balance(addr, *holder, t.erc721, None).await, want, "ERC-721 count of {holder}");
+    }
+    let info = get(addr, &format!("/api/v2/tokens/{}", t.erc721)).await;
+    assert_eq!(info["holders_count"], owners.len().to_string());
+    let supply = call_u256(node, t.erc721, DemoNft::totalSupplyCall {}.abi_encode()).await;
+    assert_eq!(info["total_supply"], supply.to_string());
+    // ERC-1155: per id and holder; holders hold any id; supply is the sum.
+    let mut holders = BTreeSet::new();
+    let mut supply = U256::ZERO;
+    for id in multi_ids {
+        for holder in parties {
+            let want = call_u256(node, t.erc1155, DemoMulti::balanceOfCall::new((*id, *holder)).abi_encode()).await;
+            assert_eq!(api_balance(addr, *holder, t.erc1155, Some(*id)).await, want, "ERC-1155 id {id} of {holder}");
+            if !want.is_zero() {
+                holders.insert(*holder);
+            }
+            supply += want;
+        }
+    }
+    let info = get(addr, &format!("/api/v2/tokens/{}", t.erc1155)).await;
+    assert_eq!(info["holders_count"], holders.len().to_string());
+    assert_eq!(info["total_supply"], supply.to_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_balances_holders_and_supplies_match_the_contracts() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let owner = a[0];
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+
+    let unit = U256::from(10u64).pow(U256::from(18));
+    let erc20 = deploy_with(
+        &node,
+        owner,
+        &DemoToken::BYTECODE,
+        DemoToken::constructorCall {
+            name_: "Demo Token".into(),
+            symbol_: "DEMO".into(),
+            initialSupply: unit * U256::from(1000),
+        }
+        .abi_encode(),
+    )
+    .await;
+    let erc721 = deploy_with(
+        &node,
+        owner,
+        &DemoNft::BYTECODE,
+        DemoNft::constructorCall { name_: "Demo NFT".into(), symbol_: "DNFT".into() }.abi_encode(),
+    )
+    .await;
+    let erc1155 = deploy_with(&node, owner, &DemoMulti::BYTECODE, vec![]).await;
+    let liar = deploy_with(&node, owner, &LiarToken::BYTECODE, vec![]).await;
+    let tokens = Tokens { erc20, erc721, erc1155, liar };
+
+    // Block 1: ERC-20 spread, NFTs minted, 1155 ids minted, a liar's round.
+    for (i, to) in a[1..5].iter().enumerate() {
+        call(&node, owner, erc20, DemoToken::transferCall { to: *to, value: unit * U256::from(10 + i) }.abi_encode())
+            .await;
+        call(&node, owner, erc721, DemoNft::mintCall { to: *to }.abi_encode()).await;
+    }
+    call(
+        &node,
+        owner,
+        erc1155,
+        DemoMulti::mintBatchCall {
+            to: owner,
+            ids: vec![U256::from(1), U256::from(2), U256::from(3)],
+            values: vec![U256::from(50), U256::from(60), U256::from(70)],
+        }
+        .abi_encode(),
+    )
+    .await;
+    call(&node, owner, liar, LiarToken::lieCall { to: a[5], value: U256::from(777) }.abi_encode()).await;
+    mine(&node, 1).await;
+    // Block 2: transfers among holders, an approval spend, a burn, NFT moves and a burn, 1155 single and batch.
+    call(&node, a[1], erc20, DemoToken::transferCall { to: a[2], value: unit * U256::from(10) }.abi_encode()).await;
+    call(&node, a[3], erc20, DemoToken::approveCall { spender: a[4], value: unit }.abi_encode()).await;
+    call(&node, a[4], erc20, DemoToken::transferFromCall { from: a[3], to: a[6], value: unit }.abi_encode()).await;
+    call(&node, owner, erc20, DemoToken::burnCall { value: unit * U256::from(100) }.abi_encode()).await;
+    call(&node, a[1], erc721, DemoNft::transferFromCall { from: a[1], to: a[6], id: U256::from(1) }.abi_encode()).await;
+    call(&node, a[2], erc721, DemoNft::burnCall { id: U256::from(2) }.abi_encode()).await;
+    call(
+        &node,
+        owner,
+        erc1155,
+        DemoMulti::safeTransferFromCall {
+            from: owner,
+            to: a[1],
+            id: U256::from(1),
+            value: U256::from(5),
+            _4: Bytes::new(),
+        }
+        .abi_encode(),
+    )
+    .await;
+    let batch = call(
+        &node,
+        owner,
+        erc1155,
+        DemoMulti::safeBatchTransferFromCall {
+            from: owner,
+            to: a[2],
+            ids: vec![U256::from(2), U256::from(3)],
+            values: vec![U256::from(6), U256::from(70)],
+            _4: Bytes::new(),
+        }
+        .abi_encode(),
+    )
+    .await;
+    call(&node, a[1], erc1155, DemoMulti::burnCall { id: U256::from(1), value: U256::from(2) }.abi_encode()).await;
+    call(&node, owner, liar, LiarToken::lieCall { to: a[6], value: U256::from(5) }.abi_encode()).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    let parties: Vec<Address> = a[..8].to_vec();
+    let nft_ids: Vec<U256> = (1..=4u64).map(U256::from).collect();
+    let multi_ids: Vec<U256> = (1..=3u64).map(U256::from).collect();
+    poll_until("token metadata", std::time::Duration::from_secs(30), || async {
+        (get(addr, &format!("/api/v2/tokens/{liar}")).await["symbol"] == "LIAR").then_some(())
+    })
+    .await;
+    assert_tokens_match_node(addr, &node, &tokens, &parties, &nft_ids, &multi_ids).await;
+
+    // The liar: indexed as an ERC-20 with what could be read; only its real transfers count.
+    let info = get(addr, &format!("/api/v2/tokens/{liar}")).await;
+    assert_eq!(
+        (info["type"].clone(), info["name"].clone(), info["decimals"].clone()),
+        (json!("ERC-20"), Value::Null, Value::Null)
+    );
+    assert_eq!(get(addr, &format!("/api/v2/tokens/{liar}/counters")).await["transfers_count"], "2");
+    let demo = get(addr, &format!("/api/v2/tokens/{erc20}")).await;
+    assert_eq!(
+        (demo["name"].clone(), demo["symbol"].clone(), demo["decimals"].clone()),
+        (json!("Demo Token"), json!("DEMO"), json!("18"))
+    );
+
+    // Lists, filters, search.
+    let all = walk(addr, "/api/v2/tokens?items_count=3").await;
+    assert_eq!(all.len(), 4);
+    let nfts = get(addr, "/api/v2/tokens?type=ERC-721,ERC-1155").await;
+    let kinds: BTreeSet<String> =
+        nfts["items"].as_array().unwrap().iter().map(|t| t["type"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(kinds, BTreeSet::from(["ERC-721".to_owned(), "ERC-1155".to_owned()]));
+    let found = get(addr, "/api/v2/tokens?q=dem").await;
+    let names: BTreeSet<String> =
+        found["items"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(names, BTreeSet::from(["Demo Token".to_owned(), "Demo NFT".to_owned()]));
+    let search = get(addr, "/api/v2/search?q=DNFT").await;
+    assert_eq!(search["items"][0]["type"], "token");
+    assert_eq!(search["items"][0]["address_hash"], erc721.to_checksum(None));
+
+    // A batch transfer: two items in the transaction's transfers, typed as token transfer.
+    let detail = get(addr, &format!("/api/v2/transactions/{batch:#x}")).await;
+    assert!(detail["transaction_types"].as_array().unwrap().contains(&json!("token_transfer")));
+    let items = detail["token_transfers"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0]["total"]["token_id"], "2");
+    assert_eq!(items[1]["total"]["value"], "70");
+    assert_eq!(items[0]["token_type"], "ERC-1155");
+    let listed = walk(addr, &format!("/api/v2/transactions/{batch:#x}/token-transfers?items_count=1")).await;
+    assert_eq!(listed.len(), 2);
+    // An address's transfers: mints, transfers and burns it took part in, and the to/from filters.
+    let history = walk(addr, &format!("/api/v2/addresses/{}/token-transfers?items_count=2", a[1])).await;
+    let kinds: Vec<&str> = history.iter().map(|h| h["type"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"token_burning") && kinds.contains(&"token_transfer"), "{kinds:?}");
+    let sent = walk(addr, &format!("/api/v2/addresses/{}/token-transfers?filter=from", a[1])).await;
+    assert!(sent.iter().all(|h| h["from"]["hash"] == a[1].to_checksum(None)));
+    let only_nft = walk(addr, &format!("/api/v2/addresses/{}/token-transfers?type=ERC-721", a[1])).await;
+    assert_eq!(only_nft.len(), 2, "minted and passed on");
+    let counters = get(addr, &format!("/api/v2/addresses/{}/counters", a[1])).await;
+    assert_eq!(counters["token_transfers_count"], history.len().to_string());
+    let typed = walk(addr, "/api/v2/transactions?type=token_transfer").await;
+    assert!(typed.iter().any(|tx| tx["hash"] == format!("{batch:#x}")));
+
+    // A reorg replaces the second block: the transfers in it are undone exactly.
+    let replacement = json!([[{"from": a[7], "to": erc20, "data": Bytes::from(DemoToken::mintCall { to: a[7], value: unit }.abi_encode()), "gas": "0x100000"}, 0]]);
+    let _: Value = node.raw_request("anvil_reorg".into(), json!([1, replacement])).await.unwrap();
+    wait_synced(&t.daemon, &node).await;
+    assert_tokens_match_node(addr, &node, &tokens, &parties, &nft_ids, &multi_ids).await;
+    assert_eq!(get(addr, &format!("/api/v2/tokens/{liar}/counters")).await["transfers_count"], "1");
+    assert_eq!(http::get(addr, &format!("/api/v2/transactions/{batch:#x}")).await.status, 404);
+    t.daemon.shutdown().await.unwrap();
+}
