@@ -10,29 +10,8 @@ use alloy::providers::{Provider, RootProvider};
 use hyper::Method;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
-use std::net::SocketAddr;
 
-async fn get(addr: SocketAddr, path: &str) -> Value {
-    let reply = http::get(addr, path).await;
-    assert_eq!(reply.status, 200, "GET {path}: {}", String::from_utf8_lossy(&reply.body));
-    assert_eq!(reply.headers["content-type"], "application/json; charset=utf-8");
-    reply.json()
-}
-
-/// Follows `next_page_params` from `path` to the end; returns every item.
-async fn walk(addr: SocketAddr, path: &str) -> Vec<Value> {
-    let mut items = Vec::new();
-    let mut url = path.to_owned();
-    for _ in 0..10_000 {
-        let page = get(addr, &url).await;
-        items.extend(page["items"].as_array().expect("items").iter().cloned());
-        let Some(next) = page["next_page_params"].as_object() else { return items };
-        let sep = if path.contains('?') { '&' } else { '?' };
-        let query: Vec<String> = next.iter().map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"'))).collect();
-        url = format!("{path}{sep}{}", query.join("&"));
-    }
-    panic!("pagination of {path} did not end");
-}
+use crate::support::http::{get_json as get, walk};
 
 fn decimal(v: &Value) -> U256 {
     v.as_str().unwrap_or_else(|| panic!("decimal string expected, got {v}")).parse().unwrap()

@@ -28,24 +28,7 @@ async fn deploy_with(node: &RootProvider, from: Address, bytecode: &Bytes, args:
     created_address(node, hash).await
 }
 
-async fn get(addr: SocketAddr, path: &str) -> Value {
-    let reply = http::get(addr, path).await;
-    assert_eq!(reply.status, 200, "GET {path}: {}", String::from_utf8_lossy(&reply.body));
-    reply.json()
-}
-
-async fn walk(addr: SocketAddr, path: &str) -> Vec<Value> {
-    let mut items = Vec::new();
-    let mut url = path.to_owned();
-    loop {
-        let page = get(addr, &url).await;
-        items.extend(page["items"].as_array().unwrap().iter().cloned());
-        let Some(next) = page["next_page_params"].as_object() else { return items };
-        let sep = if path.contains('?') { '&' } else { '?' };
-        let query: Vec<String> = next.iter().map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"'))).collect();
-        url = format!("{path}{sep}{}", query.join("&"));
-    }
-}
+use crate::support::http::{get_json as get, walk};
 
 /// The API's balance of `holder` for `token` (and `id`), from `/addresses/:a/token-balances`.
 async fn api_balance(addr: SocketAddr, holder: Address, token: Address, id: Option<U256>) -> U256 {
@@ -126,7 +109,7 @@ async fn assert_tokens_match_node(
     let mut supply = U256::ZERO;
     for id in multi_ids {
         for holder in parties {
-            let want = call_u256(node, t.erc1155, DemoMulti::balanceOfCall::new((*id, *holder)).abi_encode()).await;
+            let want = call_u256(node, t.erc1155, DemoMulti::balanceOfCall::new((*holder, *id)).abi_encode()).await;
             assert_eq!(api_balance(addr, *holder, t.erc1155, Some(*id)).await, want, "ERC-1155 id {id} of {holder}");
             if !want.is_zero() {
                 holders.insert(*holder);

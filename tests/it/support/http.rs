@@ -61,3 +61,26 @@ pub async fn request(
 pub async fn get(addr: SocketAddr, path: &str) -> Reply {
     request(addr, Method::GET, path, &[], Bytes::new()).await
 }
+
+/// `GET path` expecting a 200 JSON body (panics with the body otherwise).
+pub async fn get_json(addr: SocketAddr, path: &str) -> serde_json::Value {
+    let reply = get(addr, path).await;
+    assert_eq!(reply.status, 200, "GET {path}: {}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(reply.headers["content-type"], "application/json; charset=utf-8");
+    reply.json()
+}
+
+/// Follows `next_page_params` from `path` to the end; returns every item.
+pub async fn walk(addr: SocketAddr, path: &str) -> Vec<serde_json::Value> {
+    let mut items = Vec::new();
+    let mut url = path.to_owned();
+    for _ in 0..10_000 {
+        let page = get_json(addr, &url).await;
+        items.extend(page["items"].as_array().expect("items").iter().cloned());
+        let Some(next) = page["next_page_params"].as_object() else { return items };
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let query: Vec<String> = next.iter().map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"'))).collect();
+        url = format!("{path}{sep}{}", query.join("&"));
+    }
+    panic!("pagination of {path} did not end");
+}
