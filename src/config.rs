@@ -88,6 +88,10 @@ pub struct DaemonArgs {
     /// Delete the index and rebuild it from the node.
     #[arg(long, env = "ROCKSCOUT_REINDEX")]
     pub reindex: bool,
+    /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
+    /// state changes, and pass debug_* through /api/eth.
+    #[arg(long, env = "ROCKSCOUT_TRACING")]
+    pub tracing: bool,
     /// Blocks fetched concurrently while catching up.
     #[arg(long, env = "ROCKSCOUT_FETCH_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub fetch_concurrency: u16,
@@ -145,6 +149,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Wipe the index before starting.
     pub reindex: bool,
+    /// Index call traces (and allow `debug_*` on `/api/eth`).
+    pub tracing: bool,
     /// Node request timeout.
     pub rpc_timeout: Duration,
     /// Follower settings.
@@ -162,6 +168,7 @@ impl Config {
             data_dir: data_dir.into(),
             listen: SocketAddr::from(([127, 0, 0, 1], 4000)),
             reindex: false,
+            tracing: false,
             rpc_timeout: Duration::from_secs(10),
             indexer: IndexerConfig::default(),
             api: ApiConfig::default(),
@@ -177,6 +184,7 @@ impl Config {
             data_dir: args.data_dir.clone(),
             listen: args.listen,
             reindex: args.reindex,
+            tracing: args.tracing,
             rpc_timeout,
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),
@@ -190,6 +198,7 @@ impl Config {
                     ..RateLimitConfig::default()
                 },
                 rpc: RpcConfig {
+                    allow_debug: args.tracing,
                     allow_send_raw: !args.no_send_raw_transaction,
                     max_batch: args.max_batch as usize,
                     max_body: args.max_body_bytes as usize,

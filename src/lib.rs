@@ -18,6 +18,7 @@ pub use config::Config;
 
 use indexer::metadata::MetadataFetcher;
 use indexer::pending::PendingFollower;
+use indexer::traces::TraceFollower;
 use indexer::{Indexer, IndexerError, Status, StatusSnapshot};
 use node::{Node, NodeError};
 use std::net::SocketAddr;
@@ -121,6 +122,16 @@ impl Daemon {
         let pool = PendingFollower::new(store.clone(), node.clone(), events.clone(), pool_interval);
         helpers.spawn(pool.run(cancel.clone()));
         helpers.spawn(MetadataFetcher::new(store.clone(), node.clone(), events.clone()).run(cancel.clone()));
+        if config.tracing {
+            let traces = TraceFollower::new(
+                store.clone(),
+                node.clone(),
+                status.clone(),
+                events.clone(),
+                config.indexer.fetch_concurrency,
+            );
+            helpers.spawn(traces.run(cancel.clone()));
+        }
         helpers.close();
         let follower = Indexer::new(store.clone(), node, config.indexer.clone(), status.clone(), events.clone());
         let indexer = tokio::spawn(follower.run(cancel.clone()));

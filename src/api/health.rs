@@ -5,7 +5,8 @@ use super::AppState;
 use hyper::{Response, StatusCode};
 use serde_json::json;
 
-/// 200 while the node answers (catching up included), 503 while it does not; the body tells the tips and lag.
+/// 200 while the node answers (catching up included), 503 while it does not; the body tells the tips and lag, and
+/// with `--tracing` how far the trace pass is (`tracing`: `null` off, `false` when the node cannot trace).
 pub fn health(state: &AppState) -> Response<Body> {
     let status = state.status.snapshot();
     let code = if status.node_reachable { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
@@ -18,6 +19,9 @@ pub fn health(state: &AppState) -> Response<Body> {
             "lag": status.lag(),
             "node_reachable": status.node_reachable,
             "node_error": status.node_error,
+            "tracing": status.tracing,
+            "traced_tip": status.traced,
+            "trace_lag": status.trace_lag(),
         }),
     )
 }

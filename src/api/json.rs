@@ -6,10 +6,10 @@
 //! format can evolve without a schema change.
 
 use super::methods;
-use crate::store::keys::BlockPos;
+use crate::store::keys::{BlockPos, TracePos};
 use crate::store::records::{
-    AuthorizationRecord, BlockRecord, LogRecord, PendingTxRecord, TokenKind, TokenMetadata, TokenRecord,
-    TokenTransferRecord, TxRecord,
+    AuthorizationRecord, BlockRecord, InternalTxRecord, LogRecord, PendingTxRecord, TokenKind, TokenMetadata,
+    TokenRecord, TokenTransferRecord, TxRecord,
 };
 use alloy::primitives::{Address, Bytes, B256, U256};
 use serde::Serialize;
@@ -69,6 +69,15 @@ pub fn parse_iso_ms(text: &str) -> Option<u64> {
 /// `YYYY-MM-DD` of a UTC day number.
 pub fn iso_date(day: u32) -> String {
     iso_timestamp(u64::from(day) * 86_400)[..10].to_owned()
+}
+
+/// `after - before` as a signed decimal string (`"-5"`, `"0"`, `"12"`).
+pub fn signed_change(after: U256, before: U256) -> String {
+    if after >= before {
+        (after - before).to_string()
+    } else {
+        format!("-{}", before - after)
+    }
 }
 
 /// EIP-55 checksummed address.
@@ -229,6 +238,12 @@ impl BlockJson {
             excess_blob_gas: h.excess_blob_gas.map(|g| g.to_string()),
             beacon_deposits_count: None,
         }
+    }
+
+    /// Sets the internal-transaction count (detail form, traced blocks).
+    pub fn with_internal_count(mut self, count: Option<u64>) -> Self {
+        self.internal_transactions_count = count;
+        self
     }
 }
 
@@ -477,6 +492,52 @@ impl TxJson {
         self.revert_reason = revert_reason;
         self
     }
+
+    /// Sets whether an internal call failed (`None` until the transaction's block is traced).
+    pub fn with_internal_error(mut self, has_error: Option<bool>) -> Self {
+        self.has_error_in_internal_transactions = has_error;
+        self
+    }
+}
+
+/// An internal transaction (Blockscout's `InternalTransaction`): one call frame below a transaction's top call.
+#[derive(Debug, Clone, Serialize)]
+pub struct InternalJson {
+    index: u32,
+    transaction_hash: String,
+    transaction_index: u32,
+    block_number: u64,
+    timestamp: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    from: AddressJson,
+    to: Option<AddressJson>,
+    created_contract: Option<AddressJson>,
+    value: String,
+    gas_limit: String,
+    success: bool,
+    error: Option<String>,
+}
+
+impl InternalJson {
+    /// The frame at `pos` of a block with timestamp `timestamp`.
+    pub fn new(frame: &InternalTxRecord, pos: TracePos, timestamp: u64, contracts: &Contracts) -> Self {
+        InternalJson {
+            index: pos.index,
+            transaction_hash: hash_hex(&frame.tx_hash),
+            transaction_index: pos.tx,
+            block_number: pos.block,
+            timestamp: iso_timestamp(timestamp),
+            kind: frame.kind.label(),
+            from: contracts.address(&frame.from),
+            to: frame.to.map(|a| contracts.address(&a)),
+            created_contract: frame.created.map(|a| contracts.address(&a)),
+            value: frame.value.to_string(),
+            gas_limit: frame.gas.to_string(),
+            success: frame.success,
+            error: frame.error.clone(),
+        }
+    }
 }
 
 /// An event log (Blockscout's `Log`).
@@ -646,6 +707,13 @@ mod tests {
         assert_eq!(iso_timestamp(1_668_167_975), "2022-11-11T11:59:35.000000Z");
         assert_eq!(iso_timestamp(4_102_444_799), "2099-12-31T23:59:59.000000Z");
         assert_eq!(iso_date(19_000), "2022-01-08");
+    }
+
+    #[test]
+    fn changes_are_signed() {
+        assert_eq!(signed_change(U256::from(5), U256::from(3)), "2");
+        assert_eq!(signed_change(U256::from(3), U256::from(5)), "-2");
+        assert_eq!(signed_change(U256::ZERO, U256::ZERO), "0");
     }
 
     #[test]

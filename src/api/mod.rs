@@ -312,7 +312,7 @@ async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiErr
 }
 
 async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
-    use rest::{addresses, blocks, search, stats, tokens, transactions};
+    use rest::{addresses, blocks, search, stats, tokens, traces, transactions};
     match route {
         Route::Health => Ok(health::health(state)),
         Route::Socket => ws::upgrade(req, state),
@@ -338,7 +338,9 @@ async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Res
         Route::Transaction(hash) => transactions::detail(state, hash).await,
         Route::TransactionLogs { hash, page } => transactions::logs(state, hash, page),
         Route::TransactionTokenTransfers { hash, page } => tokens::of_transaction(state, hash, page),
-        Route::TransactionSub(hash, sub) => transactions::sub(state, hash, sub),
+        Route::TransactionInternal { hash, page } => traces::of_transaction(state, hash, page),
+        Route::StateChanges { hash, offset } => traces::state_changes(state, hash, offset).await,
+        Route::RawTrace(hash) => traces::raw_trace(state, hash).await,
         Route::Address(address) => addresses::detail(state, address).await,
         Route::AddressTransactions { address, direction, ascending, page } => {
             addresses::transactions(state, address, direction, ascending, page)
@@ -352,7 +354,9 @@ async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Res
         }
         Route::AddressTokenBalances(address) => tokens::balances(state, address),
         Route::AddressTokens { address, kinds, page } => tokens::holdings(state, address, &kinds, page),
-        Route::AddressSub(_, sub) => Ok(addresses::sub(sub)),
+        Route::AddressInternal { address, direction, page } => traces::of_address(state, address, direction, page),
+        Route::BlockInternal { id, kinds, page } => traces::of_block(state, id, kinds, page),
+        Route::InternalTransactions { page } => traces::all(state, page),
         Route::Tokens { kinds, q, page } => tokens::list(state, &kinds, q.as_deref(), page),
         Route::Token(token) => tokens::detail(state, token),
         Route::TokenTransfersOf { token, page } => tokens::transfers(state, token, page),

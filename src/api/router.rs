@@ -8,8 +8,10 @@ use super::error::ApiError;
 use super::json::{parse_iso_ms, BlockKind};
 use super::methods::selectors_for;
 use super::query::Query;
-use crate::store::keys::{BalanceKey, BlockPos, HolderRankKey, PendingKey, SearchKey, TokenRankKey, TransferPos};
-use crate::store::records::TokenKind;
+use crate::store::keys::{
+    BalanceKey, BlockPos, HolderRankKey, PendingKey, SearchKey, TokenRankKey, TracePos, TransferPos,
+};
+use crate::store::records::{CallKind, TokenKind};
 use alloy::primitives::{Address, B256, U256};
 use hyper::Method;
 
@@ -146,22 +148,52 @@ fn parse_block_id(raw: &str) -> Result<BlockId, ApiError> {
     ))
 }
 
-/// Transaction sub-resources that need trace indexing; empty until then.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TxSub {
-    /// `/internal-transactions`.
-    InternalTransactions,
-    /// `/state-changes`.
-    StateChanges,
-    /// `/raw-trace` (a bare array).
-    RawTrace,
+/// The cursor of an internal-transaction list: `block_number`, `transaction_index`, `index`.
+fn trace_cursor(q: &Query) -> Result<Option<TracePos>, ApiError> {
+    let small = |key: &'static str| -> Result<u32, ApiError> {
+        u32::try_from(q.u64(key)?.unwrap_or(0)).map_err(|_| ApiError::invalid(key, "Invalid value: too large"))
+    };
+    match q.u64("block_number")? {
+        // A block alone continues below that block.
+        Some(block) => Ok(Some(TracePos { block, tx: small("transaction_index")?, index: small("index")? })),
+        None => Ok(None),
+    }
 }
 
-/// Address sub-resources that need trace indexing; empty until then.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AddressSub {
-    /// `/internal-transactions`.
-    InternalTransactions,
+/// Call kinds kept by `internal_type` and `call_type` (`None`: every kind).
+fn call_kinds(q: &Query) -> Result<Option<Vec<CallKind>>, ApiError> {
+    use CallKind::*;
+    let internal = match q.get("internal_type") {
+        None => None,
+        Some("call") => Some(vec![Call, DelegateCall, StaticCall, CallCode]),
+        Some("create") => Some(vec![Create]),
+        Some("create2") => Some(vec![Create2]),
+        Some("selfdestruct") => Some(vec![SelfDestruct]),
+        // Block rewards and `stop` frames are not call frames of an EVM trace.
+        Some("reward") | Some("stop") => Some(vec![]),
+        Some(_) => return Err(ApiError::invalid("internal_type", "Invalid value for enum")),
+    };
+    let call = match q.get("call_type") {
+        None => None,
+        Some("call") => Some(vec![Call]),
+        Some("callcode") => Some(vec![CallCode]),
+        Some("delegatecall") => Some(vec![DelegateCall]),
+        Some("staticcall") => Some(vec![StaticCall]),
+        Some(_) => return Err(ApiError::invalid("call_type", "Invalid value for enum")),
+    };
+    Ok(match (internal, call) {
+        (None, only) | (only, None) => only,
+        (Some(internal), Some(call)) => Some(internal.into_iter().filter(|k| call.contains(k)).collect()),
+    })
+}
+
+fn direction(q: &Query) -> Result<Option<Direction>, ApiError> {
+    match q.get("filter") {
+        None => Ok(None),
+        Some("to") => Ok(Some(Direction::To)),
+        Some("from") => Ok(Some(Direction::From)),
+        Some(_) => Err(ApiError::invalid("filter", "Invalid value for enum")),
+    }
 }
 
 /// Where a `/tokens` page continues.
@@ -264,8 +296,22 @@ pub enum Route {
         /// Size and cursor.
         page: Page<TransferPos>,
     },
-    /// Transaction sub-resources not indexed yet.
-    TransactionSub(B256, TxSub),
+    /// `GET /api/v2/transactions/:hash/internal-transactions`.
+    TransactionInternal {
+        /// The transaction.
+        hash: B256,
+        /// Size and cursor (trace index).
+        page: Page<u32>,
+    },
+    /// `GET /api/v2/transactions/:hash/state-changes`.
+    StateChanges {
+        /// The transaction.
+        hash: B256,
+        /// Items already shown (Blockscout's `items_count` cursor).
+        offset: usize,
+    },
+    /// `GET /api/v2/transactions/:hash/raw-trace` (a bare array).
+    RawTrace(B256),
     /// `GET /api/v2/addresses/:a`.
     Address(Address),
     /// `GET /api/v2/addresses/:a/transactions`.
@@ -323,8 +369,29 @@ pub enum Route {
         /// Size and cursor.
         page: Page<BalanceKey>,
     },
-    /// Address sub-resources not indexed yet.
-    AddressSub(Address, AddressSub),
+    /// `GET /api/v2/addresses/:a/internal-transactions`.
+    AddressInternal {
+        /// The address.
+        address: Address,
+        /// `filter=to|from` (`to` includes created contracts).
+        direction: Option<Direction>,
+        /// Size and cursor.
+        page: Page<TracePos>,
+    },
+    /// `GET /api/v2/blocks/:id/internal-transactions`.
+    BlockInternal {
+        /// The block.
+        id: BlockId,
+        /// `internal_type` and `call_type` filters.
+        kinds: Option<Vec<CallKind>>,
+        /// Size and cursor.
+        page: Page<TracePos>,
+    },
+    /// `GET /api/v2/internal-transactions`: every internal transaction, newest first.
+    InternalTransactions {
+        /// Size and cursor.
+        page: Page<TracePos>,
+    },
     /// `GET /api/v2/tokens`.
     Tokens {
         /// `type` filter.
@@ -431,6 +498,10 @@ impl Route {
                 Route::Blocks { kind, page: page(q, q.u64("block_number")?.map(|n| (n, hash)))? }
             }
             ["blocks", id] => Route::Block(parse_block_id(id)?),
+            ["blocks", id, "internal-transactions"] => {
+                let id = parse_block_id(id)?;
+                Route::BlockInternal { id, kinds: call_kinds(q)?, page: page(q, trace_cursor(q)?)? }
+            }
             ["blocks", id, "transactions"] => {
                 let id = parse_block_id(id)?;
                 let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
@@ -464,18 +535,24 @@ impl Route {
                 Route::TransactionTokenTransfers { hash: tx(hash)?, page: page(q, transfer_cursor(q)?)? }
             }
             ["transactions", hash, "internal-transactions"] => {
-                Route::TransactionSub(tx(hash)?, TxSub::InternalTransactions)
+                let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
+                Route::TransactionInternal { hash: tx(hash)?, page: page(q, after)? }
             }
-            ["transactions", hash, "state-changes"] => Route::TransactionSub(tx(hash)?, TxSub::StateChanges),
-            ["transactions", hash, "raw-trace"] => Route::TransactionSub(tx(hash)?, TxSub::RawTrace),
+            ["transactions", hash, "state-changes"] => {
+                let offset = q.u64("items_count")?.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+                Route::StateChanges { hash: tx(hash)?, offset }
+            }
+            ["transactions", hash, "raw-trace"] => Route::RawTrace(tx(hash)?),
+            ["internal-transactions"] => match q.get("transaction_hash") {
+                Some(hash) => {
+                    let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
+                    Route::TransactionInternal { hash: parse_hash(hash, "transaction_hash")?, page: page(q, after)? }
+                }
+                None => Route::InternalTransactions { page: page(q, trace_cursor(q)?)? },
+            },
             ["addresses", a] => Route::Address(addr(a)?),
             ["addresses", a, "transactions"] => {
-                let direction = match q.get("filter") {
-                    None => None,
-                    Some("to") => Some(Direction::To),
-                    Some("from") => Some(Direction::From),
-                    Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
-                };
+                let direction = direction(q)?;
                 match q.get("sort") {
                     None | Some("block_number") => {}
                     Some("value") | Some("fee") => {
@@ -500,12 +577,7 @@ impl Route {
                 Route::CoinBalanceHistory { address: addr(a)?, page: page(q, q.u64("block_number")?)? }
             }
             ["addresses", a, "token-transfers"] => {
-                let direction = match q.get("filter") {
-                    None => None,
-                    Some("to") => Some(Direction::To),
-                    Some("from") => Some(Direction::From),
-                    Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
-                };
+                let direction = direction(q)?;
                 let token = q.get("token").map(|t| parse_address(t, "token")).transpose()?;
                 Route::AddressTokenTransfers {
                     address: addr(a)?,
@@ -515,7 +587,9 @@ impl Route {
                     page: page(q, transfer_cursor(q)?)?,
                 }
             }
-            ["addresses", a, "internal-transactions"] => Route::AddressSub(addr(a)?, AddressSub::InternalTransactions),
+            ["addresses", a, "internal-transactions"] => {
+                Route::AddressInternal { address: addr(a)?, direction: direction(q)?, page: page(q, trace_cursor(q)?)? }
+            }
             ["addresses", a, "tokens"] => {
                 let address = addr(a)?;
                 let after = match (q.get("token_address_hash"), q.get("token_id")) {
@@ -667,10 +741,56 @@ mod tests {
             ("/api/v2/transactions?filter=maybe", "filter"),
             ("/api/v2/transactions?type=weird", "type"),
             ("/api/v2/search", "q"),
+            ("/api/v2/blocks/1/internal-transactions?internal_type=jump", "internal_type"),
+            ("/api/v2/blocks/1/internal-transactions?call_type=create", "call_type"),
+            ("/api/v2/addresses/0x000000000000000000000000000000000000dEaD/internal-transactions?filter=up", "filter"),
+            ("/api/v2/internal-transactions?block_number=1&transaction_index=99999999999", "transaction_index"),
         ];
         for (path, param) in checks {
             let result = parse(Method::GET, path);
             assert!(invalid(param)(&result), "{path}: {result:?}");
+        }
+    }
+
+    #[test]
+    fn internal_transaction_routes_take_trace_cursors_and_kind_filters() {
+        let hash = format!("0x{}", "cd".repeat(32));
+        let h: B256 = hash.parse().unwrap();
+        let dead: Address = "0x000000000000000000000000000000000000dEaD".parse().unwrap();
+        let cases: Vec<(String, Route)> = vec![
+            (
+                format!("/api/v2/transactions/{hash}/internal-transactions?index=3&items_count=10"),
+                Route::TransactionInternal { hash: h, page: Page { size: 10, after: Some(3) } },
+            ),
+            (format!("/api/v2/transactions/{hash}/state-changes?items_count=50"), Route::StateChanges { hash: h, offset: 50 }),
+            (format!("/api/v2/transactions/{hash}/raw-trace"), Route::RawTrace(h)),
+            (
+                format!("/api/v2/internal-transactions?transaction_hash={hash}"),
+                Route::TransactionInternal { hash: h, page: Page { size: 25, after: None } },
+            ),
+            (
+                format!("/api/v2/addresses/{dead}/internal-transactions?filter=to&block_number=9&transaction_index=2&index=4"),
+                Route::AddressInternal {
+                    address: dead,
+                    direction: Some(Direction::To),
+                    page: Page { size: 25, after: Some(TracePos { block: 9, tx: 2, index: 4 }) },
+                },
+            ),
+            (
+                "/api/v2/blocks/7/internal-transactions?internal_type=call&call_type=delegatecall".into(),
+                Route::BlockInternal {
+                    id: BlockId::Number(7),
+                    kinds: Some(vec![CallKind::DelegateCall]),
+                    page: Page { size: 25, after: None },
+                },
+            ),
+            (
+                "/api/v2/internal-transactions?block_number=5".into(),
+                Route::InternalTransactions { page: Page { size: 25, after: Some(TracePos { block: 5, tx: 0, index: 0 }) } },
+            ),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(parse(Method::GET, &path), Ok(expected), "{path}");
         }
     }
 

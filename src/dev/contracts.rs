@@ -1,6 +1,6 @@
 //! Bindings of the contracts in `src/dev/contracts/` (Solidity sources compiled by `scripts/build-contracts.js`
-//! with the pinned solc into the JSON artifacts next to them): a demo contract, one token of each standard, and a
-//! token that lies to indexers.
+//! with the pinned solc into the JSON artifacts next to them): a demo contract, one token of each standard, a
+//! token that lies to indexers, and a factory whose calls make internal transactions.
 #![allow(missing_docs)]
 
 alloy::sol!(
@@ -31,4 +31,16 @@ alloy::sol!(
     #[sol(rpc)]
     LiarToken,
     "src/dev/contracts/LiarToken.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    DemoFactory,
+    "src/dev/contracts/DemoFactory.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    DemoChild,
+    "src/dev/contracts/DemoChild.json"
 );

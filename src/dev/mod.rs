@@ -21,6 +21,9 @@ pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunErro
     let mut config = Config::from_args(node.http_url(), Some(node.ws_url()), &args.daemon);
     config.reindex = true;
     config.indexer.on_reset = ResetPolicy::Reindex;
+    // anvil traces: the devnet shows internal transactions too.
+    config.tracing = true;
+    config.api.rpc.allow_debug = true;
     let daemon = Daemon::start(&config).await?;
     let base = format!("http://{}", daemon.addr());
     tracing::info!(

@@ -1,8 +1,9 @@
 //! Demo traffic for `rockscout dev`: ether transfers between the dev accounts, a demo contract (calls, events,
-//! reverts) and one token of each standard (ERC-20 transfers and burns, ERC-721 mints and transfers, ERC-1155
-//! single and batch transfers), so a newcomer sees every page of the explorer come alive at once.
+//! reverts), one token of each standard (ERC-20 transfers and burns, ERC-721 mints and transfers, ERC-1155
+//! single and batch transfers) and a factory whose calls make internal transactions (creations, nested reverts,
+//! inner value transfers, delegate and static calls), so a newcomer sees every page of the explorer come alive.
 
-use super::contracts::{Demo, DemoMulti, DemoNft, DemoToken};
+use super::contracts::{Demo, DemoFactory, DemoMulti, DemoNft, DemoToken};
 use alloy::network::{EthereumWallet, TransactionBuilder};
 use alloy::primitives::{Address, Bytes, U256};
 use alloy::providers::{Provider, ProviderBuilder};
@@ -44,6 +45,7 @@ struct Deployed {
     token: Address,
     nft: Address,
     multi: Address,
+    factory: Address,
 }
 
 /// Sends demo transactions every `interval` until cancelled. Failures are logged and the next round goes on.
@@ -92,8 +94,11 @@ async fn deploy<P: Provider>(provider: &P, owner: Address) -> Result<Deployed, T
     let nft = DemoNft::deploy_builder(provider, "Demo NFT".into(), "DNFT".into()).from(owner);
     let nft = created(nft.send().await?.get_receipt().await?)?;
     let multi = created(DemoMulti::deploy_builder(provider).from(owner).send().await?.get_receipt().await?)?;
-    tracing::info!(%demo, %token, %nft, %multi, "demo contracts deployed");
-    Ok(Deployed { demo, token, nft, multi })
+    let factory = created(DemoFactory::deploy_builder(provider).from(owner).send().await?.get_receipt().await?)?;
+    // A first child, so every factory call below has one to work with.
+    let _ = DemoFactory::new(factory, provider).spawn(U256::from(1)).from(owner).send().await?.get_receipt().await?;
+    tracing::info!(%demo, %token, %nft, %multi, %factory, "demo contracts deployed");
+    Ok(Deployed { demo, token, nft, multi, factory })
 }
 
 async fn traffic_round<P: Provider>(
@@ -144,5 +149,17 @@ async fn traffic_round<P: Provider>(
         let batch = multi.safeBatchTransferFrom(owner, anyone(), ids, values, Bytes::new());
         let _ = batch.from(owner).gas(200_000).send().await?;
     }
+    // The factory: one kind of internal-transaction pattern per round (failing ones get a fixed gas limit).
+    let factory = DemoFactory::new(c.factory, provider);
+    let child = factory.last().call().await?;
+    let wei = U256::from(round % 1000 + 1) * U256::from(10u64.pow(12));
+    let _ = match round % 6 {
+        0 => factory.spawn(U256::from(round)).value(wei).from(anyone()).send().await?,
+        1 => factory.tryBoom(child).from(anyone()).send().await?,
+        2 => factory.relay(child, anyone()).value(wei).from(anyone()).send().await?,
+        3 => factory.delegate(child, U256::from(round)).from(anyone()).send().await?,
+        4 => factory.boom(child).from(anyone()).gas(200_000).send().await?,
+        _ => factory.spawn2(alloy::primitives::B256::from(U256::from(round))).from(anyone()).send().await?,
+    };
     Ok(())
 }

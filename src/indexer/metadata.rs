@@ -64,7 +64,7 @@ impl MetadataFetcher {
     }
 
     async fn read(&self, token: Address) -> Result<TokenMetadata, crate::node::NodeError> {
-        let call = |selector: [u8; 4]| self.node.call_contract(token, Bytes::copy_from_slice(&selector));
+        let call = |selector: [u8; 4]| self.node.call_contract(token, Bytes::copy_from_slice(&selector), None);
         let (name, symbol, decimals) = tokio::try_join!(call(NAME), call(SYMBOL), call(DECIMALS))?;
         Ok(TokenMetadata {
             name: name.and_then(|d| decode_text(&d)),

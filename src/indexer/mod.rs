@@ -13,6 +13,7 @@ pub mod pending;
 pub mod rows;
 mod status;
 pub mod tokens;
+pub mod traces;
 
 pub use status::{Status, StatusSnapshot};
 
@@ -222,6 +223,7 @@ impl Indexer {
     }
 
     fn write_identity(&self, chain_id: u64, genesis: B256, clear: bool) -> Result<(), StoreError> {
+        let _writes = self.store.lock_writes();
         let mut batch = self.store.batch();
         if clear {
             batch.clear_index();
@@ -399,11 +401,14 @@ impl Indexer {
     async fn revert(&self, number: u64) -> Result<Result<B256, RevertError>, IndexerError> {
         let store = self.store.clone();
         let task = tokio::task::spawn_blocking(move || -> Result<B256, RevertError> {
+            // Locked: the trace pass must not commit traces of this block while it is being reverted.
+            let _writes = store.lock_writes();
             let reader = store.reader();
             let block = load_block(&reader, number)?
                 .ok_or_else(|| StoreError::Inconsistent(format!("tip block {number} is not stored")))?;
             let mut batch = store.batch();
             revert_block(&mut batch, &reader, &block)?;
+            traces::revert_traces(&mut batch, &reader, &block)?;
             store.write(batch, Durability::Sync)?;
             Ok(block.header.hash)
         });

@@ -14,6 +14,11 @@ pub struct StatusSnapshot {
     pub node_error: Option<String>,
     /// Highest indexed block.
     pub indexed: Option<u64>,
+    /// Whether call traces are indexed: `None` when not asked for (`--tracing` off), `Some(false)` when the node
+    /// cannot trace.
+    pub tracing: Option<bool>,
+    /// Highest block whose traces are indexed.
+    pub traced: Option<u64>,
 }
 
 impl StatusSnapshot {
@@ -24,6 +29,27 @@ impl StatusSnapshot {
             (Some(head), None) => head + 1,
             _ => 0,
         }
+    }
+
+    /// Share of indexed blocks whose traces are indexed (`None` when traces are not indexed).
+    pub fn trace_ratio(&self) -> Option<f64> {
+        let lag = self.trace_lag()?;
+        Some(match self.indexed {
+            Some(indexed) => (indexed + 1).saturating_sub(lag) as f64 / (indexed + 1) as f64,
+            None => 1.0,
+        })
+    }
+
+    /// Blocks the trace pass is behind the indexed tip (`None` when traces are not indexed).
+    pub fn trace_lag(&self) -> Option<u64> {
+        if self.tracing != Some(true) {
+            return None;
+        }
+        Some(match (self.indexed, self.traced) {
+            (Some(indexed), Some(traced)) => indexed.saturating_sub(traced),
+            (Some(indexed), None) => indexed + 1,
+            (None, _) => 0,
+        })
     }
 }
 
@@ -62,5 +88,13 @@ impl Status {
 
     pub(crate) fn set_indexed(&self, tip: Option<u64>) {
         self.update(|s| s.indexed = tip);
+    }
+
+    pub(crate) fn set_tracing(&self, supported: bool) {
+        self.update(|s| s.tracing = Some(supported));
+    }
+
+    pub(crate) fn set_traced(&self, tip: Option<u64>) {
+        self.update(|s| s.traced = tip);
     }
 }

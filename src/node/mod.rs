@@ -8,7 +8,7 @@ use alloy::providers::{Provider, ProviderBuilder, RootProvider, WsConnect};
 use futures_util::StreamExt;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use wire::{RpcBlock, RpcHead, RpcPool, RpcReceipt, RpcTransaction};
+use wire::{RpcBlock, RpcBlockTrace, RpcCallFrame, RpcHead, RpcPool, RpcReceipt, RpcTransaction};
 
 /// A failed node request.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -124,13 +124,40 @@ impl Node {
             .collect())
     }
 
-    /// `eth_call` of `data` on `to` at the latest block: `Ok(None)` when the call reverts or the node refuses it.
-    pub async fn call_contract(&self, to: Address, data: Bytes) -> Result<Option<Bytes>, NodeError> {
-        match self.call::<Bytes>("eth_call", serde_json::json!([{"to": to, "data": data}, "latest"])).await {
+    /// `eth_call` of `data` on `to` at block `number` (the latest when `None`): `Ok(None)` when the call reverts
+    /// or the node refuses it.
+    pub async fn call_contract(
+        &self,
+        to: Address,
+        data: Bytes,
+        number: Option<u64>,
+    ) -> Result<Option<Bytes>, NodeError> {
+        let block = number.map_or_else(|| serde_json::json!("latest"), |n| serde_json::json!(quantity(n)));
+        match self.call::<Bytes>("eth_call", serde_json::json!([{"to": to, "data": data}, block])).await {
             Ok(bytes) => Ok(Some(bytes)),
             Err(NodeError::Rpc { .. }) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// `callTracer` traces of every transaction of block `number`, in transaction order.
+    pub async fn trace_block(&self, number: u64) -> Result<Vec<RpcBlockTrace>, NodeError> {
+        self.call("debug_traceBlockByNumber", serde_json::json!([quantity(number), {"tracer": "callTracer"}])).await
+    }
+
+    /// The `callTracer` trace of one transaction.
+    pub async fn trace_transaction(&self, hash: B256) -> Result<RpcCallFrame, NodeError> {
+        self.call("debug_traceTransaction", serde_json::json!([hash, {"tracer": "callTracer"}])).await
+    }
+
+    /// A trace of one transaction with `tracer` and `config` as the node returns it (raw traces, state diffs).
+    pub async fn trace_transaction_with(
+        &self,
+        hash: B256,
+        tracer: &str,
+        config: serde_json::Value,
+    ) -> Result<serde_json::Value, NodeError> {
+        self.call("debug_traceTransaction", serde_json::json!([hash, {"tracer": tracer, "tracerConfig": config}])).await
     }
 
     /// Native balance of `address` at block `number`.

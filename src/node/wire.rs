@@ -180,3 +180,43 @@ pub struct RpcPool {
     #[serde(default)]
     pub queued: std::collections::HashMap<Address, std::collections::HashMap<String, RpcTransaction>>,
 }
+
+/// One frame of `callTracer` output.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RpcCallFrame {
+    /// `CALL`, `DELEGATECALL`, `STATICCALL`, `CALLCODE`, `CREATE`, `CREATE2`, `SELFDESTRUCT`, …
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Caller.
+    pub from: Address,
+    /// Callee, or the created contract.
+    #[serde(default)]
+    pub to: Option<Address>,
+    /// Value moved.
+    #[serde(default)]
+    pub value: Option<U256>,
+    /// Gas given.
+    #[serde(default)]
+    pub gas: Option<U64>,
+    /// Gas used.
+    #[serde(default)]
+    pub gas_used: Option<U64>,
+    /// Error, if the frame failed.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Nested frames.
+    #[serde(default)]
+    pub calls: Vec<RpcCallFrame>,
+}
+
+/// One transaction's entry of `debug_traceBlockByNumber` with `callTracer`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RpcBlockTrace {
+    /// The transaction (not every node sends it).
+    #[serde(default)]
+    pub tx_hash: Option<B256>,
+    /// The top-level frame.
+    pub result: RpcCallFrame,
+}

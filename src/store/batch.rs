@@ -104,6 +104,7 @@ impl<'a> Batch<'a> {
             Meta::Genesis(_) => MetaKey::Genesis,
             Meta::Tip(_) => MetaKey::Tip,
             Meta::Counters(_) => MetaKey::Counters,
+            Meta::TraceTip(_) => MetaKey::TraceTip,
         };
         self.put::<MetaTable>(&key, meta)
     }
@@ -120,7 +121,7 @@ impl<'a> Batch<'a> {
         for def in tables::ALL.iter().filter(|t| t.name != MetaTable::NAME) {
             self.inner.delete_range_cf(self.store.cf(def.name), [].as_slice(), past_every_key.as_slice());
         }
-        for key in [MetaKey::ChainId, MetaKey::Genesis, MetaKey::Tip, MetaKey::Counters] {
+        for key in [MetaKey::ChainId, MetaKey::Genesis, MetaKey::Tip, MetaKey::Counters, MetaKey::TraceTip] {
             self.delete_meta(key);
         }
     }

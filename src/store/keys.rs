@@ -67,12 +67,21 @@ pub enum MetaKey {
     Tip = 5,
     /// Global counters (blocks, transactions, addresses).
     Counters = 6,
+    /// Highest block whose call traces are stored (number, hash).
+    TraceTip = 7,
 }
 
 impl MetaKey {
     /// Every tag, in key order.
-    pub const ALL: [MetaKey; 6] =
-        [MetaKey::SchemaVersion, MetaKey::DbState, MetaKey::ChainId, MetaKey::Genesis, MetaKey::Tip, MetaKey::Counters];
+    pub const ALL: [MetaKey; 7] = [
+        MetaKey::SchemaVersion,
+        MetaKey::DbState,
+        MetaKey::ChainId,
+        MetaKey::Genesis,
+        MetaKey::Tip,
+        MetaKey::Counters,
+        MetaKey::TraceTip,
+    ];
 }
 
 impl Key for MetaKey {
@@ -443,6 +452,65 @@ impl Key for SearchKey {
     }
 }
 
+/// An internal transaction's position: `!be64(block) ‖ !be32(transaction index) ‖ !be32(trace index)`, newest
+/// first (trace index 0 is the transaction's top-level call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct TracePos {
+    /// Block number.
+    pub block: u64,
+    /// Transaction index in the block.
+    pub tx: u32,
+    /// Call index in the transaction, depth-first.
+    pub index: u32,
+}
+
+impl TracePos {
+    /// Orders positions newest first, the order their encodings sort in.
+    pub fn newest_first(&self, other: &Self) -> std::cmp::Ordering {
+        (other.block, other.tx, other.index).cmp(&(self.block, self.tx, self.index))
+    }
+}
+
+impl Key for TracePos {
+    const LEN: usize = 16;
+    type Bytes = [u8; 16];
+    fn encode(&self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&desc64(self.block));
+        out[8..12].copy_from_slice(&desc32(self.tx));
+        out[12..].copy_from_slice(&desc32(self.index));
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<16>("TracePos", bytes)?;
+        Ok(TracePos { block: read_desc64(&b), tx: read_desc32(&b[8..]), index: read_desc32(&b[12..]) })
+    }
+}
+
+/// An address's internal transactions: `addr20 ‖ TracePos`, newest first within the address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AddressTracePos {
+    /// The address.
+    pub address: Address,
+    /// The internal transaction.
+    pub pos: TracePos,
+}
+
+impl Key for AddressTracePos {
+    const LEN: usize = 36;
+    type Bytes = [u8; 36];
+    fn encode(&self) -> [u8; 36] {
+        let mut out = [0u8; 36];
+        out[..20].copy_from_slice(self.address.as_slice());
+        out[20..].copy_from_slice(&self.pos.encode());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<36>("AddressTracePos", bytes)?;
+        Ok(AddressTracePos { address: Address::from_slice(&b[..20]), pos: TracePos::decode(&b[20..])? })
+    }
+}
+
 /// A pending transaction in arrival order, newest first: `!be64(first seen, Unix ms) ‖ hash32`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PendingKey {
@@ -632,6 +700,15 @@ mod tests {
         }
 
         #[test]
+        fn trace_keys_round_trip_and_sort_newest_first(a in address(), p1 in pos(), i1: u32, p2 in pos(), i2: u32) {
+            let (t1, t2) = (TracePos { block: p1.block, tx: p1.index, index: i1 }, TracePos { block: p2.block, tx: p2.index, index: i2 });
+            prop_assert_eq!(TracePos::decode(&t1.encode()).unwrap(), t1);
+            prop_assert_eq!(t1.encode().cmp(&t2.encode()), t1.newest_first(&t2));
+            let k = AddressTracePos { address: a, pos: t1 };
+            prop_assert_eq!(AddressTracePos::decode(&k.encode()).unwrap(), k);
+        }
+
+        #[test]
         fn hash_and_address_keys_round_trip(h: [u8; 32], a: [u8; 20]) {
             prop_assert_eq!(B256::decode(&B256::from(h).encode()).unwrap(), B256::from(h));
             prop_assert_eq!(<Address as Key>::decode(&Address::from(a).encode()).unwrap(), Address::from(a));
@@ -653,6 +730,8 @@ mod tests {
             let _ = InstanceKey::decode(&bytes);
             let _ = TokenRankKey::decode(&bytes);
             let _ = SearchKey::decode(&bytes);
+            let _ = TracePos::decode(&bytes);
+            let _ = AddressTracePos::decode(&bytes);
             let _ = MetaKey::decode(&bytes);
         }
     }

@@ -64,6 +64,7 @@ pub struct Store {
     read_only: bool,
     open_state: OpenState,
     closed: bool,
+    writes: std::sync::Mutex<()>,
 }
 
 impl Drop for Store {
@@ -120,6 +121,7 @@ impl Store {
             read_only: options.read_only,
             open_state: OpenState::Created,
             closed: true,
+            writes: std::sync::Mutex::new(()),
         };
         // `closed` stays set until the checks pass, so a refused store is left exactly as it was found.
         store.open_state = store.check_meta()?;
@@ -205,6 +207,12 @@ impl Store {
     /// A reader pinned to a snapshot: every read sees the same committed state.
     pub fn view(&self) -> Reader<'_> {
         Reader { store: self, snapshot: Some(self.db.snapshot()) }
+    }
+
+    /// Serializes read-check-write sequences of different writers (the follower and the trace pass): a writer
+    /// holds this while it reads what its batch depends on and commits the batch.
+    pub fn lock_writes(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.writes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A new, empty write batch.
@@ -444,6 +452,15 @@ impl<'a> Reader<'a> {
             Some(Meta::Counters(c)) => Ok(Some(c)),
             None => Ok(None),
             Some(other) => Err(StoreError::Inconsistent(format!("counters row holds {other:?}"))),
+        }
+    }
+
+    /// The highest block whose call traces are stored.
+    pub fn trace_tip(&self) -> StoreResult<Option<Tip>> {
+        match self.meta(MetaKey::TraceTip)? {
+            Some(Meta::TraceTip(tip)) => Ok(Some(tip)),
+            None => Ok(None),
+            Some(other) => Err(StoreError::Inconsistent(format!("trace tip row holds {other:?}"))),
         }
     }
 

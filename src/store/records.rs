@@ -192,6 +192,98 @@ pub struct PendingTxRecord {
     pub first_seen_ms: u64,
 }
 
+/// The kind of a call frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CallKind {
+    /// `CALL`.
+    Call,
+    /// `DELEGATECALL`.
+    DelegateCall,
+    /// `STATICCALL`.
+    StaticCall,
+    /// `CALLCODE`.
+    CallCode,
+    /// `CREATE`.
+    Create,
+    /// `CREATE2`.
+    Create2,
+    /// `SELFDESTRUCT`.
+    SelfDestruct,
+}
+
+impl CallKind {
+    /// Blockscout's name: `call`, `delegatecall`, `staticcall`, `callcode`, `create`, `create2`, `selfdestruct`.
+    pub fn label(self) -> &'static str {
+        match self {
+            CallKind::Call => "call",
+            CallKind::DelegateCall => "delegatecall",
+            CallKind::StaticCall => "staticcall",
+            CallKind::CallCode => "callcode",
+            CallKind::Create => "create",
+            CallKind::Create2 => "create2",
+            CallKind::SelfDestruct => "selfdestruct",
+        }
+    }
+
+    /// Whether the frame creates a contract.
+    pub fn creates(self) -> bool {
+        matches!(self, CallKind::Create | CallKind::Create2)
+    }
+}
+
+/// One call frame of a transaction's trace (index 0 is the transaction itself).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InternalTxRecord {
+    /// The transaction.
+    pub tx_hash: B256,
+    /// Frame kind.
+    pub kind: CallKind,
+    /// Caller.
+    pub from: Address,
+    /// Callee (the beneficiary for `selfdestruct`); `None` for creations.
+    pub to: Option<Address>,
+    /// Created contract, for creations.
+    pub created: Option<Address>,
+    /// Value moved.
+    #[serde(with = "amount")]
+    pub value: U256,
+    /// Gas given to the frame.
+    pub gas: u64,
+    /// Gas it used.
+    pub gas_used: u64,
+    /// Error of the frame (`execution reverted`, `out of gas`, …).
+    pub error: Option<String>,
+    /// Whether the frame's effects stand: it and every frame above it finished without error.
+    pub success: bool,
+    /// Call depth (0 for the transaction).
+    pub depth: u16,
+}
+
+/// A contract created by an internal call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InternalCreation {
+    /// The creating contract.
+    pub creator: Address,
+    /// The transaction.
+    pub tx: B256,
+    /// Whether the creating frame succeeded.
+    pub success: bool,
+}
+
+/// Per transaction of a traced block: internal calls (without the top-level one) and whether one failed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceSummary {
+    /// `(internal calls, some call failed)` per transaction index.
+    pub txs: Vec<(u32, bool)>,
+}
+
+impl TraceSummary {
+    /// Internal calls of the whole block.
+    pub fn internal_count(&self) -> u64 {
+        self.txs.iter().map(|(n, _)| u64::from(*n)).sum()
+    }
+}
+
 /// Where an address appeared: block number and timestamp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Seen {
@@ -433,4 +525,6 @@ pub enum Meta {
     Tip(Tip),
     /// Global counters.
     Counters(Counters),
+    /// Highest block whose call traces are stored.
+    TraceTip(Tip),
 }

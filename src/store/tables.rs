@@ -3,12 +3,12 @@
 //! `ALL` drives column-family creation at open time, the per-CF options and the schema document test.
 
 use super::keys::{
-    AddressPos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderKey, HolderRankKey, InstanceKey, Key,
-    MetaKey, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TransferPos,
+    AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderKey, HolderRankKey,
+    InstanceKey, Key, MetaKey, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
 };
 use super::records::{
-    AccountRecord, Amount, BlockRecord, DayStats, InstanceRecord, LogRecord, Meta, PendingTxRecord, TokenMetadata,
-    TokenRecord, TokenTransferRecord, TxRecord, Undo,
+    AccountRecord, Amount, BlockRecord, DayStats, InstanceRecord, InternalCreation, InternalTxRecord, LogRecord, Meta,
+    PendingTxRecord, TokenMetadata, TokenRecord, TokenTransferRecord, TraceSummary, TxRecord, Undo,
 };
 use alloy::primitives::{Address, B256};
 use serde::{de::DeserializeOwned, Serialize};
@@ -107,6 +107,14 @@ tables! {
     TokenMetadatas = "token_metadata": Address => TokenMetadata, Lookup;
     /// (lowercase name or symbol, 32 bytes) ‖ token → nothing: prefix search (not chain state).
     TokenSearch = "token_search": SearchKey => (), Ordered;
+    /// (block, transaction, call index), newest first → call frame (written by the trace pass).
+    InternalTxs = "internal_txs": TracePos => InternalTxRecord, Ordered;
+    /// address ‖ (block, transaction, call) newest first → role bits (from / to / created), calls below the top.
+    AddressInternal = "address_internal": AddressTracePos => u8, AddressHistory;
+    /// created contract ‖ (block, transaction, call) → who created it inside a transaction.
+    InternalCreations = "internal_creations": AddressTracePos => InternalCreation, AddressHistory;
+    /// Block number (newest first) → per-transaction internal call counts and error flags of a traced block.
+    TraceBlocks = "trace_blocks": BlockKey => TraceSummary, Ordered;
     /// UTC day (newest first) → blocks, transactions and gas of the day (derived).
     Daily = "daily": DayKey => DayStats, Ordered;
     /// Transaction hash → transaction waiting in the node's pool (not chain state: kept by the pool follower).

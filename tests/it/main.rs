@@ -14,4 +14,5 @@ mod rpc;
 mod support;
 mod sync;
 mod tokens;
+mod traces;
 mod ws;

@@ -3,12 +3,12 @@
 
 use super::{next_params, pos_fields, take_page, tx_envelope, PageRows};
 use crate::api::body::{ok, Body};
-use crate::api::json::{checksum, hash_hex, iso_timestamp, AddressJson, Envelope, LogJson};
-use crate::api::router::{AddressSub, Direction as Filter, Page};
+use crate::api::json::{checksum, hash_hex, iso_timestamp, signed_change, AddressJson, Envelope, LogJson};
+use crate::api::router::{Direction as Filter, Page};
 use crate::api::{ApiError, AppState};
 use crate::store::keys::{AddressPos, BlockKey, BlockPos, Key};
 use crate::store::records::{role, AccountRecord, LogRecord, TxRecord};
-use crate::store::tables::{Accounts, AddressLogs, AddressTxs, Headers, Logs, Transactions};
+use crate::store::tables::{Accounts, AddressInternal, AddressLogs, AddressTxs, Headers, Logs, Transactions};
 use crate::store::{Direction, KeyRange, Reader, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use futures_util::{stream, StreamExt, TryStreamExt};
@@ -55,13 +55,19 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     };
     let indexed_contract = record.as_ref().is_some_and(AccountRecord::is_contract);
     let is_contract = indexed_contract || on_chain.as_ref().is_some_and(|s| s.has_code);
-    let creation = record.as_ref().and_then(|r| r.creation);
+    let internal = match record.as_ref().and_then(|r| r.creation) {
+        Some(_) => None,
+        None => super::traces::internal_creation(&state.store.view(), &address)?,
+    };
+    let is_contract = is_contract || internal.is_some_and(|c| c.success);
+    let creation = record.as_ref().and_then(|r| r.creation).map(|c| (c.creator, c.tx, c.success));
+    let creation = creation.or(internal.map(|c| (c.creator, c.tx, c.success)));
     let mut body = serde_json::to_value(AddressJson::new(&address, is_contract)).expect("address object serializes");
     let fields = body.as_object_mut().expect("an object");
     let extra = json!({
-        "creator_address_hash": creation.map(|c| checksum(&c.creator)),
-        "creation_transaction_hash": creation.map(|c| hash_hex(&c.tx)),
-        "creation_status": creation.map(|c| if c.success { "success" } else { "failed" }),
+        "creator_address_hash": creation.map(|(creator, _, _)| checksum(&creator)),
+        "creation_transaction_hash": creation.map(|(_, tx, _)| hash_hex(&tx)),
+        "creation_status": creation.map(|(_, _, success)| if success { "success" } else { "failed" }),
         "token": token,
         "coin_balance": on_chain.as_ref().map(|s| s.balance.to_string()),
         "exchange_rate": null,
@@ -181,23 +187,17 @@ pub fn tabs_counters(state: &AppState, address: Address) -> Result<Response<Body
     let (txs, logs, mined, transfers) =
         record.map_or((0, 0, 0, 0), |r| (r.tx_count, r.log_count, r.blocks_mined, r.token_transfer_count));
     let balances = super::tokens::holdings_count(&reader, &address, TABS_CAP)?;
+    let internal =
+        reader.scan::<AddressInternal>(KeyRange::prefix(address.as_slice()), Direction::Forward).take(TABS_CAP).count();
     Ok(ok(&json!({
         "transactions_count": txs,
         "token_transfers_count": transfers,
         "token_balances_count": balances,
         "logs_count": logs,
         "withdrawals_count": 0,
-        "internal_transactions_count": 0,
+        "internal_transactions_count": internal,
         "validations_count": mined,
     })))
-}
-
-fn signed_delta(after: U256, before: U256) -> String {
-    if after >= before {
-        (after - before).to_string()
-    } else {
-        format!("-{}", before - after)
-    }
 }
 
 /// `GET /api/v2/addresses/:a/coin-balance-history`: the balance after each block the address took part in
@@ -248,7 +248,7 @@ pub async fn coin_balance_history(
             Ok::<_, crate::node::NodeError>(json!({
                 "transaction_hash": hash_hex(&tx),
                 "block_number": block,
-                "delta": signed_delta(after, before),
+                "delta": signed_change(after, before),
                 "value": after.to_string(),
                 "block_timestamp": iso_timestamp(timestamp),
             }))
@@ -261,23 +261,4 @@ pub async fn coin_balance_history(
         _ => None,
     };
     Ok(ok(&Envelope { items, next_page_params }))
-}
-
-/// Lists that need trace indexing: empty for every address until that index exists.
-pub fn sub(sub: AddressSub) -> Response<Body> {
-    match sub {
-        AddressSub::InternalTransactions => ok(&Envelope::<()>::empty()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deltas_are_signed() {
-        assert_eq!(signed_delta(U256::from(5), U256::from(3)), "2");
-        assert_eq!(signed_delta(U256::from(3), U256::from(5)), "-2");
-        assert_eq!(signed_delta(U256::ZERO, U256::ZERO), "0");
-    }
 }

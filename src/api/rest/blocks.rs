@@ -100,7 +100,11 @@ pub fn detail(state: &AppState, id: BlockId) -> Result<Response<Body>, ApiError>
     match find_block(&reader, id)? {
         Some((block, kind)) => {
             let item = block_items(&reader, std::slice::from_ref(&block), kind, true)?.remove(0);
-            Ok(ok(&item))
+            let internal = match kind {
+                BlockKind::Block => super::traces::internal_count(&reader, block.number)?,
+                _ => None,
+            };
+            Ok(ok(&item.with_internal_count(internal)))
         }
         None => match id {
             BlockId::Number(n) => match reorged_at(&reader, n)? {

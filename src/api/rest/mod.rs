@@ -6,6 +6,7 @@ pub mod blocks;
 pub mod search;
 pub mod stats;
 pub mod tokens;
+pub mod traces;
 pub mod transactions;
 
 use super::json::{Contracts, Envelope, TxJson};
@@ -87,11 +88,21 @@ pub fn pos_fields(pos: BlockPos) -> Vec<(&'static str, Value)> {
     vec![("block_number", json!(pos.block)), ("index", json!(pos.index))]
 }
 
-/// Contract flags of `addresses` from the account index.
+/// Contract flags of `addresses` from the account index, and from the contracts created inside transactions
+/// once the trace pass has run.
 pub fn contracts(reader: &Reader<'_>, addresses: impl IntoIterator<Item = Address>) -> StoreResult<Contracts> {
     let unique: Vec<Address> = addresses.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
     let accounts = reader.multi_get::<Accounts>(&unique)?;
-    Ok(Contracts(unique.into_iter().zip(accounts).map(|(a, r)| (a, r.is_some_and(|r| r.is_contract()))).collect()))
+    let traced = reader.trace_tip()?.is_some();
+    let mut flags = HashMap::with_capacity(unique.len());
+    for (address, account) in unique.into_iter().zip(accounts) {
+        let mut is_contract = account.is_some_and(|r| r.is_contract());
+        if !is_contract && traced {
+            is_contract = traces::internal_creation(reader, &address)?.is_some_and(|c| c.success);
+        }
+        flags.insert(address, is_contract);
+    }
+    Ok(Contracts(flags))
 }
 
 /// Headers of the given blocks.
@@ -103,14 +114,23 @@ pub fn headers(reader: &Reader<'_>, blocks: impl IntoIterator<Item = u64>) -> St
 }
 
 /// List-form transaction objects for stored rows (rows whose block vanished in a concurrent reorg are dropped).
+/// `has_error_in_internal_transactions` is set once the block is traced.
 pub fn tx_items(reader: &Reader<'_>, rows: &[(BlockPos, TxRecord)]) -> StoreResult<Vec<TxJson>> {
     let tip = reader.tip()?.map(|t| t.number).unwrap_or(0);
     let headers = headers(reader, rows.iter().map(|(pos, _)| pos.block))?;
     let contracts = contracts(reader, rows.iter().flat_map(|(_, tx)| [Some(tx.from), tx.to].into_iter().flatten()))?;
-    Ok(rows
-        .iter()
-        .filter_map(|(pos, tx)| Some(TxJson::new(tx, *pos, headers.get(&pos.block)?, tip, &contracts)))
-        .collect())
+    let mut summaries = HashMap::new();
+    let mut items = Vec::with_capacity(rows.len());
+    for (pos, tx) in rows {
+        let Some(header) = headers.get(&pos.block) else { continue };
+        let summary = match summaries.entry(pos.block) {
+            std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => slot.insert(traces::block_summary(reader, pos.block)?),
+        };
+        let has_error = summary.as_ref().and_then(|s| s.get(pos.index as usize)).map(|(_, e)| *e);
+        items.push(TxJson::new(tx, *pos, header, tip, &contracts).with_internal_error(has_error));
+    }
+    Ok(items)
 }
 
 /// An envelope of transaction items with a (block, index) cursor, echoing `extra` query fields.

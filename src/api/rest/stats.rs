@@ -185,11 +185,14 @@ pub fn indexing_status(state: &AppState) -> Response<Body> {
         (Some(_), None) => 1.0,
     };
     let finished = status.node_head.is_some() && status.lag() <= FINISHED_LAG;
+    // With tracing: traced blocks over indexed blocks; `null` when internal transactions are not indexed.
+    let traced_ratio = status.trace_ratio();
+    let traces_finished = status.trace_lag().is_none_or(|lag| lag <= FINISHED_LAG);
     ok(&json!({
         "finished_indexing_blocks": finished,
-        "finished_indexing": finished,
+        "finished_indexing": finished && traces_finished,
         "indexed_blocks_ratio": (ratio * 100.0).floor() / 100.0,
-        "indexed_internal_transactions_ratio": null,
+        "indexed_internal_transactions_ratio": traced_ratio.map(|r| (r * 100.0).floor() / 100.0),
     }))
 }
 

@@ -4,7 +4,7 @@ use super::blocks::kinds_match;
 use super::{contracts, next_params, take_page, tx_envelope, tx_items};
 use crate::api::body::{ok, Body};
 use crate::api::json::{hash_hex, iso_timestamp_ms, Envelope, LogJson, TxJson};
-use crate::api::router::{Page, TxKinds, TxSub};
+use crate::api::router::{Page, TxKinds};
 use crate::api::{ApiError, AppState};
 use crate::store::keys::{BlockKey, BlockPos, Key, PendingKey};
 use crate::store::records::{PendingTxRecord, TxRecord};
@@ -171,18 +171,6 @@ pub fn logs(state: &AppState, hash: B256, page: Page<u32>) -> Result<Response<Bo
         _ => None,
     };
     Ok(ok(&Envelope { items, next_page_params }))
-}
-
-/// Sub-resources that need token or trace indexing: correct empty results for an existing transaction.
-pub fn sub(state: &AppState, hash: B256, sub: TxSub) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    if find_tx(&reader, hash)?.is_none() {
-        return Err(ApiError::NotFound);
-    }
-    Ok(match sub {
-        TxSub::RawTrace => ok(&json!([])),
-        TxSub::InternalTransactions | TxSub::StateChanges => ok(&Envelope::<()>::empty()),
-    })
 }
 
 /// `GET /api/v2/main-page/transactions`: the 6 newest transactions.

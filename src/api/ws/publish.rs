@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `blocks:new_block`, `blocks:<miner>` | `new_block` | `{average_block_time: "<ms>", block: <REST block item>}` |
 //! | `blocks:indexing` | `index_status` | `{ratio: "<0..1>", finished: bool}` |
+//! | `blocks:indexing_internal_transactions` | `index_status` | the trace pass's ratio, with `--tracing` |
 //! | `transactions:new_transaction` | `transaction` | `{transaction: N}` (validated transactions of the block) |
 //! | `transactions:new_pending_transaction` | `pending_transaction` | `{pending_transaction: N}` |
 //! | `transactions:<hash>` | `collated` | `{}` when the transaction is mined |
@@ -81,6 +82,11 @@ fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
         };
         let finished = status.node_head.is_some_and(|head| block.number() + 2 >= head);
         hub.publish("blocks:indexing", "index_status", &json!({"ratio": format!("{ratio:.4}"), "finished": finished}));
+    }
+    if let (Some(ratio), true) = (status.trace_ratio(), hub.wants("blocks:indexing_internal_transactions")) {
+        let finished = status.trace_lag().is_some_and(|lag| lag <= 2);
+        let payload = json!({"ratio": format!("{ratio:.4}"), "finished": finished});
+        hub.publish("blocks:indexing_internal_transactions", "index_status", &payload);
     }
     if status.node_head.is_some_and(|head| block.number() + LIVE_WINDOW < head) {
         return Ok(());

@@ -1,0 +1,357 @@
+//! Internal transactions from call traces, in a second pass behind the head.
+//!
+//! With `--tracing`, the trace pass follows the indexed tip: for each block above the stored trace tip it fetches
+//! `debug_traceBlockByNumber` with `callTracer` (per transaction with `debug_traceTransaction` when a node cannot
+//! trace whole blocks), checks the traces belong to the stored block, and commits the block's trace rows together
+//! with the new trace tip. It never holds back head following; `/health` and the indexing status show how far it
+//! is. Trace rows are a pure function of a block's traces ([`trace_rows`]), so reverting a block deletes exactly
+//! what was written, recomputed from the stored call frames; the follower does that inside its revert batch.
+
+use super::bundle::Bundle;
+use super::rows::RowSink;
+use super::Status;
+use crate::events::EventSender;
+use crate::node::wire::RpcCallFrame;
+use crate::node::{Node, NodeError};
+use crate::store::keys::{AddressTracePos, BlockKey, Key, MetaKey, TracePos};
+use crate::store::records::{role, CallKind, InternalCreation, InternalTxRecord, Meta, Tip, TraceSummary};
+use crate::store::tables::{AddressInternal, Headers, InternalCreations, InternalTxs, TraceBlocks, Transactions};
+use crate::store::{Batch, Direction, Durability, KeyRange, Reader, Store, StoreError, StoreResult};
+use alloy::primitives::{B256, U256};
+use futures_util::StreamExt;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+/// Deepest nesting kept from a trace (deeper frames are cut; the EVM allows 1024).
+pub const MAX_DEPTH: u16 = 1024;
+
+fn kind_of(name: &str) -> CallKind {
+    match name.to_ascii_uppercase().as_str() {
+        "DELEGATECALL" => CallKind::DelegateCall,
+        "STATICCALL" => CallKind::StaticCall,
+        "CALLCODE" => CallKind::CallCode,
+        "CREATE" => CallKind::Create,
+        "CREATE2" => CallKind::Create2,
+        "SELFDESTRUCT" | "SUICIDE" => CallKind::SelfDestruct,
+        _ => CallKind::Call,
+    }
+}
+
+/// The frames of one transaction's trace, depth-first (index 0 is the top-level call). A frame inside a failed
+/// frame is marked unsuccessful too: its effects were rolled back with its caller's.
+pub fn flatten(tx_hash: B256, top: &RpcCallFrame) -> Vec<InternalTxRecord> {
+    let mut out = Vec::new();
+    let mut stack: Vec<(&RpcCallFrame, u16, bool)> = vec![(top, 0, true)];
+    while let Some((frame, depth, caller_ok)) = stack.pop() {
+        let kind = kind_of(&frame.kind);
+        let success = caller_ok && frame.error.is_none();
+        out.push(InternalTxRecord {
+            tx_hash,
+            kind,
+            from: frame.from,
+            to: if kind.creates() { None } else { frame.to },
+            created: if kind.creates() { frame.to } else { None },
+            value: frame.value.unwrap_or(U256::ZERO),
+            gas: frame.gas.map(|g| g.saturating_to()).unwrap_or(0),
+            gas_used: frame.gas_used.map(|g| g.saturating_to()).unwrap_or(0),
+            error: frame.error.clone(),
+            success,
+            depth,
+        });
+        if depth < MAX_DEPTH {
+            stack.extend(frame.calls.iter().rev().map(|c| (c, depth + 1, success)));
+        }
+    }
+    out
+}
+
+/// The call frames of each transaction of a block, in transaction order.
+pub type BlockTraces = Vec<Vec<InternalTxRecord>>;
+
+/// Every row the traces of block `number` own, fed to `sink`.
+pub fn trace_rows(number: u64, traces: &BlockTraces, sink: &mut impl RowSink) -> StoreResult<()> {
+    let mut summary = TraceSummary::default();
+    for (tx, frames) in traces.iter().enumerate() {
+        let mut has_error = false;
+        for (index, frame) in frames.iter().enumerate() {
+            let pos = TracePos { block: number, tx: tx as u32, index: index as u32 };
+            sink.row::<InternalTxs>(&pos, frame)?;
+            if index == 0 {
+                continue;
+            }
+            has_error |= !frame.success;
+            let mut roles: BTreeMap<alloy::primitives::Address, u8> = BTreeMap::new();
+            *roles.entry(frame.from).or_default() |= role::FROM;
+            if let Some(to) = frame.to {
+                *roles.entry(to).or_default() |= role::TO;
+            }
+            if let Some(created) = frame.created {
+                *roles.entry(created).or_default() |= role::CREATED;
+                let creation = InternalCreation { creator: frame.from, tx: frame.tx_hash, success: frame.success };
+                sink.row::<InternalCreations>(&AddressTracePos { address: created, pos }, &creation)?;
+            }
+            for (address, bits) in roles {
+                sink.row::<AddressInternal>(&AddressTracePos { address, pos }, &bits)?;
+            }
+        }
+        summary.txs.push((frames.len().saturating_sub(1) as u32, has_error));
+    }
+    sink.row::<TraceBlocks>(&BlockKey(number), &summary)
+}
+
+/// The stored call frames of block `number`, per transaction.
+pub fn load_traces(reader: &Reader<'_>, number: u64) -> StoreResult<BlockTraces> {
+    let mut traces: BlockTraces = Vec::new();
+    // Newest-first keys: ascending (transaction, call) order is a reverse scan of the block's prefix.
+    for row in reader.scan::<InternalTxs>(KeyRange::prefix(&BlockKey(number).encode()), Direction::Reverse) {
+        let (pos, frame) = row?;
+        while traces.len() <= pos.tx as usize {
+            traces.push(Vec::new());
+        }
+        traces[pos.tx as usize].push(frame);
+    }
+    let summary = reader.get::<TraceBlocks>(&BlockKey(number))?;
+    if let Some(summary) = summary {
+        traces.resize(summary.txs.len(), Vec::new());
+    }
+    Ok(traces)
+}
+
+/// Adds the deletion of block `number`'s trace rows to a revert batch, when its traces are stored, and moves the
+/// trace tip below it. Called with the store's write lock held.
+pub fn revert_traces(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle) -> StoreResult<()> {
+    let number = block.number();
+    if reader.trace_tip()?.is_none_or(|tip| tip.number < number) {
+        return Ok(());
+    }
+    let traces = load_traces(reader, number)?;
+    trace_rows(number, &traces, &mut super::rows::DeleteRows(batch))?;
+    match number.checked_sub(1) {
+        Some(parent) => batch.put_meta(&Meta::TraceTip(Tip { number: parent, hash: block.header.parent_hash }))?,
+        None => batch.delete_meta(MetaKey::TraceTip),
+    }
+    Ok(())
+}
+
+/// Traces of `number`, checked against the stored block's transactions (`None`: they do not match, e.g. the node
+/// reorged meanwhile).
+async fn fetch(node: &Node, number: u64, tx_hashes: &[B256]) -> Result<Option<BlockTraces>, NodeError> {
+    let frames: Vec<(Option<B256>, RpcCallFrame)> = match node.trace_block(number).await {
+        Ok(traces) => traces.into_iter().map(|t| (t.tx_hash, t.result)).collect(),
+        // Some nodes cannot trace whole blocks: one transaction at a time then.
+        Err(NodeError::Rpc { .. }) => {
+            let mut out = Vec::with_capacity(tx_hashes.len());
+            for hash in tx_hashes {
+                out.push((Some(*hash), node.trace_transaction(*hash).await?));
+            }
+            out
+        }
+        Err(e) => return Err(e),
+    };
+    if frames.len() != tx_hashes.len()
+        || frames.iter().zip(tx_hashes).any(|((h, _), want)| h.is_some_and(|h| h != *want))
+    {
+        return Ok(None);
+    }
+    Ok(Some(frames.iter().zip(tx_hashes).map(|((_, frame), hash)| flatten(*hash, frame)).collect()))
+}
+
+/// Whether the node can trace (tried on block 0).
+pub async fn supported(node: &Node) -> Result<bool, NodeError> {
+    match node.trace_block(0).await {
+        Ok(_) => Ok(true),
+        Err(NodeError::Rpc { .. } | NodeError::Invalid(_)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The trace pass.
+#[derive(Debug)]
+pub struct TraceFollower {
+    store: Arc<Store>,
+    node: Node,
+    status: Arc<Status>,
+    events: EventSender,
+    concurrency: usize,
+}
+
+/// Blocks traced per round.
+const ROUND: u64 = 64;
+
+impl TraceFollower {
+    /// A trace pass over `store`, tracing with `concurrency` blocks in flight.
+    pub fn new(store: Arc<Store>, node: Node, status: Arc<Status>, events: EventSender, concurrency: usize) -> Self {
+        TraceFollower { store, node, status, events, concurrency: concurrency.max(1) }
+    }
+
+    /// Runs until cancelled. A node without debug tracing is noted once and left alone.
+    pub async fn run(self, cancel: CancellationToken) {
+        let mut events = self.events.subscribe();
+        match self.store.reader().trace_tip() {
+            Ok(traced) => self.status.set_traced(traced.map(|t| t.number)),
+            Err(e) => tracing::warn!(error = %e, "cannot read the trace tip"),
+        }
+        loop {
+            match supported(&self.node).await {
+                Ok(true) => break,
+                Ok(false) => {
+                    tracing::warn!(
+                        "the node does not support debug_traceBlockByNumber: internal transactions are not indexed"
+                    );
+                    self.status.set_tracing(false);
+                    return;
+                }
+                Err(e) => tracing::debug!(error = %e, "cannot tell yet whether the node traces"),
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+        self.status.set_tracing(true);
+        tracing::info!("tracing enabled: indexing internal transactions behind the head");
+        loop {
+            let progressed = match self.round(&cancel).await {
+                Ok(progressed) => progressed,
+                Err(e) => {
+                    tracing::warn!(error = %e, "trace pass failed this round");
+                    false
+                }
+            };
+            if progressed {
+                continue;
+            }
+            // Caught up (or waiting for the node): wait for a new block, a poll's worth at most.
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                event = events.recv() => if matches!(event, Err(RecvError::Closed)) { return },
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    }
+
+    /// Traces the next blocks; returns whether any was committed.
+    async fn round(&self, cancel: &CancellationToken) -> Result<bool, String> {
+        let reader = self.store.reader();
+        let tip = reader.tip().map_err(|e| e.to_string())?;
+        let traced = reader.trace_tip().map_err(|e| e.to_string())?;
+        self.status.set_traced(traced.map(|t| t.number));
+        let Some(tip) = tip else { return Ok(false) };
+        let from = traced.map_or(0, |t| t.number + 1);
+        if from > tip.number {
+            return Ok(false);
+        }
+        let to = tip.number.min(from + ROUND - 1);
+        let mut targets = Vec::new();
+        for n in from..=to {
+            let Some(block) = super::apply::load_block(&reader, n).map_err(|e| e.to_string())? else { break };
+            targets.push((n, block.header.hash, block.txs.iter().map(|t| t.hash).collect::<Vec<_>>()));
+        }
+        drop(reader);
+        let node = &self.node;
+        let fetched = futures_util::stream::iter(targets)
+            .map(|(n, hash, txs)| async move { (n, hash, fetch(node, n, &txs).await) })
+            .buffered(self.concurrency);
+        let mut fetched = std::pin::pin!(fetched);
+        let mut committed = false;
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return Ok(committed),
+                next = fetched.next() => next,
+            };
+            let Some((n, hash, traces)) = next else { break };
+            let traces = match traces {
+                Ok(Some(traces)) => traces,
+                Ok(None) => return Ok(committed), // the chain moved: the follower reverts, then we retry
+                Err(e) => return Err(e.to_string()),
+            };
+            let store = self.store.clone();
+            let done = tokio::task::spawn_blocking(move || commit(&store, n, hash, &traces))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            if !done {
+                return Ok(committed);
+            }
+            self.status.set_traced(Some(n));
+            committed = true;
+        }
+        Ok(committed)
+    }
+}
+
+/// Writes the traces of block `n` if the stored block is still the one traced and the trace tip is just below it.
+fn commit(store: &Store, n: u64, hash: B256, traces: &BlockTraces) -> StoreResult<bool> {
+    let _writes = store.lock_writes();
+    let reader = store.reader();
+    let header = reader.get::<Headers>(&BlockKey(n))?;
+    let below = reader.trace_tip()?.map(|t| t.number + 1).unwrap_or(0);
+    if header.as_ref().map(|h| h.hash) != Some(hash) || below != n {
+        return Ok(false);
+    }
+    // The transaction count must match what is stored (checked by hashes already); keep the rows consistent.
+    let stored_txs = reader.scan::<Transactions>(super::apply::block_range(n), Direction::Forward).count();
+    if stored_txs != traces.len() {
+        return Err(StoreError::Inconsistent(format!(
+            "block {n}: {} traces for {stored_txs} transactions",
+            traces.len()
+        )));
+    }
+    let mut batch = store.batch();
+    trace_rows(n, traces, &mut super::rows::PutRows(&mut batch))?;
+    batch.put_meta(&Meta::TraceTip(Tip { number: n, hash }))?;
+    store.write(batch, Durability::Buffered)?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy::primitives::Address;
+
+    fn frame(kind: &str, from: u8, to: u8, error: Option<&str>, calls: Vec<RpcCallFrame>) -> RpcCallFrame {
+        RpcCallFrame {
+            kind: kind.into(),
+            from: Address::repeat_byte(from),
+            to: Some(Address::repeat_byte(to)),
+            value: Some(U256::from(u64::from(to))),
+            gas: None,
+            gas_used: None,
+            error: error.map(str::to_owned),
+            calls,
+        }
+    }
+
+    #[test]
+    fn frames_flatten_depth_first_and_failures_propagate_down() {
+        let top = frame(
+            "CALL",
+            1,
+            2,
+            None,
+            vec![
+                frame("CREATE2", 2, 3, None, vec![]),
+                frame("CALL", 2, 4, Some("execution reverted"), vec![frame("DELEGATECALL", 4, 5, None, vec![])]),
+                frame("staticcall", 2, 6, None, vec![]),
+            ],
+        );
+        let frames = flatten(B256::ZERO, &top);
+        let shape: Vec<(CallKind, u16)> = frames.iter().map(|f| (f.kind, f.depth)).collect();
+        assert_eq!(
+            shape,
+            vec![
+                (CallKind::Call, 0),
+                (CallKind::Create2, 1),
+                (CallKind::Call, 1),
+                (CallKind::DelegateCall, 2),
+                (CallKind::StaticCall, 1)
+            ]
+        );
+        assert_eq!((frames[1].to, frames[1].created), (None, Some(Address::repeat_byte(3))));
+        let ok: Vec<bool> = frames.iter().map(|f| f.success).collect();
+        assert_eq!(ok, vec![true, true, false, false, true], "the delegatecall inside the reverted call failed too");
+    }
+}

@@ -1,0 +1,382 @@
+//! Internal transactions on a real chain: a factory that creates contracts inside calls (CREATE and CREATE2),
+//! reverts inside nested calls (caught and not), moves value in inner calls, delegate-calls, static-calls and
+//! self-destructs. Every list the API serves is compared with the node's own `callTracer` traces; raw traces and
+//! state changes with the node's traces and balances; a reorg takes the traced blocks away exactly; and without
+//! `--tracing` the views answer as Blockscout does with tracing off.
+
+use crate::support::http::{get_json as get, walk};
+use crate::support::ws::WsClient;
+use crate::support::*;
+use alloy::primitives::{Address, Bytes, B256, U256};
+use alloy::providers::{Provider, RootProvider};
+use alloy::sol_types::{SolCall, SolConstructor};
+use hyper::Method;
+use rockscout::dev::contracts::{DemoFactory, DemoToken};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// One internal call as both sides describe it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Frame {
+    tx: String,
+    index: u64,
+    kind: String,
+    from: String,
+    to: Option<String>,
+    created: Option<String>,
+    value: String,
+    gas: String,
+    error: Option<String>,
+    success: bool,
+}
+
+fn hex_decimal(v: &Value) -> String {
+    v.as_str().map_or_else(|| "0".into(), |s| U256::from_str_radix(s.trim_start_matches("0x"), 16).unwrap().to_string())
+}
+
+/// The internal calls of `tx` from the node's `callTracer`, depth-first, without the top-level call; a call inside
+/// a failed call failed too.
+async fn node_frames(node: &RootProvider, tx: B256) -> Vec<Frame> {
+    let top: Value =
+        node.raw_request("debug_traceTransaction".into(), json!([tx, {"tracer": "callTracer"}])).await.unwrap();
+    let mut out = Vec::new();
+    let mut stack = vec![(top, true)];
+    while let Some((frame, parent_ok)) = stack.pop() {
+        let kind = frame["type"].as_str().unwrap().to_ascii_lowercase();
+        let creates = kind.starts_with("create");
+        let to = frame["to"].as_str().map(str::to_ascii_lowercase);
+        let ok = parent_ok && frame["error"].is_null();
+        out.push(Frame {
+            tx: format!("{tx:#x}"),
+            index: out.len() as u64,
+            kind: kind.clone(),
+            from: frame["from"].as_str().unwrap().to_ascii_lowercase(),
+            to: if creates { None } else { to.clone() },
+            created: if creates { to } else { None },
+            value: hex_decimal(&frame["value"]),
+            gas: hex_decimal(&frame["gas"]),
+            error: frame["error"].as_str().map(str::to_owned),
+            success: ok,
+        });
+        for child in frame["calls"].as_array().cloned().unwrap_or_default().into_iter().rev() {
+            stack.push((child, ok));
+        }
+    }
+    out.remove(0);
+    out
+}
+
+fn lower(v: &Value) -> Option<String> {
+    v["hash"].as_str().map(str::to_ascii_lowercase)
+}
+
+fn api_frame(item: &Value) -> Frame {
+    Frame {
+        tx: item["transaction_hash"].as_str().unwrap().to_owned(),
+        index: item["index"].as_u64().unwrap(),
+        kind: item["type"].as_str().unwrap().to_owned(),
+        from: lower(&item["from"]).unwrap(),
+        to: lower(&item["to"]),
+        created: lower(&item["created_contract"]),
+        value: item["value"].as_str().unwrap().to_owned(),
+        gas: item["gas_limit"].as_str().unwrap().to_owned(),
+        error: item["error"].as_str().map(str::to_owned),
+        success: item["success"].as_bool().unwrap(),
+    }
+}
+
+async fn api_frames(addr: SocketAddr, path: &str) -> Vec<Frame> {
+    walk(addr, path).await.iter().map(api_frame).collect()
+}
+
+async fn wait_traced(addr: SocketAddr, node: &RootProvider) {
+    poll_until("the trace pass to reach the head", Duration::from_secs(60), || async {
+        let head = node.get_block_number().await.ok()?;
+        let health = http::get(addr, "/health").await.json();
+        (health["traced_tip"] == json!(head) && health["indexed_tip"] == json!(head)).then_some(())
+    })
+    .await;
+}
+
+async fn send_call(node: &RootProvider, from: Address, to: Address, data: Vec<u8>, value: u64) -> B256 {
+    let tx = json!({"from": from, "to": to, "data": Bytes::from(data), "gas": "0x100000", "value": U256::from(value)});
+    send(node, tx).await
+}
+
+async fn balance_at(node: &RootProvider, address: Address, block: u64) -> U256 {
+    node.raw_request("eth_getBalance".into(), json!([address, format!("{block:#x}")])).await.unwrap()
+}
+
+async fn token_balance_at(node: &RootProvider, token: Address, holder: Address, block: u64) -> U256 {
+    let data = Bytes::from(DemoToken::balanceOfCall::new((holder,)).abi_encode());
+    let out: Bytes =
+        node.raw_request("eth_call".into(), json!([{"to": token, "data": data}, format!("{block:#x}")])).await.unwrap();
+    U256::from_be_slice(&out)
+}
+
+fn trace_rows(t: &TestDaemon) -> Vec<(&'static str, Vec<u8>, Vec<u8>)> {
+    let tables = ["internal_txs", "address_internal", "internal_creations", "trace_blocks"];
+    t.daemon.store().raw_rows().unwrap().into_iter().filter(|(name, _, _)| tables.contains(name)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn internal_transactions_match_the_node_and_reorg_away() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.tracing = true;
+        c.api.rpc.allow_debug = true;
+    })
+    .await;
+    let addr = t.daemon.addr();
+
+    // Block 1: the factory and a token.
+    let factory_tx = deploy(&node, a[0], &DemoFactory::BYTECODE).await;
+    let mut token_code = DemoToken::BYTECODE.to_vec();
+    token_code.extend(
+        DemoToken::constructorCall { name_: "T".into(), symbol_: "T".into(), initialSupply: U256::from(10u64.pow(9)) }
+            .abi_encode(),
+    );
+    let token_tx = deploy(&node, a[0], &Bytes::from(token_code)).await;
+    mine(&node, 1).await;
+    let factory = created_address(&node, factory_tx).await;
+    let token = created_address(&node, token_tx).await;
+    // Block 2: creations inside calls, with value and with a salt.
+    let spawn = send_call(&node, a[1], factory, DemoFactory::spawnCall { v: U256::from(5) }.abi_encode(), 1_000).await;
+    mine(&node, 1).await;
+    let child: Address = {
+        let out: Bytes = node
+            .raw_request(
+                "eth_call".into(),
+                json!([{"to": factory, "data": Bytes::from(DemoFactory::lastCall {}.abi_encode())}, "latest"]),
+            )
+            .await
+            .unwrap();
+        Address::from_slice(&out[12..32])
+    };
+    let spawn2 =
+        send_call(&node, a[2], factory, DemoFactory::spawn2Call { salt: B256::repeat_byte(7) }.abi_encode(), 0).await;
+    mine(&node, 1).await;
+    let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+    // Block 4: a caught nested revert, inner value transfer with a static call, a delegate call, an uncaught
+    // nested revert, a creation undone by a revert, a self-destruct; and a token transfer.
+    let try_boom = send_call(&node, a[3], factory, DemoFactory::tryBoomCall { child }.abi_encode(), 0).await;
+    let relay = send_call(&node, a[4], factory, DemoFactory::relayCall { child, to: a[5] }.abi_encode(), 777).await;
+    let delegate =
+        send_call(&node, a[3], factory, DemoFactory::delegateCall { child, v: U256::from(9) }.abi_encode(), 0).await;
+    let boom = send_call(&node, a[3], factory, DemoFactory::boomCall { child }.abi_encode(), 0).await;
+    let undone = send_call(&node, a[3], factory, DemoFactory::spawnAndRevertCall {}.abi_encode(), 0).await;
+    let destroy = send_call(&node, a[3], factory, DemoFactory::destroyCall { child, to: a[6] }.abi_encode(), 0).await;
+    let pay =
+        send_call(&node, a[0], token, DemoToken::transferCall { to: a[7], value: U256::from(1234) }.abi_encode(), 0)
+            .await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    wait_traced(addr, &node).await;
+
+    // Per transaction: exactly the node's frames, paged two at a time.
+    let txs = [spawn, spawn2, try_boom, relay, delegate, boom, undone, destroy, pay];
+    let mut everything = Vec::new();
+    for tx in txs {
+        let want = node_frames(&node, tx).await;
+        let got = api_frames(addr, &format!("/api/v2/transactions/{tx:#x}/internal-transactions?items_count=2")).await;
+        assert_eq!(got, want, "internal transactions of {tx:#x}");
+        everything.extend(want);
+    }
+    let kinds = |tx: B256| -> Vec<(String, bool)> {
+        everything.iter().filter(|f| f.tx == format!("{tx:#x}")).map(|f| (f.kind.clone(), f.success)).collect()
+    };
+    assert_eq!(kinds(spawn), [("create".to_owned(), true), ("call".to_owned(), true)]);
+    assert_eq!(kinds(spawn2), [("create2".to_owned(), true)]);
+    assert_eq!(
+        kinds(try_boom),
+        [("staticcall".to_owned(), false), ("call".to_owned(), true)],
+        "caught revert (of a pure function), then a call"
+    );
+    assert_eq!(kinds(relay), [("call".to_owned(), true), ("staticcall".to_owned(), true)]);
+    assert_eq!(kinds(delegate), [("delegatecall".to_owned(), true)]);
+    assert_eq!(kinds(boom), [("call".to_owned(), false), ("staticcall".to_owned(), false)], "all undone by the revert");
+    assert_eq!(kinds(undone), [("create".to_owned(), false)]);
+    assert_eq!(kinds(destroy), [("call".to_owned(), true), ("selfdestruct".to_owned(), true)]);
+    assert!(kinds(pay).is_empty());
+    let spawned = everything.iter().find(|f| f.tx == format!("{spawn:#x}") && f.kind == "create").unwrap();
+    assert_eq!(spawned.created, Some(format!("{child:#x}")));
+    assert_eq!(spawned.value, "1000");
+
+    // Per block, in (transaction, index) order; with a type filter.
+    let block4: Vec<Frame> =
+        everything.iter().filter(|f| txs[2..].iter().any(|t| f.tx == format!("{t:#x}"))).cloned().collect();
+    assert_eq!(api_frames(addr, "/api/v2/blocks/4/internal-transactions?items_count=3").await, block4);
+    let creates = api_frames(addr, "/api/v2/blocks/4/internal-transactions?internal_type=create").await;
+    assert_eq!(creates, block4.iter().filter(|f| f.kind == "create").cloned().collect::<Vec<_>>());
+    let block = get(addr, "/api/v2/blocks/4").await;
+    assert_eq!(block["internal_transactions_count"], json!(block4.len()));
+    assert_eq!(get(addr, "/api/v2/blocks/1").await["internal_transactions_count"], json!(0));
+
+    // Per address, newest first, with the direction filters.
+    let child_hex = format!("{child:#x}");
+    let newest_first = |mut frames: Vec<Frame>| {
+        frames.sort_by_key(|f| {
+            let pos = txs.iter().position(|t| f.tx == format!("{t:#x}")).unwrap();
+            (std::cmp::Reverse(pos), std::cmp::Reverse(f.index))
+        });
+        frames
+    };
+    let touching =
+        |keep: &dyn Fn(&Frame) -> bool| newest_first(everything.iter().filter(|f| keep(f)).cloned().collect());
+    let path = format!("/api/v2/addresses/{child}/internal-transactions");
+    assert_eq!(
+        api_frames(addr, &format!("{path}?items_count=3")).await,
+        touching(&|f| f.from == child_hex
+            || f.to.as_ref() == Some(&child_hex)
+            || f.created.as_ref() == Some(&child_hex))
+    );
+    assert_eq!(api_frames(addr, &format!("{path}?filter=from")).await, touching(&|f| f.from == child_hex));
+    assert_eq!(
+        api_frames(addr, &format!("{path}?filter=to")).await,
+        touching(&|f| f.to.as_ref() == Some(&child_hex) || f.created.as_ref() == Some(&child_hex))
+    );
+    let counters = get(addr, &format!("/api/v2/addresses/{child}/tabs-counters")).await;
+    assert_eq!(
+        counters["internal_transactions_count"],
+        json!(touching(&|f| f.from == child_hex
+            || f.to.as_ref() == Some(&child_hex)
+            || f.created.as_ref() == Some(&child_hex))
+        .len())
+    );
+
+    // Transaction flags and the internally created contract's page.
+    let flag = |v: Value| v["has_error_in_internal_transactions"].clone();
+    assert_eq!(flag(get(addr, &format!("/api/v2/transactions/{spawn:#x}")).await), json!(false));
+    assert_eq!(flag(get(addr, &format!("/api/v2/transactions/{try_boom:#x}")).await), json!(true));
+    let page = get(addr, &format!("/api/v2/addresses/{child}")).await;
+    assert_eq!(page["is_contract"], json!(true));
+    assert_eq!(page["creator_address_hash"], json!(factory.to_checksum(None)));
+    assert_eq!(page["creation_transaction_hash"], json!(format!("{spawn:#x}")));
+    let listed = walk(addr, &format!("/api/v2/transactions/{spawn:#x}/internal-transactions")).await;
+    assert_eq!(listed[0]["created_contract"]["is_contract"], json!(true));
+
+    // Raw trace: one Parity entry per frame of the node's trace, top-level call included.
+    let raw = get(addr, &format!("/api/v2/transactions/{destroy:#x}/raw-trace")).await;
+    let raw = raw.as_array().unwrap();
+    assert_eq!(raw.len(), node_frames(&node, destroy).await.len() + 1);
+    assert_eq!(raw[0]["traceAddress"], json!([]));
+    assert_eq!(raw[0]["subtraces"], json!(1));
+    assert_eq!(raw[2]["type"], json!("selfdestruct"));
+    assert_eq!(raw[2]["traceAddress"], json!([0, 0]));
+    assert_eq!(raw[2]["action"]["to"].as_str().map(str::to_ascii_lowercase), Some(format!("{:#x}", a[6])));
+
+    // State changes: balances before and after, as the node has them (a[5] and a[7] only move in block 4).
+    let changes = walk(addr, &format!("/api/v2/transactions/{relay:#x}/state-changes")).await;
+    let coin = changes.iter().find(|c| c["address"]["hash"] == json!(a[5].to_checksum(None))).expect("receiver");
+    assert_eq!(coin["type"], json!("coin"));
+    assert_eq!(coin["balance_before"], json!(balance_at(&node, a[5], 3).await.to_string()));
+    assert_eq!(coin["balance_after"], json!(balance_at(&node, a[5], 4).await.to_string()));
+    assert_eq!(coin["change"], json!("777"));
+    let sender = changes.iter().find(|c| c["address"]["hash"] == json!(a[4].to_checksum(None))).expect("sender");
+    assert!(sender["change"].as_str().unwrap().starts_with('-'), "the sender paid value and fee: {sender}");
+    let changes = walk(addr, &format!("/api/v2/transactions/{pay:#x}/state-changes")).await;
+    let tokens: Vec<&Value> = changes.iter().filter(|c| c["type"] == "token").collect();
+    assert_eq!(tokens.len(), 2);
+    for (holder, change) in [(a[0], "-1234"), (a[7], "1234")] {
+        let entry = tokens.iter().find(|c| c["address"]["hash"] == json!(holder.to_checksum(None))).unwrap();
+        assert_eq!(entry["change"], json!(change));
+        assert_eq!(entry["balance_before"], json!(token_balance_at(&node, token, holder, 3).await.to_string()));
+        assert_eq!(entry["balance_after"], json!(token_balance_at(&node, token, holder, 4).await.to_string()));
+    }
+
+    // The passthrough forwards debug_* with tracing on.
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "debug_traceTransaction", "params": [relay, {"tracer": "callTracer"}]});
+    let reply =
+        http::request(addr, Method::POST, "/api/eth", &[("content-type", "application/json")], call.to_string()).await;
+    assert_eq!(reply.json()["result"]["to"].as_str().map(str::to_ascii_lowercase), Some(format!("{factory:#x}")));
+
+    // The trace pass's progress on the WebSocket, with the next block.
+    let mut ws = WsClient::connect(addr, "/socket/v2/websocket?vsn=2.0.0").await;
+    ws.send(&json!(["1", "1", "blocks:indexing_internal_transactions", "phx_join", {}])).await;
+    assert_eq!(ws.frame().await[4]["status"], "ok");
+    mine(&node, 1).await;
+    let status = ws.until(Duration::from_secs(30), |f| f[3] == "index_status").await;
+    let ratio: f64 = status[4]["ratio"].as_str().unwrap().parse().unwrap();
+    assert!((0.0..=1.0).contains(&ratio), "{status}");
+
+    // Reorg block 4 away: its internal transactions go, and the trace tables equal a fresh index of the new chain.
+    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+    assert!(reverted);
+    let respawn = send_call(&node, a[8], factory, DemoFactory::spawnCall { v: U256::from(1) }.abi_encode(), 0).await;
+    mine(&node, 3).await;
+    wait_synced(&t.daemon, &node).await;
+    wait_traced(addr, &node).await;
+    assert_eq!(http::get(addr, &format!("/api/v2/transactions/{try_boom:#x}/internal-transactions")).await.status, 404);
+    let remaining = api_frames(addr, &path).await;
+    let before_fork: Vec<Frame> = touching(&|f| {
+        (f.tx == format!("{spawn:#x}")) && (f.to.as_ref() == Some(&child_hex) || f.created.as_ref() == Some(&child_hex))
+    });
+    assert_eq!(remaining, before_fork, "only the child's block-2 calls are left");
+    let new_block4 = node_frames(&node, respawn).await;
+    assert_eq!(api_frames(addr, "/api/v2/blocks/4/internal-transactions").await, new_block4);
+    assert_eq!(get(addr, "/api/v2/blocks/4").await["internal_transactions_count"], json!(new_block4.len()));
+    let fresh = start_daemon(&anvil.http_url(), |c| c.tracing = true).await;
+    wait_synced(&fresh.daemon, &node).await;
+    wait_traced(fresh.daemon.addr(), &node).await;
+    assert_eq!(trace_rows(&t), trace_rows(&fresh), "reverting traces left exactly a fresh index's rows");
+    let tables: BTreeSet<&str> = trace_rows(&t).iter().map(|r| r.0).collect();
+    assert_eq!(tables.len(), 4, "every trace table has rows");
+    fresh.daemon.shutdown().await.unwrap();
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_tracing_the_views_answer_empty_and_a_node_without_tracing_is_detected() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let factory_tx = deploy(&node, a[0], &DemoFactory::BYTECODE).await;
+    mine(&node, 1).await;
+    let factory = created_address(&node, factory_tx).await;
+    let spawn = send_call(&node, a[1], factory, DemoFactory::spawnCall { v: U256::from(5) }.abi_encode(), 0).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+
+    let empty = json!({"items": [], "next_page_params": null});
+    assert_eq!(get(addr, &format!("/api/v2/transactions/{spawn:#x}/internal-transactions")).await, empty);
+    assert_eq!(get(addr, &format!("/api/v2/transactions/{spawn:#x}/state-changes")).await, empty);
+    assert_eq!(get(addr, &format!("/api/v2/transactions/{spawn:#x}/raw-trace")).await, json!([]));
+    assert_eq!(get(addr, &format!("/api/v2/addresses/{factory}/internal-transactions")).await, empty);
+    assert_eq!(get(addr, "/api/v2/blocks/2/internal-transactions").await, empty);
+    assert_eq!(get(addr, "/api/v2/internal-transactions").await, empty);
+    assert_eq!(get(addr, "/api/v2/blocks/2").await["internal_transactions_count"], Value::Null);
+    assert_eq!(
+        get(addr, &format!("/api/v2/transactions/{spawn:#x}")).await["has_error_in_internal_transactions"],
+        Value::Null
+    );
+    assert_eq!(
+        get(addr, "/api/v2/main-page/indexing-status").await["indexed_internal_transactions_ratio"],
+        Value::Null
+    );
+    let unknown = format!("/api/v2/transactions/{:#x}/raw-trace", B256::repeat_byte(1));
+    assert_eq!(http::get(addr, &unknown).await.status, 404);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "debug_traceTransaction", "params": [spawn, {}]});
+    let reply =
+        http::request(addr, Method::POST, "/api/eth", &[("content-type", "application/json")], call.to_string()).await;
+    assert!(reply.json()["error"]["message"].as_str().unwrap().contains("tracing is not enabled"), "{:?}", reply.body);
+
+    // A daemon asked to trace a node that refuses debug_* (this daemon's passthrough) says so and keeps indexing.
+    let tracer = start_daemon(&format!("http://{addr}/api/eth"), |c| c.tracing = true).await;
+    let health = poll_until("the trace pass to find no tracing", Duration::from_secs(30), || async {
+        let health = http::get(tracer.daemon.addr(), "/health").await.json();
+        (health["tracing"] == json!(false)).then_some(health)
+    })
+    .await;
+    assert_eq!(health["trace_lag"], Value::Null);
+    wait_synced(&tracer.daemon, &node).await;
+    let status = get(tracer.daemon.addr(), "/api/v2/main-page/indexing-status").await;
+    assert_eq!(status["indexed_internal_transactions_ratio"], Value::Null);
+    tracer.daemon.shutdown().await.unwrap();
+    t.daemon.shutdown().await.unwrap();
+}
