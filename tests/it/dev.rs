@@ -46,8 +46,15 @@ async fn dev_mode_serves_a_devnet_with_demo_traffic() {
         (kinds.len() == 3).then_some(())
     })
     .await;
+    // The factory's calls are traced: creations inside calls show up as internal transactions.
+    poll_until("internal transactions from the demo factory", Duration::from_secs(60), || async {
+        let list = http::get(addr, "/api/v2/internal-transactions").await.json();
+        list["items"].as_array()?.iter().any(|i| i["type"] == "create" && i["success"] == true).then_some(())
+    })
+    .await;
     let health = http::get(addr, "/health").await.json();
     assert_eq!(health["node_reachable"], true);
+    assert_eq!(health["tracing"], true);
     assert!(stats["total_addresses"].as_str().unwrap().parse::<u64>().unwrap() >= 3);
     let pid = child.id().to_string();
     Command::new("kill").args(["-INT", &pid]).status().unwrap();
