@@ -2,6 +2,8 @@
 //! JSON-RPC), and figure printing.
 #![allow(dead_code)]
 
+pub mod synth;
+
 use alloy::primitives::{Address, U256};
 use alloy::providers::{Provider, RootProvider};
 use rockscout::dev::anvil::{self, Anvil, AnvilOptions};

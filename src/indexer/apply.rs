@@ -6,13 +6,28 @@ use super::rows::{block_rows, derive, DeleteRows, PutRows};
 use crate::store::keys::{BlockKey, Key, MetaKey, ReorgedKey};
 use crate::store::records::{Meta, Tip};
 use crate::store::tables::{Headers, Logs, Reorged, Transactions, UndoLog};
-use crate::store::{Batch, Direction, KeyRange, Reader, Store, StoreError, StoreResult};
-use std::collections::HashMap;
+use crate::store::{Batch, Direction, Durability, KeyRange, Reader, Store, StoreError, StoreResult};
+use alloy::primitives::map::HashMap;
 
-/// Derived rows written by earlier blocks of the same (uncommitted) batch.
+/// Derived rows written by earlier blocks of the same (uncommitted) batch, per table id (looked up by the
+/// encoded key without copying it).
 #[derive(Debug, Default)]
 pub struct Overlay {
-    rows: HashMap<(u8, Vec<u8>), Option<Vec<u8>>>,
+    tables: Vec<HashMap<Vec<u8>, Option<Vec<u8>>>>,
+}
+
+impl Overlay {
+    fn get(&self, table: u8, key: &[u8]) -> Option<&Option<Vec<u8>>> {
+        self.tables.get(usize::from(table))?.get(key)
+    }
+
+    fn insert(&mut self, table: u8, key: Vec<u8>, value: Option<Vec<u8>>) {
+        let table = usize::from(table);
+        if self.tables.len() <= table {
+            self.tables.resize_with(table + 1, HashMap::default);
+        }
+        self.tables[table].insert(key, value);
+    }
 }
 
 /// Prior values: the overlay first, then the store.
@@ -23,7 +38,7 @@ struct Priors<'o, 'r, 's> {
 
 impl PriorSource for Priors<'_, '_, '_> {
     fn prior(&self, table: u8, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
-        match self.overlay.rows.get(&(table, key.to_vec())) {
+        match self.overlay.get(table, key) {
             Some(value) => Ok(value.clone()),
             None => self.reader.get_raw(table, key),
         }
@@ -54,7 +69,9 @@ pub fn apply_block(
     if keep_undo {
         batch.put::<UndoLog>(&BlockKey(block.number()), &outcome.undo)?;
     }
-    overlay.rows.extend(outcome.writes.into_iter().map(|(table, key, value)| ((table, key), value)));
+    for (table, key, value) in outcome.writes {
+        overlay.insert(table, key, value);
+    }
     Ok(())
 }
 
@@ -127,7 +144,27 @@ pub fn load_block(reader: &Reader<'_>, number: u64) -> StoreResult<Option<Bundle
     Ok(Some(Bundle { header, txs, logs }))
 }
 
-/// Applies blocks in one atomic batch (used by tests and benchmarks; the follower batches the same way).
+/// Writes a chunk of consecutive blocks in one atomic batch, the follower's write path: undo data only for blocks
+/// within `undo_depth` of the node's `head`, older undo pruned, synced to disk only near the head. Returns the
+/// batch's size in bytes.
+pub fn write_chunk(store: &Store, chunk: &[Bundle], head: u64, undo_depth: u64) -> StoreResult<usize> {
+    let reader = store.reader();
+    let mut batch = store.batch();
+    let mut overlay = Overlay::default();
+    for block in chunk {
+        // Undo data is only needed for blocks a reorg could still reach.
+        let keep_undo = block.number() + undo_depth > head;
+        apply_block(&mut batch, &reader, &mut overlay, block, keep_undo)?;
+    }
+    let last = chunk.last().map(|b| b.number()).unwrap_or_default();
+    prune_undo(&mut batch, last, undo_depth);
+    let durability = if last + 2 >= head { Durability::Sync } else { Durability::Buffered };
+    let bytes = batch.size_in_bytes();
+    store.write(batch, durability)?;
+    Ok(bytes)
+}
+
+/// Applies blocks in one atomic batch (used by tests; the follower writes through [`write_chunk`]).
 pub fn apply_blocks(store: &Store, blocks: &[Bundle], keep_undo: bool) -> StoreResult<()> {
     let reader = store.reader();
     let mut batch = store.batch();
@@ -135,5 +172,5 @@ pub fn apply_blocks(store: &Store, blocks: &[Bundle], keep_undo: bool) -> StoreR
     for block in blocks {
         apply_block(&mut batch, &reader, &mut overlay, block, keep_undo)?;
     }
-    store.write(batch, crate::store::Durability::Buffered)
+    store.write(batch, Durability::Buffered)
 }

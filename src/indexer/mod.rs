@@ -24,7 +24,7 @@ use crate::store::records::Meta;
 use crate::store::tables::Headers;
 use crate::store::{Durability, Store, StoreError};
 use alloy::primitives::B256;
-use apply::{apply_block, load_block, prune_undo, revert_block, Overlay, RevertError};
+use apply::{load_block, revert_block, RevertError};
 use bundle::Bundle;
 use futures_util::StreamExt;
 use std::sync::Arc;
@@ -316,18 +316,7 @@ impl Indexer {
         let store = self.store.clone();
         let undo_depth = self.config.undo_depth;
         let task = tokio::task::spawn_blocking(move || -> Result<Vec<Bundle>, StoreError> {
-            let reader = store.reader();
-            let mut batch = store.batch();
-            let mut overlay = Overlay::default();
-            for block in &chunk {
-                // Undo data is only needed for blocks a reorg could still reach.
-                let keep_undo = block.number() + undo_depth > head;
-                apply_block(&mut batch, &reader, &mut overlay, block, keep_undo)?;
-            }
-            let last = chunk.last().map(|b| b.number()).unwrap_or_default();
-            prune_undo(&mut batch, last, undo_depth);
-            let durability = if last + 2 >= head { Durability::Sync } else { Durability::Buffered };
-            store.write(batch, durability)?;
+            apply::write_chunk(&store, &chunk, head, undo_depth)?;
             Ok(chunk)
         });
         task.await.map_err(|e| IndexerError::Task(e.to_string()))?.map_err(Into::into)

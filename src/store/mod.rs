@@ -85,11 +85,19 @@ fn table_options(def: &TableDef, cache: &Cache) -> Options {
     opts.set_bottommost_compression_type(DBCompressionType::Zstd);
     opts.set_level_compaction_dynamic_level_bytes(true);
     match def.access {
-        Access::Lookup => block.set_bloom_filter(10.0, false),
+        Access::Lookup => {
+            block.set_bloom_filter(10.0, false);
+            // Most lookups while indexing miss (a new address, a first balance): a memtable bloom filter answers
+            // them without walking the skip list.
+            opts.set_memtable_whole_key_filtering(true);
+            opts.set_memtable_prefix_bloom_ratio(0.05);
+        }
         Access::AddressHistory => {
             opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(20));
             block.set_bloom_filter(10.0, false);
             block.set_whole_key_filtering(false);
+            opts.set_memtable_whole_key_filtering(true);
+            opts.set_memtable_prefix_bloom_ratio(0.05);
         }
         Access::Ordered => {}
     }
@@ -259,8 +267,8 @@ impl Store {
 
     /// Flushes memtables and compacts every column family fully (benchmarks, after bulk loads).
     pub fn compact(&self) -> StoreResult<()> {
-        self.db.flush()?;
         for def in tables::ALL {
+            self.db.flush_cf(self.cf(def.name))?;
             self.db.compact_range_cf(self.cf(def.name), None::<&[u8]>, None::<&[u8]>);
         }
         Ok(())

@@ -1,0 +1,83 @@
+//! Write-path ceiling: synthetic blocks (`common::synth`, built in memory before the clock starts) are written to
+//! an empty store through the follower's own write path (`apply::write_chunk`, chunks of up to 256 blocks or
+//! 20,000 transactions), with no node in the loop. Prints transactions/s, the bytes of the write batches per
+//! transaction, and the bytes on disk per transaction after a full compaction; then the same near the head, where
+//! every block also writes undo data and is synced.
+//!
+//!     cargo bench --bench write_path -- --blocks 1000 --txs 1000 [--erc20-every 4]
+
+mod common;
+
+use common::synth::{Chain, Shape};
+use common::{arg, figure};
+use rockscout::indexer::apply::write_chunk;
+use rockscout::indexer::bundle::Bundle;
+use rockscout::indexer::IndexerConfig;
+use rockscout::store::{Store, StoreOptions};
+use std::time::Instant;
+
+/// Splits blocks into the follower's chunks.
+fn chunks(blocks: &[Bundle], config: &IndexerConfig) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut txs) = (0, 0);
+    for (i, block) in blocks.iter().enumerate() {
+        if i > start && (i - start == config.chunk_blocks || txs + block.txs.len() > config.chunk_txs) {
+            out.push(start..i);
+            (start, txs) = (i, 0);
+        }
+        txs += block.txs.len();
+    }
+    out.push(start..blocks.len());
+    out
+}
+
+/// Writes `blocks` as the follower would: in chunks far behind the head, or one synced block at a time (with
+/// undo data) at the head.
+fn run(label: &str, blocks: &[Bundle], at_head: bool) {
+    let config = IndexerConfig::default();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+    let txs: usize = blocks.iter().map(|b| b.txs.len()).sum();
+    let started = Instant::now();
+    let mut written = 0usize;
+    if at_head {
+        for block in blocks {
+            written += write_chunk(&store, std::slice::from_ref(block), block.number(), config.undo_depth).unwrap();
+        }
+    } else {
+        for range in chunks(blocks, &config) {
+            written += write_chunk(&store, &blocks[range], u64::MAX / 2, config.undo_depth).unwrap();
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    store.compact().unwrap();
+    let disk: u64 = store.disk_usage().unwrap().iter().map(|(_, bytes)| bytes).sum();
+    let per_table: Vec<String> = store
+        .disk_usage()
+        .unwrap()
+        .iter()
+        .filter(|(_, bytes)| *bytes * 100 >= disk)
+        .map(|(name, bytes)| format!("{name} {:.0}", *bytes as f64 / txs as f64))
+        .collect();
+    println!("\n{label}: {} blocks, {txs} transactions", blocks.len());
+    figure("write path tx/s", txs as f64 / elapsed, "tx/s");
+    figure("write path blocks/s", blocks.len() as f64 / elapsed, "blocks/s");
+    figure("batch bytes written per tx", written as f64 / txs as f64, "B/tx");
+    figure("disk bytes per tx after compaction", disk as f64 / txs as f64, "B/tx");
+    println!("  by table (B/tx): {}", per_table.join(", "));
+}
+
+fn main() {
+    let blocks: u64 = arg("blocks", 1000);
+    let txs: usize = arg("txs", 1000);
+    let erc20_every: usize = arg("erc20-every", 4);
+    let generated = Instant::now();
+    let transfers: Vec<Bundle> =
+        Chain::new(Shape { txs_per_block: txs, erc20_every: 0, hot_every: 0 }, 0, blocks).collect();
+    let mixed: Vec<Bundle> = Chain::new(Shape { txs_per_block: txs, erc20_every, hot_every: 0 }, 0, blocks).collect();
+    println!("generated 2 x {blocks} blocks of {txs} transactions in memory in {:.1?}", generated.elapsed());
+    run("ether transfers, catching up (chunks, no undo, WAL not synced)", &transfers, false);
+    run(&format!("1 in {erc20_every} an ERC-20 transfer, catching up"), &mixed, false);
+    let near = (blocks / 10).max(1) as usize;
+    run("ether transfers at the head (one block per batch, undo, WAL synced)", &transfers[..near], true);
+}
