@@ -27,8 +27,14 @@ pub const TOKEN: Address = Address::new([0x70; 20]);
 const SENDERS: u64 = 1_000;
 const GWEI: u128 = 1_000_000_000;
 
-fn sender(i: u64) -> Address {
+/// The `i`th of the ordinary senders.
+pub fn sender(i: u64) -> Address {
     Address::from_word(keccak256(i.to_be_bytes()))
+}
+
+/// Hash of the `seq`th transaction of the chain (1-based, across blocks).
+pub fn tx_hash(seq: u64) -> B256 {
+    keccak256([b"tx".as_slice(), &seq.to_be_bytes()].concat())
 }
 
 fn block_hash(number: u64) -> B256 {
@@ -55,7 +61,7 @@ impl Chain {
     fn tx(&mut self, index: usize, logs: &mut Vec<LogRecord>) -> TxRecord {
         self.sequence += 1;
         let seq = self.sequence;
-        let hash = keccak256([b"tx".as_slice(), &seq.to_be_bytes()].concat());
+        let hash = tx_hash(seq);
         let hot = self.shape.hot_every > 0 && seq % self.shape.hot_every as u64 == 0;
         let (from, nonce) = if hot {
             self.hot_nonce += 1;

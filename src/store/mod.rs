@@ -18,8 +18,8 @@ pub use error::{StoreError, StoreResult};
 use keys::{Key, MetaKey};
 use records::{Counters, DbState, Meta, Tip};
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, ReadOptions,
-    SliceTransform, SnapshotWithThreadMode, DB,
+    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options,
+    ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
 };
 use std::path::{Path, PathBuf};
 use tables::{Access, MetaTable, Table, TableDef};
@@ -78,7 +78,14 @@ impl Drop for Store {
 fn table_options(def: &TableDef, cache: &Cache) -> Options {
     let mut block = BlockBasedOptions::default();
     block.set_block_cache(cache);
+    // Index and filter blocks live in the block cache, partitioned: a compacted table's whole filter can be
+    // megabytes, larger than a cache shard, and would be read from disk on every lookup; partitions of a few
+    // KiB are cached like data blocks, and the small top level stays pinned.
+    block.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+    block.set_partition_filters(true);
+    block.set_metadata_block_size(4096);
     block.set_cache_index_and_filter_blocks(true);
+    block.set_pin_top_level_index_and_filter(true);
     block.set_pin_l0_filter_and_index_blocks_in_cache(true);
     let mut opts = Options::default();
     opts.set_compression_type(DBCompressionType::Lz4);

@@ -1,0 +1,231 @@
+//! REST under load: a store of synthetic blocks (default 1,000,000 transactions, one address sending every 8th:
+//! 125,000) is served by rockscout's HTTP server, and a load generator on loopback (keep-alive connections, each
+//! sending its next request when the previous answer is complete) measures requests/s and latency percentiles for
+//! block, transaction and address pages and for pages of that address's history at every depth. A bare hyper
+//! server answering a fixed JSON body of the same size, measured in the same run, is the ceiling.
+//!
+//!     cargo bench --bench rest_load -- [--blocks 1000] [--txs 1000] [--hot-every 8] [--seconds 5]
+//!         [--connections 16] [--store DIR (kept and reused between runs)] [--only TEXT (endpoints whose label
+//!         contains TEXT, after the ceiling)]
+
+mod common;
+
+use bytes::Bytes;
+use common::synth::{sender, tx_hash, Chain, Shape, HOT};
+use common::{arg, percentile, start_anvil};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use rockscout::api::{self, ApiConfig, AppState};
+use rockscout::indexer::apply::write_chunk;
+use rockscout::indexer::{IndexerConfig, Status};
+use rockscout::node::Node;
+use rockscout::store::keys::AddressPos;
+use rockscout::store::tables::AddressTxs;
+use rockscout::store::{Direction, KeyRange, Store, StoreOptions};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Writes the synthetic chain through the follower's write path, unless `dir` already holds it.
+fn build_store(dir: &Path, blocks: u64, shape: Shape) -> Store {
+    let store =
+        Store::open(dir, &StoreOptions { cache_bytes: arg("cache-mb", 64usize) << 20, ..Default::default() }).unwrap();
+    if store.reader().tip().unwrap().is_some_and(|t| t.number + 1 == blocks) {
+        println!("reusing the store in {}", dir.display());
+        return store;
+    }
+    let started = Instant::now();
+    let config = IndexerConfig::default();
+    let (mut chunk, mut txs) = (Vec::new(), 0);
+    for block in Chain::new(shape, 0, blocks) {
+        txs += block.txs.len();
+        chunk.push(block);
+        if chunk.len() == config.chunk_blocks || txs >= config.chunk_txs {
+            write_chunk(&store, &chunk, u64::MAX / 2, config.undo_depth).unwrap();
+            (chunk, txs) = (Vec::new(), 0);
+        }
+    }
+    write_chunk(&store, &chunk, u64::MAX / 2, config.undo_depth).unwrap();
+    store.compact().unwrap();
+    println!("built the store in {:.1?}", started.elapsed());
+    store
+}
+
+/// Cursors (`block_number`, `index`) that start pages of `address`'s history at 1%, 2%, … 99% of its depth.
+fn deep_cursors(store: &Store, address: alloy::primitives::Address) -> (usize, Vec<String>) {
+    let reader = store.reader();
+    let keys: Vec<AddressPos> = reader
+        .scan::<AddressTxs>(KeyRange::prefix(address.as_slice()), Direction::Forward)
+        .map(|row| row.unwrap().0)
+        .collect();
+    let cursors = (1..100)
+        .map(|percent| keys[keys.len() * percent / 100])
+        .map(|k| format!("block_number={}&index={}", k.pos.block, k.pos.index))
+        .collect();
+
+    (keys.len(), cursors)
+}
+
+/// A bare hyper server answering `body` to every request: the ceiling of this machine's HTTP stack.
+async fn bare_server(body: Bytes) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let body = body.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |_request| {
+                    let body = body.clone();
+                    async move {
+                        let response = hyper::Response::builder()
+                            .header("content-type", "application/json; charset=utf-8")
+                            .body(Full::new(body))
+                            .unwrap();
+                        Ok::<_, std::convert::Infallible>(response)
+                    }
+                });
+                let _ =
+                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    addr
+}
+
+/// Requests/s and latencies (µs, sorted) of `connections` keep-alive clients cycling through `paths`.
+async fn load(addr: SocketAddr, paths: Arc<Vec<String>>, connections: usize, duration: Duration) -> (f64, Vec<f64>) {
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut tasks = Vec::new();
+    for c in 0..connections {
+        let paths = paths.clone();
+        tasks.push(tokio::spawn(async move {
+            let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            stream.set_nodelay(true).unwrap();
+            let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+            tokio::spawn(connection);
+            let mut latencies = Vec::new();
+            let mut i = c;
+            while Instant::now() < deadline {
+                let request = hyper::Request::get(paths[i % paths.len()].as_str())
+                    .header("host", "bench")
+                    .body(Full::new(Bytes::new()))
+                    .unwrap();
+                let sent = Instant::now();
+                let response = sender.send_request(request).await.unwrap();
+                let status = response.status();
+                let body = response.into_body().collect().await.unwrap().to_bytes();
+                assert_eq!(status, 200, "{}: {}", paths[i % paths.len()], String::from_utf8_lossy(&body));
+                latencies.push(sent.elapsed().as_secs_f64() * 1e6);
+                i += connections;
+            }
+            latencies
+        }));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort_by(f64::total_cmp);
+    (all.len() as f64 / elapsed, all)
+}
+
+fn main() {
+    let blocks: u64 = arg("blocks", 1000);
+    let txs: usize = arg("txs", 1000);
+    let hot_every: usize = arg("hot-every", 8);
+    let seconds: u64 = arg("seconds", 5);
+    let connections: usize = arg("connections", 16);
+    let kept: String = arg("store", String::new());
+    let only: String = arg("only", String::new());
+    let temp = tempfile::tempdir().unwrap();
+    let dir = if kept.is_empty() { temp.path().to_path_buf() } else { kept.into() };
+    let shape = Shape { txs_per_block: txs, erc20_every: 4, hot_every };
+    let store = Arc::new(build_store(&dir, blocks, shape));
+    let tip = store.reader().tip().unwrap().expect("a tip").number;
+    let total = store.reader().counters().unwrap().txs;
+    let (hot_count, deep) = deep_cursors(&store, HOT);
+    println!("store: {total} transactions in {} blocks; {HOT} has {hot_count} transactions", tip + 1);
+
+    // The server side: rockscout (with an anvil at the same height for balances) and the bare ceiling.
+    let server = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let anvil = start_anvil();
+    let node = Node::new(&anvil.http_url(), None, Duration::from_secs(5)).unwrap();
+    let cancel = CancellationToken::new();
+    let rockscout_addr = server.block_on(async {
+        let provider: alloy::providers::RootProvider =
+            alloy::providers::RootProvider::new_http(anvil.http_url().parse().unwrap());
+        let _: serde_json::Value =
+            alloy::providers::Provider::raw_request(&provider, "anvil_mine".into(), (tip,)).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = AppState::new(
+            store.clone(),
+            Arc::new(Status::default()),
+            node,
+            anvil.http_url(),
+            rockscout::events::channel(16),
+            ApiConfig::default(),
+        );
+        tokio::spawn(api::serve(listener, state, cancel.clone()));
+        addr
+    });
+
+    let client = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let sample = |n: u64, modulo: u64| (0..n).map(move |i| (i * 7_919 + 13) % modulo);
+    let block_paths: Vec<String> = sample(1000, tip + 1).map(|n| format!("/api/v2/blocks/{n}")).collect();
+    let tx_paths: Vec<String> =
+        sample(2000, total).map(|s| format!("/api/v2/transactions/{:#x}", tx_hash(s + 1))).collect();
+    let mut address_paths: Vec<String> = (0..1000).map(|i| format!("/api/v2/addresses/{}", sender(i))).collect();
+    address_paths.push(format!("/api/v2/addresses/{HOT}"));
+    let history = format!("/api/v2/addresses/{HOT}/transactions?items_count=50");
+    let deep_paths: Vec<String> = deep.iter().map(|cursor| format!("{history}&{cursor}")).collect();
+    let duration = Duration::from_secs(seconds);
+    println!("{connections} connections, {seconds} s per endpoint, server and load generator on the same 2 cores");
+    println!("ceiling: a bare hyper server answering a fixed body as large as the endpoint's first response\n");
+    println!(
+        "{:<54} {:>7} {:>9} {:>8} {:>8} {:>9} {:>8} {:>8} {:>6}",
+        "endpoint", "bytes", "req/s", "p50 ms", "p99 ms", "bare/s", "p50 ms", "p99 ms", "ratio"
+    );
+    let runs: Vec<(&str, Vec<String>)> = vec![
+        ("/api/v2/config/backend-version (no store read)", vec!["/api/v2/config/backend-version".into()]),
+        ("/api/v2/blocks/:n", block_paths),
+        ("/api/v2/transactions/:hash", tx_paths),
+        ("/api/v2/addresses/:a", address_paths),
+        ("/api/v2/addresses/:hot/transactions (first page of 50)", vec![history]),
+        ("  ... pages of 50 at 1%..99% depth", deep_paths),
+    ];
+    let measure = |addr: SocketAddr, paths: Arc<Vec<String>>| async move {
+        // Warm-up: caches, connections, the node's balance cache of the sampled addresses.
+        load(addr, paths.clone(), connections, Duration::from_secs(1)).await;
+        let (rate, latencies) = load(addr, paths, connections, duration).await;
+        (rate, percentile(&latencies, 50.0) / 1000.0, percentile(&latencies, 99.0) / 1000.0)
+    };
+    for (label, paths) in runs.into_iter().filter(|(label, _)| label.contains(only.as_str())) {
+        let body = client.block_on(fetch(rockscout_addr, &paths[0]));
+        let bare_addr = server.block_on(bare_server(body.clone()));
+        let (rate, p50, p99) = client.block_on(measure(rockscout_addr, Arc::new(paths)));
+        let (bare, bare_p50, bare_p99) = client.block_on(measure(bare_addr, Arc::new(vec!["/".into()])));
+        println!(
+            "{label:<54} {:>7} {rate:>9.0} {p50:>8.3} {p99:>8.3} {bare:>9.0} {bare_p50:>8.3} {bare_p99:>8.3} {:>6.2}",
+            body.len(),
+            rate / bare
+        );
+    }
+    cancel.cancel();
+}
+
+/// One response body.
+async fn fetch(addr: SocketAddr, path: &str) -> Bytes {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(connection);
+    let request = hyper::Request::get(path).header("host", "bench").body(Full::new(Bytes::new())).unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), 200, "{path}");
+    response.into_body().collect().await.unwrap().to_bytes()
+}
