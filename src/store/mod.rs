@@ -18,8 +18,8 @@ pub use error::{StoreError, StoreResult};
 use keys::{Key, MetaKey};
 use records::{Counters, DbState, Meta, Tip};
 use rocksdb::{
-    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options,
-    ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, DataBlockIndexType,
+    LruCacheOptions, Options, ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
 };
 use std::path::{Path, PathBuf};
 use tables::{Access, MetaTable, Table, TableDef};
@@ -78,14 +78,11 @@ impl Drop for Store {
 fn table_options(def: &TableDef, cache: &Cache) -> Options {
     let mut block = BlockBasedOptions::default();
     block.set_block_cache(cache);
-    // Index and filter blocks live in the block cache, partitioned: a compacted table's whole filter can be
-    // megabytes, larger than a cache shard, and would be read from disk on every lookup; partitions of a few
-    // KiB are cached like data blocks, and the small top level stays pinned.
-    block.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
-    block.set_partition_filters(true);
-    block.set_metadata_block_size(4096);
+    // Index and filter blocks are cached with the data (bounded memory). A compacted table's filter is a few MiB:
+    // the cache has few shards (see `Store::open`) so that such a block fits in one and is not re-read from
+    // disk on every lookup. Partitioned filters also avoid that, but measured slower (two more cached blocks
+    // and binary searches per lookup: 14k against 19k transaction pages/s in `benches/rest_load.rs`).
     block.set_cache_index_and_filter_blocks(true);
-    block.set_pin_top_level_index_and_filter(true);
     block.set_pin_l0_filter_and_index_blocks_in_cache(true);
     let mut opts = Options::default();
     opts.set_compression_type(DBCompressionType::Lz4);
@@ -94,6 +91,8 @@ fn table_options(def: &TableDef, cache: &Cache) -> Options {
     match def.access {
         Access::Lookup => {
             block.set_bloom_filter(10.0, false);
+            // Point lookups find their key in a data block through a small hash index instead of a binary search.
+            block.set_data_block_index_type(DataBlockIndexType::BinaryAndHash);
             // Most lookups while indexing miss (a new address, a first balance): a memtable bloom filter answers
             // them without walking the skip list.
             opts.set_memtable_whole_key_filtering(true);
@@ -115,7 +114,12 @@ fn table_options(def: &TableDef, cache: &Cache) -> Options {
 impl Store {
     /// Opens (or creates) the store at `path`, checking the schema version and recording the open state.
     pub fn open(path: &Path, options: &StoreOptions) -> StoreResult<Store> {
-        let cache = Cache::new_lru_cache(options.cache_bytes);
+        let mut cache_options = LruCacheOptions::default();
+        cache_options.set_capacity(options.cache_bytes);
+        // 4 shards: a shard must hold a table's whole filter block (see `table_options`), and with the few
+        // threads of a 2-core machine the shard mutexes are not contended.
+        cache_options.set_num_shard_bits(2);
+        let cache = Cache::new_lru_cache_opts(&cache_options);
         let mut db_opts = Options::default();
         db_opts.create_if_missing(!options.read_only);
         db_opts.create_missing_column_families(!options.read_only);
@@ -123,6 +127,9 @@ impl Store {
         db_opts.set_max_background_jobs(2);
         db_opts.set_keep_log_file_num(4);
         db_opts.set_bytes_per_sync(1 << 20);
+        // All memtables together stay under 128 MiB (the largest is flushed early): without a shared limit each busy
+        // table fills its own 64 MiB pair, and catching up a million transactions peaked 90 MiB higher.
+        db_opts.set_db_write_buffer_size(128 << 20);
         let cfs: Vec<_> =
             tables::ALL.iter().map(|def| ColumnFamilyDescriptor::new(def.name, table_options(def, &cache))).collect();
         let db = if options.read_only {
