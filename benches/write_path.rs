@@ -1,15 +1,16 @@
 //! Write-path ceiling: synthetic blocks (`common::synth`, built in memory before the clock starts) are written to
 //! an empty store through the follower's own write path (`apply::write_chunk`, chunks of up to 256 blocks or
 //! 20,000 transactions), with no node in the loop. Prints transactions/s, the bytes of the write batches per
-//! transaction, and the bytes on disk per transaction after a full compaction; then the same near the head, where
-//! every block also writes undo data and is synced.
+//! transaction, the bytes on disk per transaction after a full compaction and how far the resident set grew above
+//! the blocks already in memory; then the same near the head, where every block also writes undo data and is
+//! synced.
 //!
 //!     cargo bench --bench write_path -- --blocks 1000 --txs 1000 [--erc20-every 4]
 
 mod common;
 
 use common::synth::{Chain, Shape};
-use common::{arg, figure};
+use common::{arg, figure, peak_rss, reset_peak_rss, rss};
 use rockscout::indexer::apply::write_chunk;
 use rockscout::indexer::bundle::Bundle;
 use rockscout::indexer::IndexerConfig;
@@ -38,6 +39,8 @@ fn run(label: &str, blocks: &[Bundle], at_head: bool) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
     let txs: usize = blocks.iter().map(|b| b.txs.len()).sum();
+    reset_peak_rss();
+    let resident_before = rss();
     let started = Instant::now();
     let mut written = 0usize;
     if at_head {
@@ -50,6 +53,7 @@ fn run(label: &str, blocks: &[Bundle], at_head: bool) {
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let peak_growth = peak_rss().saturating_sub(resident_before);
     store.compact().unwrap();
     let disk: u64 = store.disk_usage().unwrap().iter().map(|(_, bytes)| bytes).sum();
     let per_table: Vec<String> = store
@@ -64,6 +68,7 @@ fn run(label: &str, blocks: &[Bundle], at_head: bool) {
     figure("write path blocks/s", blocks.len() as f64 / elapsed, "blocks/s");
     figure("batch bytes written per tx", written as f64 / txs as f64, "B/tx");
     figure("disk bytes per tx after compaction", disk as f64 / txs as f64, "B/tx");
+    figure("peak RSS above the pre-built blocks", peak_growth as f64 / (1 << 20) as f64, "MiB");
     println!("  by table (B/tx): {}", per_table.join(", "));
 }
 

@@ -4,9 +4,11 @@
 
 pub mod synth;
 
-use alloy::primitives::{Address, U256};
+use alloy::primitives::{Address, Bytes, B256, U256};
 use alloy::providers::{Provider, RootProvider};
+use alloy::sol_types::{SolCall, SolConstructor};
 use rockscout::dev::anvil::{self, Anvil, AnvilOptions};
+use rockscout::dev::contracts::DemoToken;
 use serde_json::json;
 
 /// `--name value` from the command line (cargo's own `--bench` flag is ignored), or `default`.
@@ -20,19 +22,46 @@ pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 /// Starts an anvil that mines only on request.
 pub fn start_anvil() -> Anvil {
-    let bin = anvil::locate(None).unwrap_or_else(|e| panic!("{e}"));
-    Anvil::spawn(&bin, &AnvilOptions { extra_args: vec!["--no-mining".into()], ..Default::default() })
-        .unwrap_or_else(|e| panic!("{e}"))
+    start_anvil_with(&[])
 }
 
-/// Fills `blocks` blocks with `txs_per_block` ether transfers each (to fresh addresses, so address indexes
-/// grow as on a real chain). Returns the number of transactions.
+/// Starts an anvil that mines only on request, with more command-line arguments.
+pub fn start_anvil_with(args: &[&str]) -> Anvil {
+    let bin = anvil::locate(None).unwrap_or_else(|e| panic!("{e}"));
+    let extra_args = ["--no-mining"].iter().chain(args).map(|a| a.to_string()).collect();
+    Anvil::spawn(&bin, &AnvilOptions { extra_args, ..Default::default() }).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Deploys the demo ERC-20 token and mints a balance to every sender (two mined blocks). Returns its address.
+pub async fn deploy_token(node: &RootProvider, senders: &[Address]) -> Address {
+    let supply = U256::from(10u64).pow(U256::from(30));
+    let constructor =
+        DemoToken::constructorCall { name_: "Bench".into(), symbol_: "BNCH".into(), initialSupply: supply };
+    let code = [DemoToken::BYTECODE.as_ref(), &constructor.abi_encode()].concat();
+    let deploy = json!({"from": senders[0], "data": Bytes::from(code), "gas": "0x4c4b40"});
+    let hash: B256 = node.raw_request("eth_sendTransaction".into(), (deploy,)).await.unwrap();
+    let _: serde_json::Value = node.raw_request("anvil_mine".into(), json!([1])).await.unwrap();
+    let receipt = node.get_transaction_receipt(hash).await.unwrap().expect("deployment receipt");
+    let token = receipt.contract_address.expect("token deployed");
+    for sender in senders {
+        let mint = DemoToken::mintCall { to: *sender, value: supply }.abi_encode();
+        let tx = json!({"from": senders[0], "to": token, "data": Bytes::from(mint), "gas": "0x30d40"});
+        let _: B256 = node.raw_request("eth_sendTransaction".into(), (tx,)).await.unwrap();
+    }
+    let _: serde_json::Value = node.raw_request("anvil_mine".into(), json!([1])).await.unwrap();
+    token
+}
+
+/// Fills `blocks` blocks with `txs_per_block` transfers each, to fresh addresses so address indexes grow as on
+/// a real chain: ether transfers, or with `erc20 = Some((token, n))` every `n`th one a transfer of `token`
+/// (see [`deploy_token`]). Returns the number of transactions.
 pub async fn fill_transfers(
     node: &RootProvider,
     url: &str,
     senders: &[Address],
     blocks: u64,
     txs_per_block: usize,
+    erc20: Option<(Address, usize)>,
 ) -> u64 {
     let client = alloy::rpc::client::RpcClient::new_http(url.parse().unwrap());
     let mut sent = 0u64;
@@ -48,7 +77,13 @@ pub async fn fill_transfers(
             for i in chunk {
                 let s = *i % senders.len();
                 let to = Address::from_word(U256::from(block * 1_000_000 + *i as u64 + 1).into());
-                let tx = json!({"from": senders[s], "to": to, "value": "0x1", "gas": "0x5208", "nonce": nonces[s]});
+                let tx = match erc20 {
+                    Some((token, every)) if (*i + 1) % every == 0 => {
+                        let data = DemoToken::transferCall { to, value: U256::from(1) }.abi_encode();
+                        json!({"from": senders[s], "to": token, "data": Bytes::from(data), "gas": "0x186a0", "nonce": nonces[s]})
+                    }
+                    _ => json!({"from": senders[s], "to": to, "value": "0x1", "gas": "0x5208", "nonce": nonces[s]}),
+                };
                 nonces[s] += 1;
                 waiting.push(batch.add_call::<_, serde_json::Value>("eth_sendTransaction", &(tx,)).unwrap());
             }
@@ -61,6 +96,27 @@ pub async fn fill_transfers(
         let _: serde_json::Value = node.raw_request("anvil_mine".into(), json!([1])).await.unwrap();
     }
     sent
+}
+
+/// Resets this process's peak-RSS mark to its current resident set (Linux, `man 5 proc`: clear_refs value 5).
+pub fn reset_peak_rss() {
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak RSS mark");
+}
+
+/// The peak resident set of this process since the last [`reset_peak_rss`] (`VmHWM`), in bytes.
+pub fn peak_rss() -> u64 {
+    proc_status_kib("VmHWM:") * 1024
+}
+
+/// The current resident set of this process (`VmRSS`), in bytes.
+pub fn rss() -> u64 {
+    proc_status_kib("VmRSS:") * 1024
+}
+
+fn proc_status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).expect("field of /proc/self/status");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
 /// Prints one figure line: name, value, unit.
