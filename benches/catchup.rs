@@ -6,6 +6,7 @@
 //!
 //!     cargo bench --bench catchup -- --blocks 200 --txs 200 [--erc20-every 4] [--empty 2000] [--concurrency 8]
 //!         [--repeat 3 (alternating runs of each; medians)] [--only TEXT (workloads whose label contains TEXT)]
+//!         [--recipients N (cycle through N recipients instead of a fresh one per transfer; for long runs)]
 
 mod common;
 
@@ -70,6 +71,7 @@ fn main() {
     let empty: u64 = arg("empty", 2000);
     let concurrency: usize = arg("concurrency", 8);
     let repeat: usize = arg("repeat", 3).max(1);
+    let recipients: u64 = arg("recipients", 0);
     let only: String = arg("only", String::new());
     let workloads = [
         ("ether transfers".to_string(), blocks, txs, false),
@@ -89,7 +91,7 @@ fn main() {
                 true => Some((deploy_token(&node, &senders).await, erc20_every)),
                 false => None,
             };
-            let sent = fill_transfers(&node, &anvil.http_url(), &senders, n, per_block, erc20).await;
+            let sent = fill_transfers(&node, &anvil.http_url(), &senders, n, per_block, erc20, recipients).await;
             let head = node.get_block_number().await.unwrap();
             let all_txs = sent + if with_token { 1 + senders.len() as u64 } else { 0 };
             println!(

@@ -53,7 +53,8 @@ pub async fn deploy_token(node: &RootProvider, senders: &[Address]) -> Address {
 }
 
 /// Fills `blocks` blocks with `txs_per_block` transfers each, to fresh addresses so address indexes grow as on
-/// a real chain: ether transfers, or with `erc20 = Some((token, n))` every `n`th one a transfer of `token`
+/// a real chain (or, with `recipients > 0`, to that many addresses in turn: anvil's own speed falls as its
+/// state grows, to ~500 tx/s past 400,000 fresh accounts): ether transfers, or with `erc20 = Some((token, n))` every `n`th one a transfer of `token`
 /// (see [`deploy_token`]). Returns the number of transactions.
 pub async fn fill_transfers(
     node: &RootProvider,
@@ -62,6 +63,7 @@ pub async fn fill_transfers(
     blocks: u64,
     txs_per_block: usize,
     erc20: Option<(Address, usize)>,
+    recipients: u64,
 ) -> u64 {
     let client = alloy::rpc::client::RpcClient::new_http(url.parse().unwrap());
     let mut sent = 0u64;
@@ -76,7 +78,8 @@ pub async fn fill_transfers(
             let mut waiting = Vec::new();
             for i in chunk {
                 let s = *i % senders.len();
-                let to = Address::from_word(U256::from(block * 1_000_000 + *i as u64 + 1).into());
+                let seq = block * 1_000_000 + *i as u64;
+                let to = Address::from_word(U256::from(if recipients > 0 { seq % recipients } else { seq } + 1).into());
                 let tx = match erc20 {
                     Some((token, every)) if (*i + 1) % every == 0 => {
                         let data = DemoToken::transferCall { to, value: U256::from(1) }.abi_encode();
