@@ -6,12 +6,12 @@
 //!
 //!     cargo bench --bench rest_load -- [--blocks 1000] [--txs 1000] [--hot-every 8] [--seconds 5]
 //!         [--connections 16] [--store DIR (kept and reused between runs)] [--only TEXT (endpoints whose label
-//!         contains TEXT, after the ceiling)]
+//!         contains TEXT, after the ceiling)] [--cache-mb 64 (block cache of the served store)]
 
 mod common;
 
 use bytes::Bytes;
-use common::synth::{sender, tx_hash, Chain, Shape, HOT};
+use common::synth::{follower_chunks, sender, tx_hash, Chain, Shape, HOT};
 use common::{arg, percentile, start_anvil};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
@@ -38,16 +38,10 @@ fn build_store(dir: &Path, blocks: u64, shape: Shape) -> Store {
     }
     let started = Instant::now();
     let config = IndexerConfig::default();
-    let (mut chunk, mut txs) = (Vec::new(), 0);
-    for block in Chain::new(shape, 0, blocks) {
-        txs += block.txs.len();
-        chunk.push(block);
-        if chunk.len() == config.chunk_blocks || txs >= config.chunk_txs {
-            write_chunk(&store, &chunk, u64::MAX / 2, config.undo_depth).unwrap();
-            (chunk, txs) = (Vec::new(), 0);
-        }
+    let chain: Vec<_> = Chain::new(shape, 0, blocks).collect();
+    for range in follower_chunks(&chain, &config) {
+        write_chunk(&store, &chain[range], u64::MAX / 2, config.undo_depth).unwrap();
     }
-    write_chunk(&store, &chunk, u64::MAX / 2, config.undo_depth).unwrap();
     store.compact().unwrap();
     println!("built the store in {:.1?}", started.elapsed());
     store

@@ -9,28 +9,13 @@
 
 mod common;
 
-use common::synth::{Chain, Shape};
+use common::synth::{follower_chunks, Chain, Shape};
 use common::{arg, figure, peak_rss, reset_peak_rss, rss};
 use rockscout::indexer::apply::write_chunk;
 use rockscout::indexer::bundle::Bundle;
 use rockscout::indexer::IndexerConfig;
 use rockscout::store::{Store, StoreOptions};
 use std::time::Instant;
-
-/// Splits blocks into the follower's chunks.
-fn chunks(blocks: &[Bundle], config: &IndexerConfig) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::new();
-    let (mut start, mut txs) = (0, 0);
-    for (i, block) in blocks.iter().enumerate() {
-        if i > start && (i - start == config.chunk_blocks || txs + block.txs.len() > config.chunk_txs) {
-            out.push(start..i);
-            (start, txs) = (i, 0);
-        }
-        txs += block.txs.len();
-    }
-    out.push(start..blocks.len());
-    out
-}
 
 /// Writes `blocks` as the follower would: in chunks far behind the head, or one synced block at a time (with
 /// undo data) at the head.
@@ -48,7 +33,7 @@ fn run(label: &str, blocks: &[Bundle], at_head: bool) {
             written += write_chunk(&store, std::slice::from_ref(block), block.number(), config.undo_depth).unwrap();
         }
     } else {
-        for range in chunks(blocks, &config) {
+        for range in follower_chunks(blocks, &config) {
             written += write_chunk(&store, &blocks[range], u64::MAX / 2, config.undo_depth).unwrap();
         }
     }

@@ -9,12 +9,16 @@
 mod common;
 
 use alloy::providers::{Provider, RootProvider};
-use common::{arg, figure, percentile, start_anvil, ws::Client};
+use common::ws::{Received, WsClient};
+use common::{arg, figure, percentile, start_anvil};
 use rockscout::events::ChainEvent;
 use rockscout::Config;
 use serde_json::json;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+/// How long a subscriber waits for its next frame before giving up (longer than any run).
+const SUBSCRIBER_PATIENCE: Duration = Duration::from_secs(3600);
 
 fn main() {
     let subscribers: usize = arg("subscribers", 1000);
@@ -36,13 +40,13 @@ fn main() {
         let (arrivals_tx, mut arrivals) = mpsc::unbounded_channel::<(u64, Instant)>();
         let connected = Instant::now();
         for _ in 0..subscribers {
-            let mut client = Client::connect(addr).await;
-            client.send(r#"["1","1","blocks:new_block","phx_join",{}]"#).await;
-            let reply = client.next().await.expect("join reply");
+            let mut client = WsClient::connect(addr, "/socket/v2/websocket?vsn=2.0.0").await;
+            client.send_text(r#"["1","1","blocks:new_block","phx_join",{}]"#).await;
+            let reply = client.frame().await;
             assert_eq!(reply[4]["status"], "ok");
             let tx = arrivals_tx.clone();
             tokio::spawn(async move {
-                while let Some(frame) = client.next().await {
+                while let Received::Frame(frame) = client.recv(SUBSCRIBER_PATIENCE).await {
                     if frame[3] == "new_block" {
                         let height = frame[4]["block"]["height"].as_u64().unwrap();
                         let _ = tx.send((height, Instant::now()));

@@ -1,5 +1,5 @@
 //! Shared by the benchmark programs: argument parsing, a chain generator that fills an anvil quickly (batched
-//! JSON-RPC), and figure printing.
+//! JSON-RPC), memory readings, figure printing and a WebSocket client.
 #![allow(dead_code)]
 
 pub mod synth;
@@ -54,8 +54,8 @@ pub async fn deploy_token(node: &RootProvider, senders: &[Address]) -> Address {
 
 /// Fills `blocks` blocks with `txs_per_block` transfers each, to fresh addresses so address indexes grow as on
 /// a real chain (or, with `recipients > 0`, to that many addresses in turn: anvil's own speed falls as its
-/// state grows, to ~500 tx/s past 400,000 fresh accounts): ether transfers, or with `erc20 = Some((token, n))` every `n`th one a transfer of `token`
-/// (see [`deploy_token`]). Returns the number of transactions.
+/// state grows, to ~500 tx/s past 400,000 fresh accounts): ether transfers, or with `erc20 = Some((token, n))`
+/// every `n`th one a transfer of `token` (see [`deploy_token`]). Returns the number of transactions.
 pub async fn fill_transfers(
     node: &RootProvider,
     url: &str,
@@ -82,8 +82,8 @@ pub async fn fill_transfers(
                 let to = Address::from_word(U256::from(if recipients > 0 { seq % recipients } else { seq } + 1).into());
                 let tx = match erc20 {
                     Some((token, every)) if (*i + 1) % every == 0 => {
-                        let data = DemoToken::transferCall { to, value: U256::from(1) }.abi_encode();
-                        json!({"from": senders[s], "to": token, "data": Bytes::from(data), "gas": "0x186a0", "nonce": nonces[s]})
+                        let data = Bytes::from(DemoToken::transferCall { to, value: U256::from(1) }.abi_encode());
+                        json!({"from": senders[s], "to": token, "data": data, "gas": "0x186a0", "nonce": nonces[s]})
                     }
                     _ => json!({"from": senders[s], "to": to, "value": "0x1", "gas": "0x5208", "nonce": nonces[s]}),
                 };
@@ -127,64 +127,9 @@ pub fn figure(name: &str, value: f64, unit: &str) {
     println!("{name:<48} {value:>14.2} {unit}");
 }
 
-/// A minimal WebSocket client for the benchmarks (fastwebsockets' client handshake).
-pub mod ws {
-    use bytes::Bytes;
-    use fastwebsockets::{FragmentCollector, Frame, OpCode, Payload};
-    use http_body_util::Empty;
-    use hyper_util::rt::TokioIo;
-    use std::net::SocketAddr;
-
-    struct SpawnExecutor;
-
-    impl<F> hyper::rt::Executor<F> for SpawnExecutor
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        fn execute(&self, fut: F) {
-            tokio::spawn(fut);
-        }
-    }
-
-    /// A connected client.
-    pub struct Client(FragmentCollector<TokioIo<hyper::upgrade::Upgraded>>);
-
-    impl Client {
-        /// Connects to the Phoenix socket at `addr`.
-        pub async fn connect(addr: SocketAddr) -> Client {
-            let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-            let request = hyper::Request::builder()
-                .uri("/socket/v2/websocket?vsn=2.0.0")
-                .header("host", addr.to_string())
-                .header("upgrade", "websocket")
-                .header("connection", "upgrade")
-                .header("sec-websocket-key", fastwebsockets::handshake::generate_key())
-                .header("sec-websocket-version", "13")
-                .body(Empty::<Bytes>::new())
-                .unwrap();
-            let (ws, _) = fastwebsockets::handshake::client(&SpawnExecutor, request, stream).await.expect("handshake");
-            Client(FragmentCollector::new(ws))
-        }
-
-        /// Sends a text frame.
-        pub async fn send(&mut self, text: &str) {
-            self.0.write_frame(Frame::text(Payload::Owned(text.as_bytes().to_vec()))).await.expect("send");
-        }
-
-        /// The next text frame as JSON (`None` when the connection ends).
-        pub async fn next(&mut self) -> Option<serde_json::Value> {
-            loop {
-                let frame = self.0.read_frame().await.ok()?;
-                match frame.opcode {
-                    OpCode::Text => return serde_json::from_slice(&frame.payload).ok(),
-                    OpCode::Close => return None,
-                    _ => continue,
-                }
-            }
-        }
-    }
-}
+/// The integration tests' WebSocket client (fastwebsockets' client handshake), shared rather than copied.
+#[path = "../../tests/it/support/ws.rs"]
+pub mod ws;
 
 /// The `p`th percentile (0–100) of `sorted` values.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {

@@ -1,11 +1,12 @@
 //! A synthetic chain for the benchmarks that need more transactions than a node can produce in minutes: blocks of
 //! EIP-1559 ether transfers (each to a fresh address, as the anvil generator sends them) mixed with ERC-20
 //! `transfer` calls carrying their `Transfer` log, shaped field by field like what `Bundle::from_rpc` builds from
-//! anvil's answers. Deterministic: the same arguments give the same chain.
+//! anvil's answers. Deterministic: the same arguments give the same chain. Also the follower's chunking, to write it.
 
 use alloy::primitives::{keccak256, Address, Bytes, B256, B64, U256};
 use rockscout::indexer::bundle::Bundle;
 use rockscout::indexer::tokens::TRANSFER;
+use rockscout::indexer::IndexerConfig;
 use rockscout::store::records::{BlockRecord, LogRecord, TxRecord};
 
 /// What the chain is made of.
@@ -158,4 +159,20 @@ impl Iterator for Chain {
         };
         Some(Bundle { header, txs, logs })
     }
+}
+
+/// Splits blocks into the chunks the follower commits while catching up (`IndexerConfig::chunk_blocks` blocks
+/// or `chunk_txs` transactions at most).
+pub fn follower_chunks(blocks: &[Bundle], config: &IndexerConfig) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut txs) = (0, 0);
+    for (i, block) in blocks.iter().enumerate() {
+        if i > start && (i - start == config.chunk_blocks || txs + block.txs.len() > config.chunk_txs) {
+            out.push(start..i);
+            (start, txs) = (i, 0);
+        }
+        txs += block.txs.len();
+    }
+    out.push(start..blocks.len());
+    out
 }

@@ -341,12 +341,20 @@ pub fn tx_types(tx: &TxRecord, to_is_contract: bool) -> Vec<&'static str> {
     if tx.token_creation {
         types.push("token_creation");
     }
-    if !tx.value.is_zero() {
+    types.extend(call_types(&tx.value, tx.to, &tx.input, to_is_contract));
+    types
+}
+
+/// The types a transaction has from its call alone, before any receipt: `coin_transfer`, `contract_creation`,
+/// `contract_call` (all a pool transaction can show).
+fn call_types(value: &U256, to: Option<Address>, input: &Bytes, to_is_contract: bool) -> Vec<&'static str> {
+    let mut types = Vec::new();
+    if !value.is_zero() {
         types.push("coin_transfer");
     }
-    match tx.to {
+    match to {
         None => types.push("contract_creation"),
-        Some(_) if to_is_contract || !tx.input.is_empty() => types.push("contract_call"),
+        Some(_) if to_is_contract || !input.is_empty() => types.push("contract_call"),
         Some(_) => {}
     }
     types
@@ -417,28 +425,7 @@ impl TxJson {
         };
         let price = tx.max_fee_per_gas.or(tx.gas_price).unwrap_or(0);
         let to_is_contract = tx.to.is_some_and(|a| contracts.is_contract(&a));
-        let as_record = TxRecord {
-            hash: tx.hash,
-            from: tx.from,
-            to: tx.to,
-            value: tx.value,
-            input: tx.input.clone(),
-            nonce: tx.nonce,
-            gas_limit: tx.gas_limit,
-            gas_price: tx.gas_price,
-            max_fee_per_gas: tx.max_fee_per_gas,
-            max_priority_fee_per_gas: tx.max_priority_fee_per_gas,
-            tx_type: tx.tx_type,
-            status: None,
-            gas_used: 0,
-            effective_gas_price: 0,
-            created: None,
-            first_log: 0,
-            log_count: 0,
-            authorizations: Vec::new(),
-            token_transfers: 0,
-            token_creation: false,
-        };
+
         TxJson {
             hash: hash_hex(&tx.hash),
             result: "pending".into(),
@@ -471,7 +458,7 @@ impl TxJson {
             exchange_rate: None,
             historic_exchange_rate: None,
             method: methods::method_label(&tx.input, to_is_contract),
-            transaction_types: tx_types(&as_record, to_is_contract),
+            transaction_types: call_types(&tx.value, tx.to, &tx.input, to_is_contract),
             transaction_tag: None,
             has_error_in_internal_transactions: None,
             authorization_list: Vec::new(),
