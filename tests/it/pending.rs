@@ -2,7 +2,7 @@
 //! `/transactions/:hash`, and gone once mined.
 
 use crate::support::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::time::Duration;
 
 async fn pending_hashes(addr: std::net::SocketAddr) -> Vec<String> {
@@ -38,6 +38,8 @@ async fn pending_transactions_are_listed_until_mined() {
     assert!(detail["block_number"].is_null() && detail["status"].is_null());
     assert_eq!(detail["fee"]["type"], "maximum");
     assert_eq!(detail["confirmations"], 0);
+    // An ether transfer to an account: only what the call shows, no receipt-derived types.
+    assert_eq!(detail["transaction_types"], json!(["coin_transfer"]));
 
     // Pages of 2 walk the whole pool exactly.
     let mut walked = Vec::new();
