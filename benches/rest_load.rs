@@ -20,8 +20,7 @@ use rockscout::indexer::apply::write_chunk;
 use rockscout::indexer::{IndexerConfig, Status};
 use rockscout::node::Node;
 use rockscout::store::keys::AddressPos;
-use rockscout::store::tables::AddressTxs;
-use rockscout::store::{Direction, KeyRange, Store, StoreOptions};
+use rockscout::store::{Order, Store, StoreOptions};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -50,10 +49,8 @@ fn build_store(dir: &Path, blocks: u64, shape: Shape) -> Store {
 /// Cursors (`block_number`, `index`) that start pages of `address`'s history at 1%, 2%, … 99% of its depth.
 fn deep_cursors(store: &Store, address: alloy::primitives::Address) -> (usize, Vec<String>) {
     let reader = store.reader();
-    let keys: Vec<AddressPos> = reader
-        .scan::<AddressTxs>(KeyRange::prefix(address.as_slice()), Direction::Forward)
-        .map(|row| row.unwrap().0)
-        .collect();
+    let keys: Vec<AddressPos> =
+        reader.address_txs(address, None, Order::NewestFirst).map(|row| row.unwrap().0).collect();
     let cursors = (1..100)
         .map(|percent| keys[keys.len() * percent / 100])
         .map(|k| format!("block_number={}&index={}", k.pos.block, k.pos.index))

@@ -12,8 +12,8 @@ mod common;
 use common::synth::{follower_chunks, Chain, Shape};
 use common::{arg, figure, peak_rss, reset_peak_rss, rss};
 use rockscout::indexer::apply::write_chunk;
-use rockscout::indexer::bundle::Bundle;
 use rockscout::indexer::IndexerConfig;
+use rockscout::store::records::Bundle;
 use rockscout::store::{Store, StoreOptions};
 use std::time::Instant;
 

@@ -3,7 +3,7 @@
 //! A bounded `tokio::sync::broadcast`: a consumer that falls behind loses events (and learns it), the indexer
 //! never waits for anyone.
 
-use crate::indexer::bundle::Bundle;
+use crate::store::records::Bundle;
 use crate::store::records::PendingTxRecord;
 use alloy::primitives::B256;
 use std::sync::Arc;

@@ -6,6 +6,7 @@
 //! in `indexer::rows`), [`store`] is the only user of RocksDB, [`api`] the only user of hyper. [`run`] wires them.
 
 pub mod api;
+pub mod chain;
 pub mod config;
 pub mod dev;
 pub mod events;

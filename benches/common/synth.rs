@@ -1,13 +1,13 @@
 //! A synthetic chain for the benchmarks that need more transactions than a node can produce in minutes: blocks of
 //! EIP-1559 ether transfers (each to a fresh address, as the anvil generator sends them) mixed with ERC-20
-//! `transfer` calls carrying their `Transfer` log, shaped field by field like what `Bundle::from_rpc` builds from
+//! `transfer` calls carrying their `Transfer` log, shaped field by field like what `indexer::bundle::from_rpc` builds from
 //! anvil's answers. Deterministic: the same arguments give the same chain. Also the follower's chunking, to write it.
 
 use alloy::primitives::{keccak256, Address, Bytes, B256, B64, U256};
-use rockscout::indexer::bundle::Bundle;
-use rockscout::indexer::tokens::TRANSFER;
+use rockscout::chain::tokens::TRANSFER;
 use rockscout::indexer::IndexerConfig;
-use rockscout::store::records::{BlockRecord, LogRecord, TxRecord};
+use rockscout::store::records::Bundle;
+use rockscout::store::records::{BlockRecord, LogRecord, TxBody, TxRecord};
 
 /// What the chain is made of.
 #[derive(Debug, Clone, Copy)]
@@ -93,17 +93,19 @@ impl Chain {
             (recipient, U256::from(10u64.pow(15) + seq), Bytes::new(), 21_000, 0)
         };
         TxRecord {
-            hash,
-            from,
-            to: Some(to),
-            value,
-            input,
-            nonce,
-            gas_limit: gas_used + gas_used / 2,
-            gas_price: None,
-            max_fee_per_gas: Some(3 * GWEI),
-            max_priority_fee_per_gas: Some(GWEI),
-            tx_type: 2,
+            body: TxBody {
+                hash,
+                from,
+                to: Some(to),
+                value,
+                input,
+                nonce,
+                gas_limit: gas_used + gas_used / 2,
+                gas_price: None,
+                max_fee_per_gas: Some(3 * GWEI),
+                max_priority_fee_per_gas: Some(GWEI),
+                tx_type: 2,
+            },
             status: Some(true),
             gas_used,
             effective_gas_price: 2 * GWEI,

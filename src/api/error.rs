@@ -130,7 +130,10 @@ impl ApiError {
 
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> Self {
-        ApiError::Internal(e.to_string())
+        match e {
+            crate::store::StoreError::Deadline => ApiError::Timeout,
+            e => ApiError::Internal(e.to_string()),
+        }
     }
 }
 

@@ -6,10 +6,12 @@
 //! format can evolve without a schema change.
 
 use super::methods;
+use crate::chain::tokens::transfer_type;
+use crate::chain::TxTypes;
 use crate::store::keys::{BlockPos, TracePos};
 use crate::store::records::{
     AuthorizationRecord, BlockRecord, InternalTxRecord, LogRecord, PendingTxRecord, TokenKind, TokenMetadata,
-    TokenRecord, TokenTransferRecord, TxRecord,
+    TokenRecord, TokenTransferRecord, TxBody, TxRecord,
 };
 use alloy::primitives::{Address, Bytes, B256, U256};
 use serde::Serialize;
@@ -55,6 +57,10 @@ pub fn parse_iso_ms(text: &str) -> Option<u64> {
         return None;
     }
     let millis: u64 = format!("{fraction:0<3}")[..3].parse().ok()?;
+    // A user-supplied year: only four digits (0000–9999) are a timestamp; anything else would overflow below.
+    if !(0..=9999).contains(&year) {
+        return None;
+    }
     // Days from civil date (Howard Hinnant's algorithm, inverse of `iso_timestamp`).
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
@@ -63,7 +69,7 @@ pub fn parse_iso_ms(text: &str) -> Option<u64> {
     let doy = (153 * mp + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = u64::try_from(era * 146_097 + doe - 719_468).ok()?;
-    Some((days * 86_400 + h * 3600 + m * 60 + sec) * 1000 + millis)
+    days.checked_mul(86_400)?.checked_add(h * 3600 + m * 60 + sec)?.checked_mul(1000)?.checked_add(millis)
 }
 
 /// `YYYY-MM-DD` of a UTC day number.
@@ -318,7 +324,7 @@ pub struct TxJson {
     exchange_rate: Option<String>,
     historic_exchange_rate: Option<String>,
     method: Option<String>,
-    transaction_types: Vec<&'static str>,
+    transaction_types: TxTypes,
     transaction_tag: Option<String>,
     has_error_in_internal_transactions: Option<bool>,
     authorization_list: Vec<AuthorizationJson>,
@@ -326,106 +332,15 @@ pub struct TxJson {
     fhe_operations_count: u64,
 }
 
-/// The address a contract creation created (from the receipt, else computed from sender and nonce).
-pub fn creation_address(tx: &TxRecord) -> Address {
-    tx.created.unwrap_or_else(|| tx.from.create(tx.nonce))
-}
-
-/// Blockscout's transaction types: `token_transfer`, `token_creation`, `coin_transfer`, `contract_creation`,
-/// `contract_call`.
-pub fn tx_types(tx: &TxRecord, to_is_contract: bool) -> Vec<&'static str> {
-    let mut types = Vec::new();
-    if tx.token_transfers > 0 {
-        types.push("token_transfer");
-    }
-    if tx.token_creation {
-        types.push("token_creation");
-    }
-    types.extend(call_types(&tx.value, tx.to, &tx.input, to_is_contract));
-    types
-}
-
-/// The types a transaction has from its call alone, before any receipt: `coin_transfer`, `contract_creation`,
-/// `contract_call` (all a pool transaction can show).
-fn call_types(value: &U256, to: Option<Address>, input: &Bytes, to_is_contract: bool) -> Vec<&'static str> {
-    let mut types = Vec::new();
-    if !value.is_zero() {
-        types.push("coin_transfer");
-    }
-    match to {
-        None => types.push("contract_creation"),
-        Some(_) if to_is_contract || !input.is_empty() => types.push("contract_call"),
-        Some(_) => {}
-    }
-    types
-}
-
 impl TxJson {
-    /// A transaction at `pos` of block `header`, with the chain tip `tip` (for confirmations).
-    pub fn new(tx: &TxRecord, pos: BlockPos, header: &BlockRecord, tip: u64, contracts: &Contracts) -> Self {
-        let base_fee = header.base_fee;
-        let (to, created) = match tx.to {
-            Some(to) => (contracts.address(&to), None),
-            // The published schema requires an address object in `to`: a creation shows the created contract.
-            None => {
-                let created = creation_address(tx);
-                let object = AddressJson::new(&created, tx.succeeded());
-                (object.clone(), Some(object))
-            }
-        };
+    /// What a transaction shows from its body alone: the whole pool form, and the base of the mined form.
+    fn from_body(tx: &TxBody, contracts: &Contracts) -> Self {
         let to_is_contract = tx.to.is_some_and(|a| contracts.is_contract(&a));
-        let gas_used = U256::from(tx.gas_used);
-        TxJson {
-            hash: hash_hex(&tx.hash),
-            result: if tx.succeeded() { "success".into() } else { "Reverted".into() },
-            status: Some(if tx.succeeded() { "ok" } else { "error" }),
-            block_number: Some(pos.block),
-            timestamp: Some(iso_timestamp(header.timestamp)),
-            from: contracts.address(&tx.from),
-            to,
-            created_contract: created,
-            confirmations: tip.saturating_sub(pos.block) + 1,
-            confirmation_duration: [],
-            value: tx.value.to_string(),
-            fee: FeeJson { kind: "actual", value: tx.fee().to_string() },
-            gas_price: Some(tx.effective_gas_price.to_string()),
-            tx_type: Some(tx.tx_type),
-            gas_used: Some(tx.gas_used.to_string()),
-            gas_limit: tx.gas_limit.to_string(),
-            max_fee_per_gas: tx.max_fee_per_gas.map(|f| f.to_string()),
-            max_priority_fee_per_gas: tx.max_priority_fee_per_gas.map(|f| f.to_string()),
-            base_fee_per_gas: base_fee.map(|f| f.to_string()),
-            priority_fee: base_fee
-                .map(|b| (gas_used * U256::from(tx.effective_gas_price.saturating_sub(b))).to_string()),
-            transaction_burnt_fee: base_fee.map(|b| (gas_used * U256::from(b)).to_string()),
-            nonce: tx.nonce,
-            position: Some(pos.index),
-            revert_reason: None,
-            raw_input: bytes_hex(&tx.input),
-            decoded_input: methods::decode_input(&tx.input),
-            token_transfers: None,
-            token_transfers_overflow: None,
-            exchange_rate: None,
-            historic_exchange_rate: None,
-            method: methods::method_label(&tx.input, to_is_contract),
-            transaction_types: tx_types(tx, to_is_contract),
-            transaction_tag: None,
-            has_error_in_internal_transactions: None,
-            authorization_list: tx.authorizations.iter().map(AuthorizationJson::new).collect(),
-            is_pending_update: false,
-            fhe_operations_count: 0,
-        }
-    }
-
-    /// A transaction still in the node's pool.
-    pub fn pending(tx: &PendingTxRecord, contracts: &Contracts) -> Self {
         let to = match tx.to {
             Some(to) => contracts.address(&to),
-            None => AddressJson::new(&tx.from.create(tx.nonce), false),
+            None => AddressJson::new(&tx.creation_address(), false),
         };
-        let price = tx.max_fee_per_gas.or(tx.gas_price).unwrap_or(0);
-        let to_is_contract = tx.to.is_some_and(|a| contracts.is_contract(&a));
-
+        let max_price = tx.max_fee_per_gas.or(tx.gas_price).unwrap_or(0);
         TxJson {
             hash: hash_hex(&tx.hash),
             result: "pending".into(),
@@ -438,7 +353,7 @@ impl TxJson {
             confirmations: 0,
             confirmation_duration: [],
             value: tx.value.to_string(),
-            fee: FeeJson { kind: "maximum", value: (U256::from(tx.gas_limit) * U256::from(price)).to_string() },
+            fee: FeeJson { kind: "maximum", value: (U256::from(tx.gas_limit) * U256::from(max_price)).to_string() },
             gas_price: tx.gas_price.or(tx.max_fee_per_gas).map(|p| p.to_string()),
             tx_type: Some(tx.tx_type),
             gas_used: None,
@@ -458,13 +373,53 @@ impl TxJson {
             exchange_rate: None,
             historic_exchange_rate: None,
             method: methods::method_label(&tx.input, to_is_contract),
-            transaction_types: call_types(&tx.value, tx.to, &tx.input, to_is_contract),
+            transaction_types: TxTypes::of_call(tx, to_is_contract),
             transaction_tag: None,
             has_error_in_internal_transactions: None,
             authorization_list: Vec::new(),
             is_pending_update: false,
             fhe_operations_count: 0,
         }
+    }
+
+    /// A transaction at `pos` of block `header`, with the chain tip `tip` (for confirmations).
+    pub fn new(tx: &TxRecord, pos: BlockPos, header: &BlockRecord, tip: u64, contracts: &Contracts) -> Self {
+        let base_fee = header.base_fee;
+        let (to, created) = match tx.to {
+            Some(to) => (contracts.address(&to), None),
+            // The published schema requires an address object in `to`: a creation shows the created contract.
+            None => {
+                let object = AddressJson::new(&tx.created_or_computed(), tx.succeeded());
+                (object.clone(), Some(object))
+            }
+        };
+        let to_is_contract = tx.to.is_some_and(|a| contracts.is_contract(&a));
+        let gas_used = U256::from(tx.gas_used);
+        TxJson {
+            result: if tx.succeeded() { "success".into() } else { "Reverted".into() },
+            status: Some(if tx.succeeded() { "ok" } else { "error" }),
+            block_number: Some(pos.block),
+            timestamp: Some(iso_timestamp(header.timestamp)),
+            to,
+            created_contract: created,
+            confirmations: tip.saturating_sub(pos.block) + 1,
+            fee: FeeJson { kind: "actual", value: tx.fee().to_string() },
+            gas_price: Some(tx.effective_gas_price.to_string()),
+            gas_used: Some(tx.gas_used.to_string()),
+            base_fee_per_gas: base_fee.map(|f| f.to_string()),
+            priority_fee: base_fee
+                .map(|b| (gas_used * U256::from(tx.effective_gas_price.saturating_sub(b))).to_string()),
+            transaction_burnt_fee: base_fee.map(|b| (gas_used * U256::from(b)).to_string()),
+            position: Some(pos.index),
+            transaction_types: TxTypes::of_mined(tx, to_is_contract),
+            authorization_list: tx.authorizations.iter().map(AuthorizationJson::new).collect(),
+            ..TxJson::from_body(&tx.body, contracts)
+        }
+    }
+
+    /// A transaction still in the node's pool.
+    pub fn pending(tx: &PendingTxRecord, contracts: &Contracts) -> Self {
+        TxJson::from_body(&tx.body, contracts)
     }
 
     /// Adds what only the detail view carries: token transfers (first 10) and the revert reason.
@@ -660,7 +615,7 @@ impl TransferJson {
             to: contracts.address(&t.to),
             token,
             token_type: t.kind.label(),
-            kind: crate::indexer::tokens::transfer_type(t),
+            kind: transfer_type(t),
             method: tx_input.and_then(|input| methods::method_label(input, true)),
             total,
         }
@@ -710,7 +665,16 @@ mod tests {
         }
         assert_eq!(parse_iso_ms("2025-05-26T10:26:51.474448Z"), Some(1_748_255_211_474));
         assert_eq!(parse_iso_ms("2025-05-26T10:26:51Z"), Some(1_748_255_211_000));
-        for bad in ["", "2025-05-26", "2025-13-01T00:00:00Z", "2025-05-26T10:26:51.x1Z", "2025-05-26T10:26:51.47"] {
+        for bad in [
+            "",
+            "2025-05-26",
+            "2025-13-01T00:00:00Z",
+            "2025-05-26T10:26:51.x1Z",
+            "2025-05-26T10:26:51.47",
+            "1234567-01-01T00:00:00Z",
+            "9223372036854775807-01-01T00:00:00Z",
+            "-5-01-01T00:00:00Z",
+        ] {
             assert_eq!(parse_iso_ms(bad), None, "{bad}");
         }
     }

@@ -10,6 +10,7 @@
 //! `POST /api/eth`; the Phoenix V2 WebSocket `GET /socket/v2/websocket`.
 
 mod body;
+mod cursor;
 mod error;
 mod health;
 pub mod json;
@@ -27,7 +28,7 @@ pub use router::Route;
 use crate::events::EventSender;
 use crate::indexer::Status;
 use crate::node::{Node, NodeError};
-use crate::store::Store;
+use crate::store::{Reader, Store};
 use alloy::primitives::{Address, U256};
 use body::{json_response, Body};
 use bytes::Bytes;
@@ -113,6 +114,8 @@ pub struct Shared {
     /// WebSocket connections.
     pub ws: WsServer,
     limiter: RateLimiter,
+    /// One permit per store-reading handler running on the blocking pool.
+    readers: Arc<tokio::sync::Semaphore>,
     rpc_client: rpc::reqwest::Client,
     stats: Mutex<Option<Arc<ChainStats>>>,
     on_chain: Mutex<OnChainCache>,
@@ -136,6 +139,9 @@ struct OnChainCache {
 
 /// Most addresses cached per tip.
 const ON_CHAIN_CACHE_LIMIT: usize = 10_000;
+
+/// Store-reading handlers running at once on the blocking pool; further requests wait (within their deadline).
+const STORE_READERS: usize = 8;
 
 /// Cheap handle on [`Shared`].
 #[derive(Debug, Clone)]
@@ -164,6 +170,7 @@ impl AppState {
                 shutdown: CancellationToken::new(),
             },
             limiter: RateLimiter::new(config.rate_limit.clone()),
+            readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
             rpc_client: rpc::client(),
             config,
             stats: Mutex::new(None),
@@ -311,8 +318,28 @@ async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiErr
     }
 }
 
+/// Runs a handler that reads the store on the blocking pool, at most [`STORE_READERS`] at once, with a reader
+/// whose scans stop at `deadline` (so the request timeout ends a long scan instead of leaving it running).
+async fn read<F>(state: &AppState, deadline: tokio::time::Instant, handler: F) -> Result<Response<Body>, ApiError>
+where
+    F: FnOnce(&Reader<'_>) -> Result<Response<Body>, ApiError> + Send + 'static,
+{
+    let permit = tokio::time::timeout_at(deadline, state.readers.clone().acquire_owned())
+        .await
+        .map_err(|_| ApiError::Timeout)?
+        .map_err(|_| ApiError::Busy("the store is closing"))?;
+    let store = state.store.clone();
+    let until = deadline.into_std();
+    let task = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        handler(&store.view().until(until))
+    });
+    task.await.map_err(|e| ApiError::Internal(format!("read task failed: {e}")))?
+}
+
 async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
     use rest::{addresses, blocks, search, stats, tokens, traces, transactions};
+    let deadline = tokio::time::Instant::now() + state.config.request_timeout;
     match route {
         Route::Health => Ok(health::health(state)),
         Route::Socket => ws::upgrade(req, state),
@@ -329,47 +356,78 @@ async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Res
                 Err(e) => Err(e),
             }
         }
-        Route::Stats => stats::handler(state, req.headers()),
-        Route::Blocks { kind, page } => blocks::list(state, kind, page),
+        // Single objects: a few point reads, served inline.
         Route::Block(id) => blocks::detail(state, id),
-        Route::BlockTransactions { id, kinds, page } => blocks::transactions(state, id, kinds, page),
-        Route::PendingTransactions { page } => transactions::pending(state, page),
-        Route::Transactions { kinds, methods, page } => transactions::list(state, kinds, methods, page),
         Route::Transaction(hash) => transactions::detail(state, hash).await,
-        Route::TransactionLogs { hash, page } => transactions::logs(state, hash, page),
-        Route::TransactionTokenTransfers { hash, page } => tokens::of_transaction(state, hash, page),
-        Route::TransactionInternal { hash, page } => traces::of_transaction(state, hash, page),
+        Route::Address(address) => addresses::detail(state, address).await,
         Route::StateChanges { hash, offset } => traces::state_changes(state, hash, offset).await,
         Route::RawTrace(hash) => traces::raw_trace(state, hash).await,
-        Route::Address(address) => addresses::detail(state, address).await,
-        Route::AddressTransactions { address, direction, ascending, page } => {
-            addresses::transactions(state, address, direction, ascending, page)
-        }
-        Route::AddressLogs { address, topic, page } => addresses::logs(state, address, topic, page),
-        Route::AddressCounters(address) => addresses::counters(state, address),
-        Route::AddressTabsCounters(address) => addresses::tabs_counters(state, address),
         Route::CoinBalanceHistory { address, page } => addresses::coin_balance_history(state, address, page).await,
-        Route::AddressTokenTransfers { address, direction, kinds, token, page } => {
-            tokens::of_address(state, address, direction, &kinds, token, page)
-        }
-        Route::AddressTokenBalances(address) => tokens::balances(state, address),
-        Route::AddressTokens { address, kinds, page } => tokens::holdings(state, address, &kinds, page),
-        Route::AddressInternal { address, direction, page } => traces::of_address(state, address, direction, page),
-        Route::BlockInternal { id, kinds, page } => traces::of_block(state, id, kinds, page),
-        Route::InternalTransactions { page } => traces::all(state, page),
-        Route::Tokens { kinds, q, page } => tokens::list(state, &kinds, q.as_deref(), page),
-        Route::Token(token) => tokens::detail(state, token),
-        Route::TokenTransfersOf { token, page } => tokens::transfers(state, token, page),
-        Route::TokenHolders { token, page } => tokens::holders(state, token, page),
-        Route::TokenCounters(token) => tokens::counters(state, token),
-        Route::TokenInstances { token, holder, page } => tokens::instances(state, token, holder, page),
-        Route::Search(q) => search::search(state, &q),
-        Route::SearchQuick(q) => search::quick(state, &q),
-        Route::SearchRedirect(q) => search::redirect(state, &q),
-        Route::MainPageBlocks => blocks::main_page(state),
-        Route::MainPageTransactions => transactions::main_page(state),
         Route::IndexingStatus => Ok(stats::indexing_status(state)),
         Route::BackendVersion => Ok(stats::backend_version()),
-        Route::TransactionsChart => stats::transactions_chart(state),
+        // Everything that scans runs on the blocking pool under the request's deadline.
+        Route::Stats => {
+            let (state2, detailed) = (state.clone(), stats::wants_detailed_gas(req.headers()));
+            read(state, deadline, move |r| stats::handler(&state2, r, detailed)).await
+        }
+        Route::TransactionsChart => read(state, deadline, stats::transactions_chart).await,
+        Route::Blocks { kind, page } => read(state, deadline, move |r| blocks::list(r, kind, page)).await,
+        Route::BlockTransactions { id, kinds, page } => {
+            read(state, deadline, move |r| blocks::transactions(r, id, kinds, page)).await
+        }
+        Route::MainPageBlocks => read(state, deadline, blocks::main_page).await,
+        Route::PendingTransactions { page } => read(state, deadline, move |r| transactions::pending(r, page)).await,
+        Route::Transactions { kinds, methods, page } => {
+            read(state, deadline, move |r| transactions::list(r, kinds, methods, page)).await
+        }
+        Route::MainPageTransactions => read(state, deadline, transactions::main_page).await,
+        Route::TransactionLogs { hash, page } => {
+            read(state, deadline, move |r| transactions::logs(r, hash, page)).await
+        }
+        Route::TransactionTokenTransfers { hash, page } => {
+            read(state, deadline, move |r| tokens::of_transaction(r, hash, page)).await
+        }
+        Route::TransactionInternal { hash, page } => {
+            read(state, deadline, move |r| traces::of_transaction(r, hash, page)).await
+        }
+        Route::AddressTransactions { address, direction, ascending, page } => {
+            read(state, deadline, move |r| addresses::transactions(r, address, direction, ascending, page)).await
+        }
+        Route::AddressLogs { address, topic, page } => {
+            read(state, deadline, move |r| addresses::logs(r, address, topic, page)).await
+        }
+        Route::AddressCounters(address) => read(state, deadline, move |r| addresses::counters(r, address)).await,
+        Route::AddressTabsCounters(address) => {
+            read(state, deadline, move |r| addresses::tabs_counters(r, address)).await
+        }
+        Route::AddressTokenTransfers { address, direction, kinds, token, page } => {
+            read(state, deadline, move |r| tokens::of_address(r, address, direction, &kinds, token, page)).await
+        }
+        Route::AddressTokenBalances(address) => read(state, deadline, move |r| tokens::balances(r, address)).await,
+        Route::AddressTokens { address, kinds, page } => {
+            read(state, deadline, move |r| tokens::holdings(r, address, &kinds, page)).await
+        }
+        Route::AddressInternal { address, direction, page } => {
+            read(state, deadline, move |r| traces::of_address(r, address, direction, page)).await
+        }
+        Route::BlockInternal { id, kinds, page } => {
+            read(state, deadline, move |r| traces::of_block(r, id, kinds, page)).await
+        }
+        Route::InternalTransactions { page } => read(state, deadline, move |r| traces::all(r, page)).await,
+        Route::Tokens { kinds, q, page } => {
+            read(state, deadline, move |r| tokens::list(r, &kinds, q.as_deref(), page)).await
+        }
+        Route::Token(token) => read(state, deadline, move |r| tokens::detail(r, token)).await,
+        Route::TokenTransfersOf { token, page } => {
+            read(state, deadline, move |r| tokens::transfers(r, token, page)).await
+        }
+        Route::TokenHolders { token, page } => read(state, deadline, move |r| tokens::holders(r, token, page)).await,
+        Route::TokenCounters(token) => read(state, deadline, move |r| tokens::counters(r, token)).await,
+        Route::TokenInstances { token, holder, page } => {
+            read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await
+        }
+        Route::Search(q) => read(state, deadline, move |r| search::search(r, &q)).await,
+        Route::SearchQuick(q) => read(state, deadline, move |r| search::quick(r, &q)).await,
+        Route::SearchRedirect(q) => read(state, deadline, move |r| search::redirect(r, &q)).await,
     }
 }

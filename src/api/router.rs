@@ -4,15 +4,17 @@
 //! Path and query parameters are validated here: a malformed hash, number or address, or a page size outside
 //! 1–100, is a 422 with Blockscout's `errors` body; handlers only see typed values.
 
+use super::cursor::{
+    BlockCursor, CallCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor, InstanceCursor, PendingCursor,
+    PosCursor, ReorgCursor, TokenCursor, TraceCursor, TransferCursor,
+};
 use super::error::ApiError;
-use super::json::{parse_iso_ms, BlockKind};
+use super::json::BlockKind;
 use super::methods::selectors_for;
 use super::query::Query;
-use crate::store::keys::{
-    BalanceKey, BlockPos, HolderRankKey, PendingKey, SearchKey, TokenRankKey, TracePos, TransferPos,
-};
+use crate::chain::{TxType, TxTypes};
 use crate::store::records::{CallKind, TokenKind};
-use alloy::primitives::{Address, B256, U256};
+use alloy::primitives::{Address, B256};
 use hyper::Method;
 
 /// Default page size (the seed's 25).
@@ -29,47 +31,17 @@ pub enum BlockId {
     Hash(B256),
 }
 
-/// Transaction kinds a list can be filtered to (`type=a,b`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TxKinds {
-    /// `coin_transfer`.
-    pub coin_transfer: bool,
-    /// `contract_call`.
-    pub contract_call: bool,
-    /// `contract_creation`.
-    pub contract_creation: bool,
-    /// `token_transfer`.
-    pub token_transfer: bool,
-    /// `token_creation`.
-    pub token_creation: bool,
-    /// `blob_transaction`.
-    pub blob_transaction: bool,
-}
-
-impl TxKinds {
-    /// Whether a filter was given at all.
-    pub fn any(&self) -> bool {
-        *self != TxKinds::default()
+/// The `type=a,b` filter of transaction lists (`[a,b]` accepted too); empty when absent.
+fn tx_types(q: &Query) -> Result<TxTypes, ApiError> {
+    let mut types = TxTypes::default();
+    let Some(raw) = q.get("type") else {
+        return Ok(types);
+    };
+    for name in raw.trim_start_matches('[').trim_end_matches(']').split(',').filter(|k| !k.is_empty()) {
+        let t = TxType::parse(name.trim()).ok_or_else(|| ApiError::invalid("type", "Invalid value for enum"))?;
+        types = types.with(t);
     }
-
-    fn parse(q: &Query) -> Result<TxKinds, ApiError> {
-        let mut kinds = TxKinds::default();
-        let Some(raw) = q.get("type") else {
-            return Ok(kinds);
-        };
-        for kind in raw.trim_start_matches('[').trim_end_matches(']').split(',').filter(|k| !k.is_empty()) {
-            match kind.trim() {
-                "coin_transfer" => kinds.coin_transfer = true,
-                "contract_call" => kinds.contract_call = true,
-                "contract_creation" => kinds.contract_creation = true,
-                "token_transfer" => kinds.token_transfer = true,
-                "token_creation" => kinds.token_creation = true,
-                "blob_transaction" => kinds.blob_transaction = true,
-                _ => return Err(ApiError::invalid("type", "Invalid value for enum")),
-            }
-        }
-        Ok(kinds)
-    }
+    Ok(types)
 }
 
 /// `filter=to|from` on address lists.
@@ -90,19 +62,6 @@ pub struct Page<C> {
     pub after: Option<C>,
 }
 
-/// The next-page cursor of a list ordered by (block, index).
-fn pos_cursor(q: &Query) -> Result<Option<BlockPos>, ApiError> {
-    match (q.u64("block_number")?, q.u64("index")?) {
-        (Some(block), Some(index)) => {
-            let index = u32::try_from(index).map_err(|_| ApiError::invalid("index", "Invalid value: too large"))?;
-            Ok(Some(BlockPos { block, index }))
-        }
-        // A block alone continues below that block.
-        (Some(block), None) => Ok(Some(BlockPos { block, index: 0 })),
-        (None, _) => Ok(None),
-    }
-}
-
 fn page_size(q: &Query) -> Result<usize, ApiError> {
     match q.u64("items_count")? {
         None => Ok(DEFAULT_PAGE),
@@ -111,8 +70,8 @@ fn page_size(q: &Query) -> Result<usize, ApiError> {
     }
 }
 
-fn page<C>(q: &Query, after: Option<C>) -> Result<Page<C>, ApiError> {
-    Ok(Page { size: page_size(q)?, after })
+fn page<C: Cursor>(q: &Query) -> Result<Page<C>, ApiError> {
+    Ok(Page { size: page_size(q)?, after: C::from_query(q)? })
 }
 
 /// Parses a 32-byte `0x` hash.
@@ -146,18 +105,6 @@ fn parse_block_id(raw: &str) -> Result<BlockId, ApiError> {
         "block_hash_or_number_param",
         "Invalid format. Expected a non-negative integer or ~r/^0x([A-Fa-f0-9]{64})$/",
     ))
-}
-
-/// The cursor of an internal-transaction list: `block_number`, `transaction_index`, `index`.
-fn trace_cursor(q: &Query) -> Result<Option<TracePos>, ApiError> {
-    let small = |key: &'static str| -> Result<u32, ApiError> {
-        u32::try_from(q.u64(key)?.unwrap_or(0)).map_err(|_| ApiError::invalid(key, "Invalid value: too large"))
-    };
-    match q.u64("block_number")? {
-        // A block alone continues below that block.
-        Some(block) => Ok(Some(TracePos { block, tx: small("transaction_index")?, index: small("index")? })),
-        None => Ok(None),
-    }
 }
 
 /// Call kinds kept by `internal_type` and `call_type` (`None`: every kind).
@@ -196,15 +143,6 @@ fn direction(q: &Query) -> Result<Option<Direction>, ApiError> {
     }
 }
 
-/// Where a `/tokens` page continues.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TokenCursor {
-    /// After this token in holder order.
-    Rank(TokenRankKey),
-    /// After this search key (with `q`).
-    Search(SearchKey),
-}
-
 fn token_kinds(q: &Query) -> Result<Vec<TokenKind>, ApiError> {
     let Some(raw) = q.get("type") else {
         return Ok(Vec::new());
@@ -215,26 +153,6 @@ fn token_kinds(q: &Query) -> Result<Vec<TokenKind>, ApiError> {
         .filter(|k| !k.trim().is_empty())
         .map(|k| TokenKind::parse(k.trim()).ok_or_else(|| ApiError::invalid("type", "Invalid value for enum")))
         .collect()
-}
-
-/// The cursor of a transfer list: `block_number`, `index` (log index), `index_in_batch`.
-fn transfer_cursor(q: &Query) -> Result<Option<TransferPos>, ApiError> {
-    match (q.u64("block_number")?, q.u64("index")?) {
-        (Some(block), Some(log)) => Ok(Some(TransferPos {
-            block,
-            log: u32::try_from(log).map_err(|_| ApiError::invalid("index", "Invalid value: too large"))?,
-            item: u16::try_from(q.u64("index_in_batch")?.unwrap_or(0))
-                .map_err(|_| ApiError::invalid("index_in_batch", "Invalid value: too large"))?,
-        })),
-        (Some(block), None) => Ok(Some(TransferPos { block, log: 0, item: 0 })),
-        (None, _) => Ok(None),
-    }
-}
-
-fn decimal(q: &Query, key: &'static str) -> Result<Option<U256>, ApiError> {
-    q.get(key)
-        .map(|v| v.parse::<U256>().map_err(|_| ApiError::invalid(key, "Invalid value: expected a decimal integer")))
-        .transpose()
 }
 
 /// Every endpoint, with its typed parameters.
@@ -253,7 +171,7 @@ pub enum Route {
         /// `type`.
         kind: BlockKind,
         /// Size and cursor (`block_number`, and `hash` for reorgs).
-        page: Page<(u64, Option<B256>)>,
+        page: Page<ReorgCursor>,
     },
     /// `GET /api/v2/blocks/:id`.
     Block(BlockId),
@@ -262,23 +180,23 @@ pub enum Route {
         /// The block.
         id: BlockId,
         /// `type` filter.
-        kinds: TxKinds,
+        kinds: TxTypes,
         /// Size and cursor (transaction index).
-        page: Page<u32>,
+        page: Page<IndexCursor>,
     },
     /// `GET /api/v2/transactions?filter=pending`.
     PendingTransactions {
         /// Size and cursor (`inserted_at`, `hash`).
-        page: Page<PendingKey>,
+        page: Page<PendingCursor>,
     },
     /// `GET /api/v2/transactions`.
     Transactions {
         /// `type` filter.
-        kinds: TxKinds,
+        kinds: TxTypes,
         /// `method` filter (selectors).
         methods: Option<Vec<[u8; 4]>>,
         /// Size and cursor.
-        page: Page<BlockPos>,
+        page: Page<PosCursor>,
     },
     /// `GET /api/v2/transactions/:hash`.
     Transaction(B256),
@@ -287,21 +205,21 @@ pub enum Route {
         /// The transaction.
         hash: B256,
         /// Size and cursor (log index).
-        page: Page<u32>,
+        page: Page<IndexCursor>,
     },
     /// `GET /api/v2/transactions/:hash/token-transfers`.
     TransactionTokenTransfers {
         /// The transaction.
         hash: B256,
         /// Size and cursor.
-        page: Page<TransferPos>,
+        page: Page<TransferCursor>,
     },
     /// `GET /api/v2/transactions/:hash/internal-transactions`.
     TransactionInternal {
         /// The transaction.
         hash: B256,
         /// Size and cursor (trace index).
-        page: Page<u32>,
+        page: Page<CallCursor>,
     },
     /// `GET /api/v2/transactions/:hash/state-changes`.
     StateChanges {
@@ -323,7 +241,7 @@ pub enum Route {
         /// `order=asc` (oldest first).
         ascending: bool,
         /// Size and cursor.
-        page: Page<BlockPos>,
+        page: Page<PosCursor>,
     },
     /// `GET /api/v2/addresses/:a/logs`.
     AddressLogs {
@@ -332,7 +250,7 @@ pub enum Route {
         /// `topic` filter (any position).
         topic: Option<B256>,
         /// Size and cursor.
-        page: Page<BlockPos>,
+        page: Page<PosCursor>,
     },
     /// `GET /api/v2/addresses/:a/counters`.
     AddressCounters(Address),
@@ -343,7 +261,7 @@ pub enum Route {
         /// The address.
         address: Address,
         /// Size and cursor (block number).
-        page: Page<u64>,
+        page: Page<BlockCursor>,
     },
     /// `GET /api/v2/addresses/:a/token-transfers`.
     AddressTokenTransfers {
@@ -356,7 +274,7 @@ pub enum Route {
         /// `token` filter.
         token: Option<Address>,
         /// Size and cursor.
-        page: Page<TransferPos>,
+        page: Page<TransferCursor>,
     },
     /// `GET /api/v2/addresses/:a/token-balances` (a bare array).
     AddressTokenBalances(Address),
@@ -367,7 +285,7 @@ pub enum Route {
         /// `type` filter.
         kinds: Vec<TokenKind>,
         /// Size and cursor.
-        page: Page<BalanceKey>,
+        page: Page<HoldingCursor>,
     },
     /// `GET /api/v2/addresses/:a/internal-transactions`.
     AddressInternal {
@@ -376,7 +294,7 @@ pub enum Route {
         /// `filter=to|from` (`to` includes created contracts).
         direction: Option<Direction>,
         /// Size and cursor.
-        page: Page<TracePos>,
+        page: Page<TraceCursor>,
     },
     /// `GET /api/v2/blocks/:id/internal-transactions`.
     BlockInternal {
@@ -385,12 +303,12 @@ pub enum Route {
         /// `internal_type` and `call_type` filters.
         kinds: Option<Vec<CallKind>>,
         /// Size and cursor.
-        page: Page<TracePos>,
+        page: Page<TraceCursor>,
     },
     /// `GET /api/v2/internal-transactions`: every internal transaction, newest first.
     InternalTransactions {
         /// Size and cursor.
-        page: Page<TracePos>,
+        page: Page<TraceCursor>,
     },
     /// `GET /api/v2/tokens`.
     Tokens {
@@ -408,14 +326,14 @@ pub enum Route {
         /// The token.
         token: Address,
         /// Size and cursor.
-        page: Page<TransferPos>,
+        page: Page<TransferCursor>,
     },
     /// `GET /api/v2/tokens/:a/holders`.
     TokenHolders {
         /// The token.
         token: Address,
         /// Size and cursor.
-        page: Page<HolderRankKey>,
+        page: Page<HolderCursor>,
     },
     /// `GET /api/v2/tokens/:a/counters`.
     TokenCounters(Address),
@@ -426,7 +344,7 @@ pub enum Route {
         /// `holder_address_hash` filter.
         holder: Option<Address>,
         /// Size and cursor (`unique_token`: the last id shown).
-        page: Page<U256>,
+        page: Page<InstanceCursor>,
     },
     /// `GET /api/v2/search`.
     Search(String),
@@ -494,49 +412,32 @@ impl Route {
                     Some("uncle") => BlockKind::Uncle,
                     Some(_) => return Err(ApiError::invalid("type", "Invalid value for enum")),
                 };
-                let hash = q.get("hash").map(|h| parse_hash(h, "hash")).transpose()?;
-                Route::Blocks { kind, page: page(q, q.u64("block_number")?.map(|n| (n, hash)))? }
+                Route::Blocks { kind, page: page(q)? }
             }
             ["blocks", id] => Route::Block(parse_block_id(id)?),
             ["blocks", id, "internal-transactions"] => {
                 let id = parse_block_id(id)?;
-                Route::BlockInternal { id, kinds: call_kinds(q)?, page: page(q, trace_cursor(q)?)? }
+                Route::BlockInternal { id, kinds: call_kinds(q)?, page: page(q)? }
             }
             ["blocks", id, "transactions"] => {
                 let id = parse_block_id(id)?;
-                let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
-                Route::BlockTransactions { id, kinds: TxKinds::parse(q)?, page: page(q, after)? }
+                Route::BlockTransactions { id, kinds: tx_types(q)?, page: page(q)? }
             }
             ["transactions"] => match q.get("filter") {
-                Some("pending") => {
-                    let after = match (q.get("inserted_at"), q.get("hash")) {
-                        (Some(at), Some(hash)) => Some(PendingKey {
-                            seen_ms: parse_iso_ms(at).ok_or_else(|| {
-                                ApiError::invalid("inserted_at", "Invalid format. Expected an ISO-8601 UTC timestamp")
-                            })?,
-                            hash: parse_hash(hash, "hash")?,
-                        }),
-                        _ => None,
-                    };
-                    Route::PendingTransactions { page: page(q, after)? }
-                }
+                Some("pending") => Route::PendingTransactions { page: page(q)? },
                 None | Some("validated") => {
                     let methods = q.get("method").map(|m| m.split(',').flat_map(selectors_for).collect());
-                    Route::Transactions { kinds: TxKinds::parse(q)?, methods, page: page(q, pos_cursor(q)?)? }
+                    Route::Transactions { kinds: tx_types(q)?, methods, page: page(q)? }
                 }
                 Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
             },
             ["transactions", hash] => Route::Transaction(tx(hash)?),
-            ["transactions", hash, "logs"] => {
-                let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
-                Route::TransactionLogs { hash: tx(hash)?, page: page(q, after)? }
-            }
+            ["transactions", hash, "logs"] => Route::TransactionLogs { hash: tx(hash)?, page: page(q)? },
             ["transactions", hash, "token-transfers"] => {
-                Route::TransactionTokenTransfers { hash: tx(hash)?, page: page(q, transfer_cursor(q)?)? }
+                Route::TransactionTokenTransfers { hash: tx(hash)?, page: page(q)? }
             }
             ["transactions", hash, "internal-transactions"] => {
-                let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
-                Route::TransactionInternal { hash: tx(hash)?, page: page(q, after)? }
+                Route::TransactionInternal { hash: tx(hash)?, page: page(q)? }
             }
             ["transactions", hash, "state-changes"] => {
                 let offset = q.u64("items_count")?.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
@@ -545,10 +446,9 @@ impl Route {
             ["transactions", hash, "raw-trace"] => Route::RawTrace(tx(hash)?),
             ["internal-transactions"] => match q.get("transaction_hash") {
                 Some(hash) => {
-                    let after = q.u64("index")?.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
-                    Route::TransactionInternal { hash: parse_hash(hash, "transaction_hash")?, page: page(q, after)? }
+                    Route::TransactionInternal { hash: parse_hash(hash, "transaction_hash")?, page: page(q)? }
                 }
-                None => Route::InternalTransactions { page: page(q, trace_cursor(q)?)? },
+                None => Route::InternalTransactions { page: page(q)? },
             },
             ["addresses", a] => Route::Address(addr(a)?),
             ["addresses", a, "transactions"] => {
@@ -565,17 +465,15 @@ impl Route {
                     Some("asc") => true,
                     Some(_) => return Err(ApiError::invalid("order", "Invalid value for enum")),
                 };
-                Route::AddressTransactions { address: addr(a)?, direction, ascending, page: page(q, pos_cursor(q)?)? }
+                Route::AddressTransactions { address: addr(a)?, direction, ascending, page: page(q)? }
             }
             ["addresses", a, "logs"] => {
                 let topic = q.get("topic").map(|t| parse_hash(t, "topic")).transpose()?;
-                Route::AddressLogs { address: addr(a)?, topic, page: page(q, pos_cursor(q)?)? }
+                Route::AddressLogs { address: addr(a)?, topic, page: page(q)? }
             }
             ["addresses", a, "counters"] => Route::AddressCounters(addr(a)?),
             ["addresses", a, "tabs-counters"] => Route::AddressTabsCounters(addr(a)?),
-            ["addresses", a, "coin-balance-history"] => {
-                Route::CoinBalanceHistory { address: addr(a)?, page: page(q, q.u64("block_number")?)? }
-            }
+            ["addresses", a, "coin-balance-history"] => Route::CoinBalanceHistory { address: addr(a)?, page: page(q)? },
             ["addresses", a, "token-transfers"] => {
                 let direction = direction(q)?;
                 let token = q.get("token").map(|t| parse_address(t, "token")).transpose()?;
@@ -584,65 +482,31 @@ impl Route {
                     direction,
                     kinds: token_kinds(q)?,
                     token,
-                    page: page(q, transfer_cursor(q)?)?,
+                    page: page(q)?,
                 }
             }
             ["addresses", a, "internal-transactions"] => {
-                Route::AddressInternal { address: addr(a)?, direction: direction(q)?, page: page(q, trace_cursor(q)?)? }
+                Route::AddressInternal { address: addr(a)?, direction: direction(q)?, page: page(q)? }
             }
             ["addresses", a, "tokens"] => {
-                let address = addr(a)?;
-                let after = match (q.get("token_address_hash"), q.get("token_id")) {
-                    (Some(token), id) => Some(BalanceKey {
-                        holder: address,
-                        token: parse_address(token, "token_address_hash")?,
-                        id: id
-                            .map(|i| i.parse().map_err(|_| ApiError::invalid("token_id", "Invalid value")))
-                            .transpose()?
-                            .unwrap_or_default(),
-                    }),
-                    (None, _) => None,
-                };
-                Route::AddressTokens { address, kinds: token_kinds(q)?, page: page(q, after)? }
+                Route::AddressTokens { address: addr(a)?, kinds: token_kinds(q)?, page: page(q)? }
             }
             ["addresses", a, "token-balances"] => Route::AddressTokenBalances(addr(a)?),
             ["tokens"] => {
                 let text = q.get("q").map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-                let after = match (&text, q.get("contract_address_hash")) {
-                    (_, None) => None,
-                    (None, Some(token)) => Some(TokenCursor::Rank(TokenRankKey {
-                        holders: q.u64("holders_count")?.unwrap_or(0),
-                        token: parse_address(token, "contract_address_hash")?,
-                    })),
-                    (Some(_), Some(token)) => Some(TokenCursor::Search(SearchKey::new(
-                        q.get("name").unwrap_or_default(),
-                        parse_address(token, "contract_address_hash")?,
-                    ))),
-                };
                 if text.as_ref().is_some_and(|t| t.len() > 256) {
                     return Err(ApiError::invalid("q", "Invalid value: longer than 256 characters"));
                 }
-                Route::Tokens { kinds: token_kinds(q)?, q: text, page: page(q, after)? }
+                Route::Tokens { kinds: token_kinds(q)?, q: text, page: page(q)? }
             }
             ["tokens", a] => Route::Token(addr(a)?),
-            ["tokens", a, "transfers"] => {
-                Route::TokenTransfersOf { token: addr(a)?, page: page(q, transfer_cursor(q)?)? }
-            }
-            ["tokens", a, "holders"] => {
-                let token = addr(a)?;
-                let after = match (q.get("address_hash"), decimal(q, "value")?) {
-                    (Some(holder), Some(amount)) => {
-                        Some(HolderRankKey { token, amount, holder: parse_address(holder, "address_hash")? })
-                    }
-                    _ => None,
-                };
-                Route::TokenHolders { token, page: page(q, after)? }
-            }
+            ["tokens", a, "transfers"] => Route::TokenTransfersOf { token: addr(a)?, page: page(q)? },
+            ["tokens", a, "holders"] => Route::TokenHolders { token: addr(a)?, page: page(q)? },
             ["tokens", a, "counters"] => Route::TokenCounters(addr(a)?),
             ["tokens", a, "instances"] => {
                 let holder =
                     q.get("holder_address_hash").map(|h| parse_address(h, "holder_address_hash")).transpose()?;
-                Route::TokenInstances { token: addr(a)?, holder, page: page(q, decimal(q, "unique_token")?)? }
+                Route::TokenInstances { token: addr(a)?, holder, page: page(q)? }
             }
             ["search"] => Route::Search(search_query(q)?),
             ["search", "quick"] => Route::SearchQuick(search_query(q)?),
@@ -661,6 +525,7 @@ impl Route {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::keys::{BlockPos, TracePos};
 
     fn parse(method: Method, path_and_query: &str) -> Result<Route, ApiError> {
         let (path, query) = match path_and_query.split_once('?') {
@@ -693,7 +558,10 @@ mod tests {
             (
                 Method::GET,
                 "/api/v2/blocks?type=reorg&items_count=2&block_number=7".into(),
-                Ok(Route::Blocks { kind: BlockKind::Reorg, page: Page { size: 2, after: Some((7, None)) } }),
+                Ok(Route::Blocks {
+                    kind: BlockKind::Reorg,
+                    page: Page { size: 2, after: Some(ReorgCursor { number: 7, hash: None }) },
+                }),
             ),
             (Method::GET, "/api/v2/blocks/12".into(), Ok(Route::Block(BlockId::Number(12)))),
             (Method::GET, format!("/api/v2/blocks/{hash}"), Ok(Route::Block(BlockId::Hash(hash.parse().unwrap())))),
@@ -701,9 +569,9 @@ mod tests {
                 Method::GET,
                 "/api/v2/transactions?block_number=9&index=3&filter=validated&items_count=null".into(),
                 Ok(Route::Transactions {
-                    kinds: TxKinds::default(),
+                    kinds: TxTypes::default(),
                     methods: None,
-                    page: Page { size: 25, after: Some(BlockPos { block: 9, index: 3 }) },
+                    page: Page { size: 25, after: Some(PosCursor(BlockPos { block: 9, index: 3 })) },
                 }),
             ),
             (Method::GET, format!("/api/v2/transactions/{hash}"), Ok(Route::Transaction(hash.parse().unwrap()))),
@@ -760,7 +628,10 @@ mod tests {
         let cases: Vec<(String, Route)> = vec![
             (
                 format!("/api/v2/transactions/{hash}/internal-transactions?index=3&items_count=10"),
-                Route::TransactionInternal { hash: h, page: Page { size: 10, after: Some(3) } },
+                Route::TransactionInternal {
+                    hash: h,
+                    page: Page { size: 10, after: Some(CallCursor(TracePos { block: 0, tx: 0, index: 3 })) },
+                },
             ),
             (format!("/api/v2/transactions/{hash}/state-changes?items_count=50"), Route::StateChanges { hash: h, offset: 50 }),
             (format!("/api/v2/transactions/{hash}/raw-trace"), Route::RawTrace(h)),
@@ -773,7 +644,7 @@ mod tests {
                 Route::AddressInternal {
                     address: dead,
                     direction: Some(Direction::To),
-                    page: Page { size: 25, after: Some(TracePos { block: 9, tx: 2, index: 4 }) },
+                    page: Page { size: 25, after: Some(TraceCursor(TracePos { block: 9, tx: 2, index: 4 })) },
                 },
             ),
             (
@@ -786,7 +657,9 @@ mod tests {
             ),
             (
                 "/api/v2/internal-transactions?block_number=5".into(),
-                Route::InternalTransactions { page: Page { size: 25, after: Some(TracePos { block: 5, tx: 0, index: 0 }) } },
+                Route::InternalTransactions {
+                    page: Page { size: 25, after: Some(TraceCursor(TracePos { block: 5, tx: 0, index: 0 })) },
+                },
             ),
         ];
         for (path, expected) in cases {
@@ -798,6 +671,7 @@ mod tests {
     fn type_lists_accept_commas_and_brackets() {
         let route = parse(Method::GET, "/api/v2/transactions?type=%5Bcoin_transfer,contract_creation%5D").unwrap();
         let Route::Transactions { kinds, .. } = route else { panic!("{route:?}") };
-        assert!(kinds.coin_transfer && kinds.contract_creation && !kinds.contract_call);
+        assert!(kinds.contains(TxType::CoinTransfer) && kinds.contains(TxType::ContractCreation));
+        assert!(!kinds.contains(TxType::ContractCall));
     }
 }

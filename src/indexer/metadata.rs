@@ -4,13 +4,13 @@
 //! (which give nothing). Results go to `token_metadata` and the prefix index `token_search`; they are not chain
 //! state and are never reverted.
 
-use super::rows::block_tokens;
+use crate::chain::block_tokens;
 use crate::events::{ChainEvent, EventSender};
 use crate::node::Node;
 use crate::store::keys::SearchKey;
 use crate::store::records::TokenMetadata;
-use crate::store::tables::{TokenMetadatas, TokenSearch, Tokens};
-use crate::store::{Direction, Durability, KeyRange, Store, StoreResult};
+use crate::store::tables::{TokenMetadatas, TokenSearch};
+use crate::store::{Durability, Store, StoreResult};
 use alloy::primitives::{Address, Bytes, U256};
 use alloy::sol_types::SolValue;
 use std::collections::BTreeSet;
@@ -150,7 +150,7 @@ impl MetadataFetcher {
     fn known_tokens(&self) -> StoreResult<BTreeSet<Address>> {
         let reader = self.store.reader();
         let mut missing = BTreeSet::new();
-        for row in reader.scan::<Tokens>(KeyRange::all(), Direction::Forward) {
+        for row in reader.tokens() {
             let (token, _) = row?;
             if reader.get::<TokenMetadatas>(&token)?.is_none() {
                 missing.insert(token);

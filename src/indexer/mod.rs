@@ -7,12 +7,10 @@
 
 pub mod apply;
 pub mod bundle;
-pub mod derived;
 pub mod metadata;
 pub mod pending;
 pub mod rows;
 mod status;
-pub mod tokens;
 pub mod traces;
 
 pub use status::{Status, StatusSnapshot};
@@ -20,12 +18,12 @@ pub use status::{Status, StatusSnapshot};
 use crate::events::{ChainEvent, EventSender};
 use crate::node::{Backoff, Node, NodeError};
 use crate::store::keys::BlockKey;
+use crate::store::records::Bundle;
 use crate::store::records::Meta;
 use crate::store::tables::Headers;
 use crate::store::{Durability, Store, StoreError};
 use alloy::primitives::B256;
-use apply::{load_block, revert_block, RevertError};
-use bundle::Bundle;
+use apply::{revert_block, RevertError};
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -393,7 +391,8 @@ impl Indexer {
             // Locked: the trace pass must not commit traces of this block while it is being reverted.
             let _writes = store.lock_writes();
             let reader = store.reader();
-            let block = load_block(&reader, number)?
+            let block = reader
+                .load_block(number)?
                 .ok_or_else(|| StoreError::Inconsistent(format!("tip block {number} is not stored")))?;
             let mut batch = store.batch();
             revert_block(&mut batch, &reader, &block)?;
@@ -477,7 +476,7 @@ impl Fetcher {
         let Some(raw) = raw else {
             return Some(Fetched::Missing(number));
         };
-        match Bundle::from_rpc(raw) {
+        match bundle::from_rpc(raw) {
             Ok(block) => Some(Fetched::Block(Box::new(block))),
             Err(e) => {
                 // Typically the chain moved between the block and receipts requests.

@@ -7,8 +7,8 @@ use crate::events::{ChainEvent, EventSender};
 use crate::node::{Node, NodeError};
 use crate::store::keys::PendingKey;
 use crate::store::records::PendingTxRecord;
-use crate::store::tables::{Pending, PendingByTime, TxHashes};
-use crate::store::{Direction, Durability, KeyRange, Store, StoreError};
+use crate::store::tables::{Pending, PendingByTime};
+use crate::store::{Durability, Store, StoreError};
 use alloy::primitives::B256;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -75,7 +75,7 @@ pub fn sync_pool(
 ) -> Result<Vec<PendingTxRecord>, StoreError> {
     let reader = store.reader();
     let mut stored: HashMap<B256, u64> = HashMap::new();
-    for row in reader.scan::<PendingByTime>(KeyRange::all(), Direction::Forward) {
+    for row in reader.pending(None) {
         let (key, ()) = row?;
         stored.insert(key.hash, key.seen_ms);
     }
@@ -90,23 +90,10 @@ pub fn sync_pool(
     let mut new = Vec::new();
     let room = MAX_PENDING.saturating_sub(stored.len());
     for (hash, tx) in current.into_iter().filter(|(h, _)| !stored.contains_key(h)).take(room) {
-        if reader.get::<TxHashes>(&hash)?.is_some() {
+        if reader.is_mined(hash)? {
             continue; // already mined and indexed
         }
-        let record = PendingTxRecord {
-            hash,
-            from: tx.from,
-            to: tx.to,
-            value: tx.value,
-            input: tx.input,
-            nonce: tx.nonce.to(),
-            gas_limit: tx.gas.to(),
-            gas_price: tx.gas_price.map(|p| p.to()),
-            max_fee_per_gas: tx.max_fee_per_gas.map(|p| p.to()),
-            max_priority_fee_per_gas: tx.max_priority_fee_per_gas.map(|p| p.to()),
-            tx_type: tx.tx_type.map(|t| t.to()).unwrap_or(0),
-            first_seen_ms: now_ms,
-        };
+        let record = PendingTxRecord { body: super::bundle::tx_body(&tx), first_seen_ms: now_ms };
         batch.put::<Pending>(&hash, &record)?;
         batch.put::<PendingByTime>(&PendingKey { seen_ms: now_ms, hash }, &())?;
         new.push(record);

@@ -7,25 +7,24 @@
 //!   holders, NFT owners, token records) through [`Changes`], which records their prior values as the block's undo
 //!   data; reverting restores them verbatim.
 
-use super::bundle::Bundle;
-use super::derived::Changes;
-use super::tokens;
+use crate::chain::{block_transfers, transfer_parties, tx_participants};
 use crate::store::keys::{
     AddressPos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderKey, HolderRankKey, InstanceKey,
-    MetaKey, TokenRankKey, TransferPos,
+    MetaKey, TokenRankKey,
 };
 use crate::store::records::{
-    role, AccountRecord, Amount, Counters, Creation, DayStats, InstanceRecord, Meta, Seen, TokenKind, TokenRecord,
-    TokenTransferRecord, TxRecord,
+    role, AccountRecord, Amount, Bundle, Counters, Creation, DayStats, InstanceRecord, Meta, Seen, TokenKind,
+    TokenRecord, TokenTransferRecord,
 };
 use crate::store::tables::{
     Accounts, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, Daily, Headers, HolderRanks, Logs, MetaTable,
     NftInstances, Table, TokenBalances, TokenHolders, TokenRanks, TokenTransfers, Tokens, Transactions, Transfers,
     TxHashes,
 };
+use crate::store::Changes;
 use crate::store::{Batch, StoreError, StoreResult};
 use alloy::primitives::{Address, U256};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// Receives the rows of a block: a put when applying, a delete when reverting.
 pub trait RowSink {
@@ -52,50 +51,6 @@ impl RowSink for DeleteRows<'_, '_> {
         self.0.delete::<T>(key);
         Ok(())
     }
-}
-
-/// The addresses of one transaction with their role bits, in address order.
-pub fn tx_participants(tx: &TxRecord) -> BTreeMap<Address, u8> {
-    let mut roles = BTreeMap::new();
-    *roles.entry(tx.from).or_insert(0) |= role::FROM;
-    if let Some(to) = tx.to {
-        *roles.entry(to).or_insert(0) |= role::TO;
-    }
-    if let Some(created) = tx.created {
-        *roles.entry(created).or_insert(0) |= role::CREATED;
-    }
-    roles
-}
-
-/// Direction bits of an `address_transfers` row.
-pub mod direction {
-    /// The address sent.
-    pub const SENT: u8 = 1;
-    /// The address received.
-    pub const RECEIVED: u8 = 2;
-}
-
-/// The token transfers of a block, with their positions, in log order.
-pub fn block_transfers(block: &Bundle) -> Vec<(TransferPos, TokenTransferRecord)> {
-    let mut out = Vec::new();
-    for (log_index, log) in block.logs.iter().enumerate() {
-        for (item, transfer) in tokens::decode(log).into_iter().enumerate() {
-            out.push((TransferPos { block: block.number(), log: log_index as u32, item: item as u16 }, transfer));
-        }
-    }
-    out
-}
-
-/// The non-zero parties of a transfer with their direction bits.
-pub fn transfer_parties(t: &TokenTransferRecord) -> BTreeMap<Address, u8> {
-    let mut parties = BTreeMap::new();
-    if !t.from.is_zero() {
-        *parties.entry(t.from).or_insert(0) |= direction::SENT;
-    }
-    if !t.to.is_zero() {
-        *parties.entry(t.to).or_insert(0) |= direction::RECEIVED;
-    }
-    parties
 }
 
 /// Every row the block owns, fed to `sink` in a fixed order.
@@ -144,7 +99,7 @@ pub fn derive(block: &Bundle, changes: &mut Changes<'_>) -> StoreResult<()> {
             let delta = activity.entry(address).or_default();
             delta.txs += 1;
             if roles & role::FROM != 0 {
-                delta.gas_used += u128::from(tx.gas_used);
+                delta.gas_used = delta.gas_used.saturating_add(u128::from(tx.gas_used));
             }
             if roles & role::CREATED != 0 {
                 delta.creation = Some(Creation { creator: tx.from, tx: tx.hash, success: tx.succeeded() });
@@ -183,12 +138,16 @@ pub fn derive(block: &Bundle, changes: &mut Changes<'_>) -> StoreResult<()> {
         blocks: before.blocks + 1,
         txs: before.txs + tx_count,
         addresses: before.addresses + new_addresses,
-        gas_used: before.gas_used + gas_used,
+        gas_used: before.gas_used.saturating_add(gas_used),
     };
     changes.set::<MetaTable>(&MetaKey::Counters, Some(&Meta::Counters(counters)))?;
     let day = DayKey(block_day(block));
     let stats = changes.get::<Daily>(&day)?.unwrap_or_default();
-    let stats = DayStats { blocks: stats.blocks + 1, txs: stats.txs + tx_count, gas_used: stats.gas_used + gas_used };
+    let stats = DayStats {
+        blocks: stats.blocks + 1,
+        txs: stats.txs + tx_count,
+        gas_used: stats.gas_used.saturating_add(gas_used),
+    };
     changes.set::<Daily>(&day, Some(&stats))?;
 
     // Token state, transfer by transfer.
@@ -212,7 +171,7 @@ struct AccountDelta {
 impl AccountDelta {
     fn apply(self, mut record: AccountRecord) -> AccountRecord {
         record.tx_count += self.txs;
-        record.gas_used += self.gas_used;
+        record.gas_used = record.gas_used.saturating_add(self.gas_used);
         record.blocks_mined += self.blocks_mined;
         record.log_count += self.logs;
         record.token_transfer_count += self.token_transfers;
@@ -307,9 +266,4 @@ fn change_holding(
         }
     }
     Ok(())
-}
-
-/// Token contracts a block's transfers involve (for the metadata fetcher).
-pub fn block_tokens(block: &Bundle) -> BTreeSet<Address> {
-    block_transfers(block).into_iter().map(|(_, t)| t.token).collect()
 }

@@ -7,16 +7,15 @@
 //! is. Trace rows are a pure function of a block's traces ([`trace_rows`]), so reverting a block deletes exactly
 //! what was written, recomputed from the stored call frames; the follower does that inside its revert batch.
 
-use super::bundle::Bundle;
 use super::rows::RowSink;
 use super::Status;
 use crate::events::EventSender;
 use crate::node::wire::RpcCallFrame;
 use crate::node::{Node, NodeError};
-use crate::store::keys::{AddressTracePos, BlockKey, Key, MetaKey, TracePos};
-use crate::store::records::{role, CallKind, InternalCreation, InternalTxRecord, Meta, Tip, TraceSummary};
-use crate::store::tables::{AddressInternal, Headers, InternalCreations, InternalTxs, TraceBlocks, Transactions};
-use crate::store::{Batch, Direction, Durability, KeyRange, Reader, Store, StoreError, StoreResult};
+use crate::store::keys::{AddressTracePos, BlockKey, MetaKey, TracePos};
+use crate::store::records::{role, Bundle, CallKind, InternalCreation, InternalTxRecord, Meta, Tip, TraceSummary};
+use crate::store::tables::{AddressInternal, Headers, InternalCreations, InternalTxs, TraceBlocks};
+use crate::store::{Batch, Durability, Reader, Store, StoreError, StoreResult};
 use alloy::primitives::{B256, U256};
 use futures_util::StreamExt;
 use std::collections::BTreeMap;
@@ -105,8 +104,7 @@ pub fn trace_rows(number: u64, traces: &BlockTraces, sink: &mut impl RowSink) ->
 /// The stored call frames of block `number`, per transaction.
 pub fn load_traces(reader: &Reader<'_>, number: u64) -> StoreResult<BlockTraces> {
     let mut traces: BlockTraces = Vec::new();
-    // Newest-first keys: ascending (transaction, call) order is a reverse scan of the block's prefix.
-    for row in reader.scan::<InternalTxs>(KeyRange::prefix(&BlockKey(number).encode()), Direction::Reverse) {
+    for row in reader.block_calls(number, None) {
         let (pos, frame) = row?;
         while traces.len() <= pos.tx as usize {
             traces.push(Vec::new());
@@ -247,7 +245,7 @@ impl TraceFollower {
         let to = tip.number.min(from + ROUND - 1);
         let mut targets = Vec::new();
         for n in from..=to {
-            let Some(block) = super::apply::load_block(&reader, n).map_err(|e| e.to_string())? else { break };
+            let Some(block) = reader.load_block(n).map_err(|e| e.to_string())? else { break };
             targets.push((n, block.header.hash, block.txs.iter().map(|t| t.hash).collect::<Vec<_>>()));
         }
         drop(reader);
@@ -293,7 +291,7 @@ fn commit(store: &Store, n: u64, hash: B256, traces: &BlockTraces) -> StoreResul
         return Ok(false);
     }
     // The transaction count must match what is stored (checked by hashes already); keep the rows consistent.
-    let stored_txs = reader.scan::<Transactions>(super::apply::block_range(n), Direction::Forward).count();
+    let stored_txs = reader.block_txs(n, None).count();
     if stored_txs != traces.len() {
         return Err(StoreError::Inconsistent(format!(
             "block {n}: {} traces for {stored_txs} transactions",

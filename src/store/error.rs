@@ -46,6 +46,9 @@ pub enum StoreError {
         /// Version this build writes.
         expected: u32,
     },
+    /// A scan ran past its reader's deadline (the request it serves is out of time).
+    #[error("read stopped: the request's time is up")]
+    Deadline,
     /// The data directory was created by a different program or is missing required rows.
     #[error("store is inconsistent: {0}")]
     Inconsistent(String),

@@ -187,27 +187,61 @@ impl Key for BlockPos {
     }
 }
 
-/// A row of an address's history: `addr20 ‖ !be64(block) ‖ !be32(index)`, newest first within the address.
+/// A row of an address's history: `addr20 ‖ position`, the address's rows together and, within them, in the
+/// position's own order (newest first). One generic for transactions, transfers and internal calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AddressPos {
+pub struct AddressKey<P> {
     /// The address the history belongs to.
     pub address: Address,
     /// Where in the chain.
-    pub pos: BlockPos,
+    pub pos: P,
 }
 
-impl Key for AddressPos {
-    const LEN: usize = 32;
-    type Bytes = [u8; 32];
-    fn encode(&self) -> [u8; 32] {
-        let mut out = [0u8; 32];
-        out[..20].copy_from_slice(self.address.as_slice());
-        out[20..].copy_from_slice(&self.pos.encode());
+/// An address's transactions or logs: `addr20 ‖ !be64(block) ‖ !be32(index)`.
+pub type AddressPos = AddressKey<BlockPos>;
+/// An address's (or a token's) transfers: `addr20 ‖ TransferPos`.
+pub type AddressTransferPos = AddressKey<TransferPos>;
+/// An address's internal transactions: `addr20 ‖ TracePos`.
+pub type AddressTracePos = AddressKey<TracePos>;
+
+/// The encoded form of a composite key: a stack buffer of up to [`KeyBytes::CAPACITY`] bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyBytes {
+    buf: [u8; KeyBytes::CAPACITY],
+    len: usize,
+}
+
+impl KeyBytes {
+    /// The longest composite key.
+    pub const CAPACITY: usize = 40;
+
+    fn of(parts: &[&[u8]]) -> KeyBytes {
+        let mut out = KeyBytes { buf: [0; KeyBytes::CAPACITY], len: 0 };
+        for part in parts {
+            out.buf[out.len..out.len + part.len()].copy_from_slice(part);
+            out.len += part.len();
+        }
         out
     }
+}
+
+impl AsRef<[u8]> for KeyBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl<P: Key> Key for AddressKey<P> {
+    const LEN: usize = 20 + P::LEN;
+    type Bytes = KeyBytes;
+    fn encode(&self) -> KeyBytes {
+        KeyBytes::of(&[self.address.as_slice(), self.pos.encode().as_ref()])
+    }
     fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
-        let b = exact::<32>("AddressPos", bytes)?;
-        Ok(AddressPos { address: Address::from_slice(&b[..20]), pos: BlockPos::decode(&b[20..])? })
+        if bytes.len() != Self::LEN {
+            return Err(KeyError { kind: "AddressKey", expected: Self::LEN, got: bytes.len() });
+        }
+        Ok(AddressKey { address: Address::from_slice(&bytes[..20]), pos: P::decode(&bytes[20..])? })
     }
 }
 
@@ -243,30 +277,6 @@ impl Key for TransferPos {
     fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
         let b = exact::<14>("TransferPos", bytes)?;
         Ok(TransferPos { block: read_desc64(&b), log: read_desc32(&b[8..]), item: !u16::from_be_bytes([b[12], b[13]]) })
-    }
-}
-
-/// An address's (or a token's) transfer history: `addr20 ‖ TransferPos`, newest first within the address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AddressTransferPos {
-    /// The holder, or the token contract.
-    pub address: Address,
-    /// The transfer.
-    pub pos: TransferPos,
-}
-
-impl Key for AddressTransferPos {
-    const LEN: usize = 34;
-    type Bytes = [u8; 34];
-    fn encode(&self) -> [u8; 34] {
-        let mut out = [0u8; 34];
-        out[..20].copy_from_slice(self.address.as_slice());
-        out[20..].copy_from_slice(&self.pos.encode());
-        out
-    }
-    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
-        let b = exact::<34>("AddressTransferPos", bytes)?;
-        Ok(AddressTransferPos { address: Address::from_slice(&b[..20]), pos: TransferPos::decode(&b[20..])? })
     }
 }
 
@@ -487,30 +497,6 @@ impl Key for TracePos {
     }
 }
 
-/// An address's internal transactions: `addr20 ‖ TracePos`, newest first within the address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AddressTracePos {
-    /// The address.
-    pub address: Address,
-    /// The internal transaction.
-    pub pos: TracePos,
-}
-
-impl Key for AddressTracePos {
-    const LEN: usize = 36;
-    type Bytes = [u8; 36];
-    fn encode(&self) -> [u8; 36] {
-        let mut out = [0u8; 36];
-        out[..20].copy_from_slice(self.address.as_slice());
-        out[20..].copy_from_slice(&self.pos.encode());
-        out
-    }
-    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
-        let b = exact::<36>("AddressTracePos", bytes)?;
-        Ok(AddressTracePos { address: Address::from_slice(&b[..20]), pos: TracePos::decode(&b[20..])? })
-    }
-}
-
 /// A pending transaction in arrival order, newest first: `!be64(first seen, Unix ms) ‖ hash32`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PendingKey {
@@ -597,6 +583,16 @@ mod tests {
     }
 
     #[test]
+    fn address_keys_fit_their_buffer() {
+        assert_eq!(AddressPos::LEN, 32);
+        assert_eq!(AddressTransferPos::LEN, 34);
+        assert_eq!(AddressTracePos::LEN, 36);
+        assert!(AddressTracePos::LEN <= KeyBytes::CAPACITY);
+        let key = AddressTracePos { address: Address::repeat_byte(7), pos: TracePos { block: 1, tx: 2, index: 3 } };
+        assert_eq!(key.encode().as_ref().len(), 36);
+    }
+
+    #[test]
     fn wrong_lengths_are_errors() {
         assert_eq!(BlockKey::decode(&[0; 7]).unwrap_err(), KeyError { kind: "BlockKey", expected: 8, got: 7 });
         assert!(BlockPos::decode(&[0; 13]).is_err());
@@ -648,10 +644,10 @@ mod tests {
         #[test]
         fn address_pos_groups_by_address_then_newest_first(a1 in address(), p1 in pos(), a2 in address(), p2 in pos()) {
             let (k1, k2) = (AddressPos { address: a1, pos: p1 }, AddressPos { address: a2, pos: p2 });
-            prop_assert_eq!(AddressPos::decode(&k1.encode()).unwrap(), k1);
+            prop_assert_eq!(AddressPos::decode(k1.encode().as_ref()).unwrap(), k1);
             let expected = a1.cmp(&a2).then(p1.newest_first(&p2));
-            prop_assert_eq!(k1.encode().cmp(&k2.encode()), expected);
-            prop_assert!(k1.encode().starts_with(a1.as_slice()));
+            prop_assert_eq!(k1.encode().as_ref().cmp(k2.encode().as_ref()), expected);
+            prop_assert!(k1.encode().as_ref().starts_with(a1.as_slice()));
         }
 
         #[test]
@@ -674,8 +670,8 @@ mod tests {
             prop_assert_eq!(TransferPos::decode(&t1.encode()).unwrap(), t1);
             prop_assert_eq!(t1.encode().cmp(&t2.encode()), t1.newest_first(&t2));
             let k = AddressTransferPos { address: a, pos: t1 };
-            prop_assert_eq!(AddressTransferPos::decode(&k.encode()).unwrap(), k);
-            prop_assert!(k.encode().starts_with(a.as_slice()));
+            prop_assert_eq!(AddressTransferPos::decode(k.encode().as_ref()).unwrap(), k);
+            prop_assert!(k.encode().as_ref().starts_with(a.as_slice()));
         }
 
         #[test]
@@ -705,7 +701,7 @@ mod tests {
             prop_assert_eq!(TracePos::decode(&t1.encode()).unwrap(), t1);
             prop_assert_eq!(t1.encode().cmp(&t2.encode()), t1.newest_first(&t2));
             let k = AddressTracePos { address: a, pos: t1 };
-            prop_assert_eq!(AddressTracePos::decode(&k.encode()).unwrap(), k);
+            prop_assert_eq!(AddressTracePos::decode(k.encode().as_ref()).unwrap(), k);
         }
 
         #[test]

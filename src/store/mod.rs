@@ -7,13 +7,19 @@
 
 mod batch;
 pub mod codec;
+mod derived;
 mod error;
+#[cfg(test)]
+mod golden;
 pub mod keys;
+mod query;
 pub mod records;
 pub mod tables;
 
 pub use batch::{Batch, Durability};
+pub use derived::{Changes, Overlay};
 pub use error::{StoreError, StoreResult};
+pub use query::{FoundTx, Order};
 
 use keys::{Key, MetaKey};
 use records::{Counters, DbState, Meta, Tip};
@@ -22,6 +28,7 @@ use rocksdb::{
     LruCacheOptions, Options, ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
 };
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 use tables::{Access, MetaTable, Table, TableDef};
 
 /// One stored row as raw bytes: table name, key, value.
@@ -223,12 +230,12 @@ impl Store {
 
     /// A reader of the latest committed data.
     pub fn reader(&self) -> Reader<'_> {
-        Reader { store: self, snapshot: None }
+        Reader { store: self, snapshot: None, deadline: None }
     }
 
     /// A reader pinned to a snapshot: every read sees the same committed state.
     pub fn view(&self) -> Reader<'_> {
-        Reader { store: self, snapshot: Some(self.db.snapshot()) }
+        Reader { store: self, snapshot: Some(self.db.snapshot()), deadline: None }
     }
 
     /// Serializes read-check-write sequences of different writers (the follower and the trace pass): a writer
@@ -291,7 +298,7 @@ impl Store {
 
 /// A key range of one table: `lower` inclusive, `upper` exclusive (`None`: to the end).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KeyRange {
+struct KeyRange {
     lower: Vec<u8>,
     upper: Option<Vec<u8>>,
     prefix: bool,
@@ -346,18 +353,22 @@ fn next_prefix(prefix: &[u8]) -> Option<Vec<u8>> {
 
 /// Scan direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
+enum Direction {
     /// Ascending key order (for newest-first tables: newest first).
     Forward,
     /// Descending key order.
     Reverse,
 }
 
-/// Reads typed rows, at the latest state or at a snapshot.
+/// Reads typed rows, at the latest state or at a snapshot; scans give up once a deadline passes.
 pub struct Reader<'a> {
     store: &'a Store,
     snapshot: Option<SnapshotWithThreadMode<'a, DB>>,
+    deadline: Option<Instant>,
 }
+
+/// Rows a scan reads between two looks at the clock.
+const DEADLINE_EVERY: u32 = 256;
 
 impl std::fmt::Debug for Reader<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -370,6 +381,13 @@ fn decode_value<T: Table>(key: &[u8], bytes: &[u8]) -> StoreResult<T::Value> {
 }
 
 impl<'a> Reader<'a> {
+    /// The same reader, whose scans end with [`StoreError::Deadline`] once `deadline` has passed (a request's
+    /// time limit reaches into its scans).
+    pub fn until(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
     fn read_options(&self) -> ReadOptions {
         let mut opts = ReadOptions::default();
         if let Some(snapshot) = &self.snapshot {
@@ -388,11 +406,9 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// One already encoded row of the table with id `table` (see `tables::id_of`).
-    pub fn get_raw(&self, table: u8, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
-        let def = tables::ALL
-            .get(usize::from(table))
-            .ok_or_else(|| StoreError::Inconsistent(format!("no table with id {table}")))?;
+    /// One already encoded row of the table with stable id `table`.
+    fn get_raw(&self, table: u8, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        let def = tables::by_id(table).ok_or_else(|| StoreError::Inconsistent(format!("no table with id {table}")))?;
         Ok(self.store.db.get_cf_opt(self.store.cf(def.name), key, &self.read_options())?)
     }
 
@@ -413,7 +429,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Iterates the rows of `range` in `direction`.
-    pub fn scan<T: Table>(&self, range: KeyRange, direction: Direction) -> Scan<'_, T> {
+    fn scan<T: Table>(&self, range: KeyRange, direction: Direction) -> Scan<'_, T> {
         let mut opts = self.read_options();
         // Prefix mode (and its bloom filter) fits forward scans inside one address; a reverse scan starts from
         // the next prefix, so it needs total order.
@@ -441,12 +457,7 @@ impl<'a> Reader<'a> {
         {
             iter.prev();
         }
-        Scan { iter, direction, done: false, table: std::marker::PhantomData }
-    }
-
-    /// Whether any row exists in `range`.
-    pub fn any<T: Table>(&self, range: KeyRange) -> StoreResult<bool> {
-        Ok(self.scan::<T>(range, Direction::Forward).next().transpose()?.is_some())
+        Scan { iter, direction, done: false, deadline: self.deadline, read: 0, table: std::marker::PhantomData }
     }
 
     /// Reads a typed meta row.
@@ -501,6 +512,8 @@ pub struct Scan<'r, T: Table> {
     iter: rocksdb::DBRawIteratorWithThreadMode<'r, DB>,
     direction: Direction,
     done: bool,
+    deadline: Option<Instant>,
+    read: u32,
     table: std::marker::PhantomData<T>,
 }
 
@@ -516,6 +529,11 @@ impl<T: Table> Iterator for Scan<'_, T> {
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;
+        }
+        self.read = self.read.wrapping_add(1);
+        if self.read % DEADLINE_EVERY == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.done = true;
+            return Some(Err(StoreError::Deadline));
         }
         if !self.iter.valid() {
             self.done = true;

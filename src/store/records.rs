@@ -84,9 +84,10 @@ pub struct AuthorizationRecord {
     pub authority: Option<Address>,
 }
 
-/// One transaction with the summary of its receipt.
+/// What a transaction says before it is mined: shared by mined ([`TxRecord`]) and pool ([`PendingTxRecord`])
+/// transactions. Stored nested, which bincode encodes as its fields in order (the golden tests pin it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TxRecord {
+pub struct TxBody {
     /// Transaction hash.
     pub hash: B256,
     /// Sender.
@@ -110,6 +111,25 @@ pub struct TxRecord {
     pub max_priority_fee_per_gas: Option<u128>,
     /// Envelope type (0 legacy, 1, 2, 3, 4, or chain-specific).
     pub tx_type: u8,
+}
+
+impl TxBody {
+    /// The 4-byte selector of a call, if the input has one.
+    pub fn selector(&self) -> Option<[u8; 4]> {
+        self.input.get(..4).map(|s| s.try_into().expect("4 bytes"))
+    }
+
+    /// The address a contract creation by this transaction gets (sender and nonce).
+    pub fn creation_address(&self) -> Address {
+        self.from.create(self.nonce)
+    }
+}
+
+/// One transaction with the summary of its receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxRecord {
+    /// The transaction as sent.
+    pub body: TxBody,
     /// Receipt status; `None` for pre-Byzantium receipts.
     pub status: Option<bool>,
     /// Gas used by this transaction.
@@ -130,6 +150,13 @@ pub struct TxRecord {
     pub token_creation: bool,
 }
 
+impl std::ops::Deref for TxRecord {
+    type Target = TxBody;
+    fn deref(&self) -> &TxBody {
+        &self.body
+    }
+}
+
 impl TxRecord {
     /// Whether the transaction succeeded (pre-Byzantium receipts count as success).
     pub fn succeeded(&self) -> bool {
@@ -141,9 +168,9 @@ impl TxRecord {
         U256::from(self.gas_used) * U256::from(self.effective_gas_price)
     }
 
-    /// The 4-byte selector of a call, if the input has one.
-    pub fn selector(&self) -> Option<[u8; 4]> {
-        self.input.get(..4).map(|s| s.try_into().expect("4 bytes"))
+    /// The contract a creation made: from the receipt, else computed from sender and nonce.
+    pub fn created_or_computed(&self) -> Address {
+        self.created.unwrap_or_else(|| self.body.creation_address())
     }
 }
 
@@ -165,31 +192,17 @@ pub struct LogRecord {
 /// A transaction waiting in the node's pool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingTxRecord {
-    /// Transaction hash.
-    pub hash: B256,
-    /// Sender.
-    pub from: Address,
-    /// Recipient; `None` for a contract creation.
-    pub to: Option<Address>,
-    /// Value in wei.
-    #[serde(with = "amount")]
-    pub value: U256,
-    /// Call data.
-    pub input: Bytes,
-    /// Sender nonce.
-    pub nonce: u64,
-    /// Gas limit.
-    pub gas_limit: u64,
-    /// Legacy gas price.
-    pub gas_price: Option<u128>,
-    /// EIP-1559 max fee per gas.
-    pub max_fee_per_gas: Option<u128>,
-    /// EIP-1559 max priority fee per gas.
-    pub max_priority_fee_per_gas: Option<u128>,
-    /// Envelope type.
-    pub tx_type: u8,
+    /// The transaction as sent.
+    pub body: TxBody,
     /// When the index first saw it in the pool (Unix milliseconds).
     pub first_seen_ms: u64,
+}
+
+impl std::ops::Deref for PendingTxRecord {
+    type Target = TxBody;
+    fn deref(&self) -> &TxBody {
+        &self.body
+    }
 }
 
 /// The kind of a call frame.
@@ -356,6 +369,33 @@ pub mod role {
     pub const CREATED: u8 = 4;
 }
 
+/// Direction bits of an `address_transfers` row.
+pub mod direction {
+    /// The address sent.
+    pub const SENT: u8 = 1;
+    /// The address received.
+    pub const RECEIVED: u8 = 2;
+}
+
+/// One block as the index stores it: header record (with counts and fee totals), transactions with receipt
+/// summaries and logs, in block order. Written by the indexer, read back whole to revert a block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    /// Header record.
+    pub header: BlockRecord,
+    /// Transactions, in block order.
+    pub txs: Vec<TxRecord>,
+    /// Logs, in block order (index = position).
+    pub logs: Vec<LogRecord>,
+}
+
+impl Bundle {
+    /// Height.
+    pub fn number(&self) -> u64 {
+        self.header.number
+    }
+}
+
 /// Global counters shown by `/stats`; derived state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
@@ -401,7 +441,7 @@ pub enum DbState {
 /// The value a derived row had before a block rewrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UndoRow {
-    /// Position of the table in `tables::ALL`.
+    /// Stable id of the table (`Table::ID`).
     pub table: u8,
     /// Encoded key.
     pub key: Vec<u8>,

@@ -15,6 +15,8 @@ use serde::{de::DeserializeOwned, Serialize};
 
 /// A column family with a fixed key type and value type.
 pub trait Table {
+    /// Stable id, recorded in undo data: never reused or changed (a change is a schema change).
+    const ID: u8;
     /// Column family name (never renamed: a rename is a schema change).
     const NAME: &'static str;
     /// Key type.
@@ -37,6 +39,8 @@ pub enum Access {
 /// Runtime description of one column family.
 #[derive(Debug, Clone, Copy)]
 pub struct TableDef {
+    /// Stable id (see [`Table::ID`]).
+    pub id: u8,
     /// Column family name.
     pub name: &'static str,
     /// Key length in bytes.
@@ -46,88 +50,89 @@ pub struct TableDef {
 }
 
 macro_rules! tables {
-    ($( $(#[$doc:meta])* $ty:ident = $name:literal : $key:ty => $value:ty, $access:ident; )*) => {
+    ($( $(#[$doc:meta])* $ty:ident = $id:literal $name:literal : $key:ty => $value:ty, $access:ident; )*) => {
         $(
             $(#[$doc])*
             #[derive(Debug, Clone, Copy)]
             pub struct $ty;
             impl Table for $ty {
+                const ID: u8 = $id;
                 const NAME: &'static str = $name;
                 type Key = $key;
                 type Value = $value;
             }
         )*
-        /// Every column family of the schema.
+        /// Every column family of the schema, in id order.
         pub const ALL: &[TableDef] = &[
-            $( TableDef { name: $name, key_len: <$key as Key>::LEN, access: Access::$access }, )*
+            $( TableDef { id: $id, name: $name, key_len: <$key as Key>::LEN, access: Access::$access }, )*
         ];
     };
 }
 
 tables! {
     /// One-byte tag → schema version, db state, chain id, genesis hash, tip, global counters.
-    MetaTable = "meta": MetaKey => Meta, Ordered;
+    MetaTable = 0 "meta": MetaKey => Meta, Ordered;
     /// Block number (newest first) → block record.
-    Headers = "headers": BlockKey => BlockRecord, Ordered;
+    Headers = 1 "headers": BlockKey => BlockRecord, Ordered;
     /// Block hash → block number (canonical blocks only).
-    BlockHashes = "block_hashes": B256 => u64, Lookup;
+    BlockHashes = 2 "block_hashes": B256 => u64, Lookup;
     /// (block, index), newest first → transaction with receipt summary.
-    Transactions = "txs": BlockPos => TxRecord, Ordered;
+    Transactions = 3 "txs": BlockPos => TxRecord, Ordered;
     /// Transaction hash → (block, index).
-    TxHashes = "tx_hashes": B256 => BlockPos, Lookup;
+    TxHashes = 4 "tx_hashes": B256 => BlockPos, Lookup;
     /// (block, log index), newest first → log.
-    Logs = "logs": BlockPos => LogRecord, Ordered;
+    Logs = 5 "logs": BlockPos => LogRecord, Ordered;
     /// address ‖ (block, index) newest first → role bits (from / to / created).
-    AddressTxs = "address_txs": AddressPos => u8, AddressHistory;
+    AddressTxs = 6 "address_txs": AddressPos => u8, AddressHistory;
     /// emitter ‖ (block, log index) newest first → nothing.
-    AddressLogs = "address_logs": AddressPos => (), AddressHistory;
+    AddressLogs = 7 "address_logs": AddressPos => (), AddressHistory;
     /// Address → account summary (derived).
-    Accounts = "accounts": Address => AccountRecord, Lookup;
+    Accounts = 8 "accounts": Address => AccountRecord, Lookup;
     /// (number newest first, hash) → record of a block that lost consensus.
-    Reorged = "reorged": ReorgedKey => BlockRecord, Ordered;
+    Reorged = 9 "reorged": ReorgedKey => BlockRecord, Ordered;
     /// (block, log, item), newest first → token transfer.
-    Transfers = "transfers": TransferPos => TokenTransferRecord, Ordered;
+    Transfers = 10 "transfers": TransferPos => TokenTransferRecord, Ordered;
     /// holder ‖ (block, log, item) newest first → direction bits (1 sent, 2 received).
-    AddressTransfers = "address_transfers": AddressTransferPos => u8, AddressHistory;
+    AddressTransfers = 11 "address_transfers": AddressTransferPos => u8, AddressHistory;
     /// token ‖ (block, log, item) newest first → nothing.
-    TokenTransfers = "token_transfers": AddressTransferPos => (), AddressHistory;
+    TokenTransfers = 12 "token_transfers": AddressTransferPos => (), AddressHistory;
     /// Token contract → kind, holders, transfers, total supply (derived).
-    Tokens = "tokens": Address => TokenRecord, Lookup;
+    Tokens = 13 "tokens": Address => TokenRecord, Lookup;
     /// (holders, most first, ‖ token) → nothing: the token list order (derived).
-    TokenRanks = "token_ranks": TokenRankKey => (), Ordered;
+    TokenRanks = 14 "token_ranks": TokenRankKey => (), Ordered;
     /// holder ‖ token ‖ id → amount (derived).
-    TokenBalances = "token_balances": BalanceKey => Amount, AddressHistory;
+    TokenBalances = 15 "token_balances": BalanceKey => Amount, AddressHistory;
     /// token ‖ holder → the holder's total (derived).
-    TokenHolders = "token_holders": HolderKey => Amount, AddressHistory;
+    TokenHolders = 16 "token_holders": HolderKey => Amount, AddressHistory;
     /// token ‖ (amount, largest first) ‖ holder → nothing: holders in display order (derived).
-    HolderRanks = "holder_ranks": HolderRankKey => (), AddressHistory;
+    HolderRanks = 17 "holder_ranks": HolderRankKey => (), AddressHistory;
     /// token ‖ id → owner and supply of one NFT id (derived).
-    NftInstances = "nft_instances": InstanceKey => InstanceRecord, AddressHistory;
+    NftInstances = 18 "nft_instances": InstanceKey => InstanceRecord, AddressHistory;
     /// Token contract → name, symbol, decimals read from the contract (not chain state).
-    TokenMetadatas = "token_metadata": Address => TokenMetadata, Lookup;
+    TokenMetadatas = 19 "token_metadata": Address => TokenMetadata, Lookup;
     /// (lowercase name or symbol, 32 bytes) ‖ token → nothing: prefix search (not chain state).
-    TokenSearch = "token_search": SearchKey => (), Ordered;
+    TokenSearch = 20 "token_search": SearchKey => (), Ordered;
     /// (block, transaction, call index), newest first → call frame (written by the trace pass).
-    InternalTxs = "internal_txs": TracePos => InternalTxRecord, Ordered;
+    InternalTxs = 21 "internal_txs": TracePos => InternalTxRecord, Ordered;
     /// address ‖ (block, transaction, call) newest first → role bits (from / to / created), calls below the top.
-    AddressInternal = "address_internal": AddressTracePos => u8, AddressHistory;
+    AddressInternal = 22 "address_internal": AddressTracePos => u8, AddressHistory;
     /// created contract ‖ (block, transaction, call) → who created it inside a transaction.
-    InternalCreations = "internal_creations": AddressTracePos => InternalCreation, AddressHistory;
+    InternalCreations = 23 "internal_creations": AddressTracePos => InternalCreation, AddressHistory;
     /// Block number (newest first) → per-transaction internal call counts and error flags of a traced block.
-    TraceBlocks = "trace_blocks": BlockKey => TraceSummary, Ordered;
+    TraceBlocks = 24 "trace_blocks": BlockKey => TraceSummary, Ordered;
     /// UTC day (newest first) → blocks, transactions and gas of the day (derived).
-    Daily = "daily": DayKey => DayStats, Ordered;
+    Daily = 25 "daily": DayKey => DayStats, Ordered;
     /// Transaction hash → transaction waiting in the node's pool (not chain state: kept by the pool follower).
-    Pending = "pending": B256 => PendingTxRecord, Lookup;
+    Pending = 26 "pending": B256 => PendingTxRecord, Lookup;
     /// (first seen newest first, hash) → nothing: pending transactions in arrival order.
-    PendingByTime = "pending_by_time": PendingKey => (), Ordered;
+    PendingByTime = 27 "pending_by_time": PendingKey => (), Ordered;
     /// Block number (newest first) → prior values of the derived rows the block changed.
-    UndoLog = "undo": BlockKey => Undo, Ordered;
+    UndoLog = 28 "undo": BlockKey => Undo, Ordered;
 }
 
-/// The position of table `name` in [`ALL`] (the id undo data records).
-pub fn id_of(name: &str) -> u8 {
-    ALL.iter().position(|t| t.name == name).expect("every table is in ALL") as u8
+/// The table with stable id `id`.
+pub fn by_id(id: u8) -> Option<&'static TableDef> {
+    ALL.iter().find(|t| t.id == id)
 }
 
 /// The longest key of any table; used to build a range bound past every key.
@@ -146,6 +151,52 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
+    }
+
+    /// Undo data on disk names tables by id: an id must never change or move to another table. Reordering,
+    /// inserting or renaming a declaration fails here.
+    #[test]
+    fn table_ids_are_pinned() {
+        let pinned = [
+            "meta",
+            "headers",
+            "block_hashes",
+            "txs",
+            "tx_hashes",
+            "logs",
+            "address_txs",
+            "address_logs",
+            "accounts",
+            "reorged",
+            "transfers",
+            "address_transfers",
+            "token_transfers",
+            "tokens",
+            "token_ranks",
+            "token_balances",
+            "token_holders",
+            "holder_ranks",
+            "nft_instances",
+            "token_metadata",
+            "token_search",
+            "internal_txs",
+            "address_internal",
+            "internal_creations",
+            "trace_blocks",
+            "daily",
+            "pending",
+            "pending_by_time",
+            "undo",
+        ];
+        let declared: Vec<(u8, &str)> = ALL.iter().map(|t| (t.id, t.name)).collect();
+        let expected: Vec<(u8, &str)> = pinned.iter().enumerate().map(|(i, n)| (i as u8, *n)).collect();
+        assert_eq!(declared, expected, "a table id changed: undo data already on disk would be misread");
+        for def in ALL {
+            assert_eq!(by_id(def.id).map(|t| t.name), Some(def.name));
+        }
+        assert!(by_id(ALL.len() as u8).is_none());
+        assert_eq!(<UndoLog as Table>::ID, 28);
+        assert_eq!(<Accounts as Table>::ID, 8);
     }
 
     #[test]

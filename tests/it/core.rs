@@ -5,13 +5,13 @@
 
 use alloy::primitives::{Address, Bytes, B256, B64, U256};
 use proptest::prelude::*;
-use rockscout::indexer::apply::{apply_blocks, load_block, revert_block};
-use rockscout::indexer::bundle::Bundle;
-use rockscout::indexer::tokens::{decode, TRANSFER, TRANSFER_SINGLE};
+use rockscout::chain::tokens::{decode, TRANSFER, TRANSFER_SINGLE};
+use rockscout::indexer::apply::{apply_blocks, revert_block};
 use rockscout::store::keys::{HolderRankKey, TokenRankKey};
-use rockscout::store::records::{BlockRecord, LogRecord, TxRecord};
+use rockscout::store::records::Bundle;
+use rockscout::store::records::{BlockRecord, LogRecord, TxBody, TxRecord};
 use rockscout::store::tables::{HolderRanks, TokenHolders, TokenRanks, Tokens};
-use rockscout::store::{Direction, Durability, KeyRange, Store, StoreOptions};
+use rockscout::store::{Durability, Store, StoreOptions};
 use std::collections::{BTreeMap, BTreeSet};
 
 const POOL: u8 = 6;
@@ -97,17 +97,19 @@ fn build_chain(spec: &[(u8, Vec<TxSpec>)]) -> Vec<Bundle> {
             }
             let token_transfers = logs[first_log as usize..].iter().map(|l| decode(l).len() as u32).sum();
             records.push(TxRecord {
-                hash: tx_hash,
-                from: address(t.from),
-                to: t.to.map(address),
-                value: U256::from(t.value),
-                input: Bytes::new(),
-                nonce: index as u64,
-                gas_limit: t.gas * 2,
-                gas_price: Some(7),
-                max_fee_per_gas: None,
-                max_priority_fee_per_gas: None,
-                tx_type: 0,
+                body: TxBody {
+                    hash: tx_hash,
+                    from: address(t.from),
+                    to: t.to.map(address),
+                    value: U256::from(t.value),
+                    input: Bytes::new(),
+                    nonce: index as u64,
+                    gas_limit: t.gas * 2,
+                    gas_price: Some(7),
+                    max_fee_per_gas: None,
+                    max_priority_fee_per_gas: None,
+                    tx_type: 0,
+                },
                 status: Some(t.ok),
                 gas_used: t.gas,
                 effective_gas_price: 7,
@@ -164,7 +166,7 @@ fn without_reorged(rows: &Rows) -> Rows {
 
 fn revert_tip(store: &Store, number: u64) {
     let reader = store.reader();
-    let block = load_block(&reader, number).unwrap().expect("stored block");
+    let block = reader.load_block(number).unwrap().expect("stored block");
     let mut batch = store.batch();
     revert_block(&mut batch, &reader, &block).unwrap();
     store.write(batch, Durability::Buffered).unwrap();
@@ -174,12 +176,9 @@ fn revert_tip(store: &Store, number: u64) {
 /// holder at its total, and holder counts equal to the holders listed.
 fn assert_token_indexes_consistent(store: &Store) {
     let reader = store.reader();
-    let holders: Vec<_> =
-        reader.scan::<TokenHolders>(KeyRange::all(), Direction::Forward).map(|r| r.unwrap()).collect();
-    let ranks: BTreeSet<Vec<u8>> = reader
-        .scan::<HolderRanks>(KeyRange::all(), Direction::Forward)
-        .map(|r| rockscout::store::keys::Key::encode(&r.unwrap().0).to_vec())
-        .collect();
+    let holders: Vec<_> = reader.rows::<TokenHolders>().map(|r| r.unwrap()).collect();
+    let ranks: BTreeSet<Vec<u8>> =
+        reader.rows::<HolderRanks>().map(|r| rockscout::store::keys::Key::encode(&r.unwrap().0).to_vec()).collect();
     let expected: BTreeSet<Vec<u8>> = holders
         .iter()
         .map(|(k, a)| {
@@ -189,12 +188,10 @@ fn assert_token_indexes_consistent(store: &Store) {
         .collect();
     assert_eq!(ranks, expected, "holder ranks mirror holder totals");
     assert!(holders.iter().all(|(_, a)| !a.0.is_zero()), "no zero holdings are kept");
-    let token_ranks: BTreeSet<Vec<u8>> = reader
-        .scan::<TokenRanks>(KeyRange::all(), Direction::Forward)
-        .map(|r| rockscout::store::keys::Key::encode(&r.unwrap().0).to_vec())
-        .collect();
+    let token_ranks: BTreeSet<Vec<u8>> =
+        reader.rows::<TokenRanks>().map(|r| rockscout::store::keys::Key::encode(&r.unwrap().0).to_vec()).collect();
     let mut expected_ranks = BTreeSet::new();
-    for row in reader.scan::<Tokens>(KeyRange::all(), Direction::Forward) {
+    for row in reader.rows::<Tokens>() {
         let (token, record) = row.unwrap();
         let listed = holders.iter().filter(|(k, _)| k.token == token).count() as u64;
         assert_eq!(record.holders, listed, "holder count of {token}");
@@ -221,7 +218,7 @@ proptest! {
         let applied = rows(&store);
         assert_token_indexes_consistent(&store);
         for block in &chain[split..] {
-            prop_assert_eq!(&load_block(&store.reader(), block.number()).unwrap().unwrap(), block, "stored block reads back");
+            prop_assert_eq!(&store.reader().load_block(block.number()).unwrap().unwrap(), block, "stored block reads back");
         }
         for block in chain[split..].iter().rev() {
             revert_tip(&store, block.number());

@@ -25,10 +25,7 @@ async fn catch_up_and_live_following_match_the_node() {
         .daemon
         .store()
         .reader()
-        .scan::<rockscout::store::tables::Transactions>(
-            rockscout::store::KeyRange::all(),
-            rockscout::store::Direction::Forward,
-        )
+        .rows::<rockscout::store::tables::Transactions>()
         .filter(|r| r.as_ref().unwrap().1.status == Some(false))
         .count();
     assert!(failed > 0, "mayFail reverted some transactions");

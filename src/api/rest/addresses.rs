@@ -1,15 +1,16 @@
 //! Addresses: `/addresses/:a` and its lists and counters. Any well-formed address answers 200; an address the
 //! index never saw gets zeros and empty lists, as in Blockscout.
 
-use super::{next_params, pos_fields, take_page, tx_envelope, PageRows};
+use super::{envelope, take_page, tx_envelope, PageRows};
 use crate::api::body::{ok, Body};
-use crate::api::json::{checksum, hash_hex, iso_timestamp, signed_change, AddressJson, Envelope, LogJson};
+use crate::api::cursor::{BlockCursor, PosCursor};
+use crate::api::json::{checksum, hash_hex, iso_timestamp, signed_change, AddressJson, LogJson};
 use crate::api::router::{Direction as Filter, Page};
 use crate::api::{ApiError, AppState};
-use crate::store::keys::{AddressPos, BlockKey, BlockPos, Key};
+use crate::store::keys::BlockPos;
 use crate::store::records::{role, AccountRecord, LogRecord, TxRecord};
-use crate::store::tables::{Accounts, AddressInternal, AddressLogs, AddressTxs, Headers, Logs, Transactions};
-use crate::store::{Direction, KeyRange, Reader, StoreResult};
+use crate::store::tables::{Accounts, Logs, Transactions};
+use crate::store::{Order, Reader, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use futures_util::{stream, StreamExt, TryStreamExt};
 use hyper::Response;
@@ -26,24 +27,14 @@ fn account(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<Account
     reader.get::<Accounts>(address)
 }
 
-/// The range of an address's rows, after `cursor` (newest-first order) or before it (`ascending`).
-fn history_range(address: &Address, cursor: Option<BlockPos>, ascending: bool) -> KeyRange {
-    let range = KeyRange::prefix(address.as_slice());
-    match (cursor, ascending) {
-        (None, _) => range,
-        (Some(pos), false) => range.after(&AddressPos { address: *address, pos }.encode()),
-        (Some(pos), true) => range.before(&AddressPos { address: *address, pos }.encode()),
-    }
-}
-
 /// `GET /api/v2/addresses/:a`: the address object plus balance (from the node at the indexed tip, cached per
 /// block), creation, and what the address has.
 pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
     let (record, has_logs, has_tokens, token, tip) = {
         let reader = state.store.view();
         let record = account(&reader, &address)?;
-        let has_logs = reader.any::<AddressLogs>(KeyRange::prefix(address.as_slice()))?;
-        let has_tokens = super::tokens::has_tokens(&reader, &address)?;
+        let has_logs = reader.has_logs(address)?;
+        let has_tokens = reader.has_tokens(address)?;
         let token = super::tokens::token_json(&reader, &address)?;
         (record, has_logs, has_tokens, token, reader.tip()?.map(|t| t.number))
     };
@@ -57,7 +48,7 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     let is_contract = indexed_contract || on_chain.as_ref().is_some_and(|s| s.has_code);
     let internal = match record.as_ref().and_then(|r| r.creation) {
         Some(_) => None,
-        None => super::traces::internal_creation(&state.store.view(), &address)?,
+        None => super::traces::internal_creation(&state.store.view(), address)?,
     };
     let is_contract = is_contract || internal.is_some_and(|c| c.success);
     let creation = record.as_ref().and_then(|r| r.creation).map(|c| (c.creator, c.tx, c.success));
@@ -85,24 +76,20 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
 
 /// `GET /api/v2/addresses/:a/transactions`.
 pub fn transactions(
-    state: &AppState,
+    reader: &Reader<'_>,
     address: Address,
     filter: Option<Filter>,
     ascending: bool,
-    page: Page<BlockPos>,
+    page: Page<PosCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let direction = if ascending { Direction::Reverse } else { Direction::Forward };
+    let order = if ascending { Order::OldestFirst } else { Order::NewestFirst };
     let wanted = match filter {
         None => role::FROM | role::TO | role::CREATED,
         Some(Filter::To) => role::TO | role::CREATED,
         Some(Filter::From) => role::FROM,
     };
-    let rows = take_page(
-        reader.scan::<AddressTxs>(history_range(&address, page.after, ascending), direction),
-        page.size,
-        |_, roles| roles & wanted != 0,
-    )?;
+    let scan = reader.address_txs(address, page.after.map(|c| c.0), order);
+    let rows = take_page(scan, page.size, |_, roles| roles & wanted != 0)?;
     let positions: Vec<BlockPos> = rows.items.iter().map(|(k, _)| k.pos).collect();
     let txs = reader.multi_get::<Transactions>(&positions)?;
     let items: Vec<(BlockPos, TxRecord)> = positions.into_iter().zip(txs).filter_map(|(p, t)| Some((p, t?))).collect();
@@ -114,18 +101,17 @@ pub fn transactions(
     if ascending {
         extra.push(("order", json!("asc")));
     }
-    Ok(ok(&tx_envelope(&reader, page_rows, page.size, &extra)?))
+    Ok(ok(&tx_envelope(reader, page_rows, page.size, &extra)?))
 }
 
 /// `GET /api/v2/addresses/:a/logs`, optionally only logs carrying `topic`.
 pub fn logs(
-    state: &AppState,
+    reader: &Reader<'_>,
     address: Address,
     topic: Option<B256>,
-    page: Page<BlockPos>,
+    page: Page<PosCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let scan = reader.scan::<AddressLogs>(history_range(&address, page.after, false), Direction::Forward);
+    let scan = reader.address_logs(address, page.after.map(|c| c.0));
     // With a topic filter each candidate log is read once; without one only the page is.
     let mut fetched: Vec<(BlockPos, LogRecord)> = Vec::new();
     let rows = take_page(scan, page.size, |key, _| match topic {
@@ -149,27 +135,19 @@ pub fn logs(
             .filter_map(|(p, l)| Some((p, l?)))
             .collect()
     };
-    let headers = super::headers(&reader, logs.iter().map(|(p, _)| p.block))?;
-    let contracts = super::contracts(&reader, logs.iter().map(|(_, l)| l.address))?;
+    let headers = super::headers(reader, logs.iter().map(|(p, _)| p.block))?;
+    let contracts = super::contracts(reader, logs.iter().map(|(_, l)| l.address))?;
     let items: Vec<LogJson> = logs
         .iter()
         .filter_map(|(pos, log)| Some(LogJson::new(log, *pos, headers.get(&pos.block)?, &contracts)))
         .collect();
-    let mut fields_extra = Vec::new();
-    if let Some(t) = topic {
-        fields_extra.push(("topic", json!(hash_hex(&t))));
-    }
-    let next_page_params = rows.next.map(|k| {
-        let mut fields = pos_fields(k.pos);
-        fields.extend(fields_extra.iter().cloned());
-        next_params(&fields, page.size)
-    });
-    Ok(ok(&Envelope { items, next_page_params }))
+    let echo: Vec<_> = topic.map(|t| ("topic", json!(hash_hex(&t)))).into_iter().collect();
+    Ok(ok(&envelope(items, rows.next.map(|k| PosCursor(k.pos)), page.size, &echo)))
 }
 
 /// `GET /api/v2/addresses/:a/counters` (decimal strings).
-pub fn counters(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
-    let record = account(&state.store.view(), &address)?;
+pub fn counters(reader: &Reader<'_>, address: Address) -> Result<Response<Body>, ApiError> {
+    let record = account(reader, &address)?;
     let (txs, gas, mined, transfers) =
         record.map_or((0, 0, 0, 0), |r| (r.tx_count, r.gas_used, r.blocks_mined, r.token_transfer_count));
     Ok(ok(&json!({
@@ -181,14 +159,12 @@ pub fn counters(state: &AppState, address: Address) -> Result<Response<Body>, Ap
 }
 
 /// `GET /api/v2/addresses/:a/tabs-counters` (numbers).
-pub fn tabs_counters(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let record = account(&reader, &address)?;
+pub fn tabs_counters(reader: &Reader<'_>, address: Address) -> Result<Response<Body>, ApiError> {
+    let record = account(reader, &address)?;
     let (txs, logs, mined, transfers) =
         record.map_or((0, 0, 0, 0), |r| (r.tx_count, r.log_count, r.blocks_mined, r.token_transfer_count));
-    let balances = super::tokens::holdings_count(&reader, &address, TABS_CAP)?;
-    let internal =
-        reader.scan::<AddressInternal>(KeyRange::prefix(address.as_slice()), Direction::Forward).take(TABS_CAP).count();
+    let balances = super::tokens::holdings_count(reader, address, TABS_CAP)?;
+    let internal = reader.address_calls(address, None).take(TABS_CAP).count();
     Ok(ok(&json!({
         "transactions_count": txs,
         "token_transfers_count": transfers,
@@ -205,18 +181,15 @@ pub fn tabs_counters(state: &AppState, address: Address) -> Result<Response<Body
 pub async fn coin_balance_history(
     state: &AppState,
     address: Address,
-    page: Page<u64>,
+    page: Page<BlockCursor>,
 ) -> Result<Response<Body>, ApiError> {
     // One entry per block: (block, timestamp, hash of the address's first transaction in it).
     let (entries, more) = {
         let reader = state.store.view();
-        let cursor = page.after.map(|block| BlockPos { block, index: 0 });
+        let cursor = page.after.map(|c| BlockPos { block: c.0, index: 0 });
         let mut entries: Vec<(u64, u64, B256)> = Vec::new();
         let mut more = false;
-        for row in reader
-            .scan::<AddressTxs>(history_range(&address, cursor, false), Direction::Forward)
-            .take(super::SCAN_BUDGET)
-        {
+        for row in reader.address_txs(address, cursor, Order::NewestFirst).take(super::SCAN_BUDGET) {
             let (key, _) = row?;
             if entries.last().is_some_and(|e| e.0 == key.pos.block) {
                 // Rows of one block come newest first: keep the lowest index's hash.
@@ -229,7 +202,7 @@ pub async fn coin_balance_history(
                 more = true;
                 break;
             }
-            let header = reader.get::<Headers>(&BlockKey(key.pos.block))?;
+            let header = reader.block(key.pos.block)?;
             let tx = reader.get::<Transactions>(&key.pos)?;
             if let (Some(header), Some(tx)) = (header, tx) {
                 entries.push((key.pos.block, header.timestamp, tx.hash));
@@ -256,9 +229,6 @@ pub async fn coin_balance_history(
         .buffered(8)
         .try_collect()
         .await?;
-    let next_page_params = match (more, entries.last()) {
-        (true, Some(last)) => Some(next_params(&[("block_number", json!(last.0))], page.size)),
-        _ => None,
-    };
-    Ok(ok(&Envelope { items, next_page_params }))
+    let next = entries.last().filter(|_| more).map(|last| BlockCursor(last.0));
+    Ok(ok(&envelope(items, next, page.size, &[])))
 }

@@ -1,23 +1,20 @@
 //! Blocks: `/blocks` (canonical, reorged, uncles), `/blocks/:id`, `/blocks/:id/transactions`,
 //! `/main-page/blocks`.
 
-use super::{contracts, next_params, take_page, tx_envelope, PageRows};
+use super::{contracts, envelope, take_page, tx_envelope};
 use crate::api::body::{ok, Body};
+use crate::api::cursor::{BlockCursor, IndexCursor, ReorgCursor};
 use crate::api::json::{BlockJson, BlockKind, Envelope};
-use crate::api::router::{BlockId, Page, TxKinds};
+use crate::api::router::{BlockId, Page};
 use crate::api::{ApiError, AppState};
-use crate::indexer::apply::block_range;
-use crate::store::keys::{BlockKey, BlockPos, Key, ReorgedKey};
+use crate::chain::TxTypes;
+use crate::store::keys::BlockKey;
 use crate::store::records::{BlockRecord, TxRecord};
-use crate::store::tables::{Accounts, BlockHashes, Headers, Reorged, Transactions};
-use crate::store::{Direction, KeyRange, Reader, StoreResult};
-use alloy::primitives::{Address, B256};
+use crate::store::tables::{Accounts, TraceBlocks};
+use crate::store::{Reader, StoreResult};
+use alloy::primitives::Address;
 use hyper::Response;
-use serde_json::json;
 use std::collections::HashMap;
-
-/// Most reorged rows examined when looking one up by hash.
-const REORGED_LOOKUP_BUDGET: usize = 100_000;
 
 fn block_items(
     reader: &Reader<'_>,
@@ -30,35 +27,19 @@ fn block_items(
 }
 
 /// `GET /api/v2/blocks`.
-pub fn list(state: &AppState, kind: BlockKind, page: Page<(u64, Option<B256>)>) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
+pub fn list(reader: &Reader<'_>, kind: BlockKind, page: Page<ReorgCursor>) -> Result<Response<Body>, ApiError> {
     let envelope = match kind {
         BlockKind::Block => {
-            let range = match page.after {
-                Some((number, _)) => KeyRange::all().after(&BlockKey(number).encode()),
-                None => KeyRange::all(),
-            };
-            let rows = take_page(reader.scan::<Headers>(range, Direction::Forward), page.size, |_, _| true)?;
+            let rows = take_page(reader.blocks(page.after.map(|c| c.number)), page.size, |_, _| true)?;
             let blocks: Vec<BlockRecord> = rows.items.into_iter().map(|(_, b)| b).collect();
-            Envelope {
-                items: block_items(&reader, &blocks, kind, false)?,
-                next_page_params: rows.next.map(|k| next_params(&[("block_number", json!(k.0))], page.size)),
-            }
+            let next = rows.next.map(|k| BlockCursor(k.0));
+            envelope(block_items(reader, &blocks, kind, false)?, next, page.size, &[])
         }
         BlockKind::Reorg => {
-            let range = match page.after {
-                Some((number, Some(hash))) => KeyRange::all().after(&ReorgedKey { number, hash }.encode()),
-                Some((number, None)) => {
-                    KeyRange::all().after(&ReorgedKey { number, hash: B256::repeat_byte(0xff) }.encode())
-                }
-                None => KeyRange::all(),
-            };
-            let rows = take_page(reader.scan::<Reorged>(range, Direction::Forward), page.size, |_, _| true)?;
+            let rows = take_page(reader.reorged(page.after.map(|c| (c.number, c.hash))), page.size, |_, _| true)?;
             let blocks: Vec<BlockRecord> = rows.items.into_iter().map(|(_, b)| b).collect();
-            let next = rows.next.map(|k| {
-                next_params(&[("block_number", json!(k.number)), ("hash", json!(format!("{:#x}", k.hash)))], page.size)
-            });
-            Envelope { items: block_items(&reader, &blocks, kind, false)?, next_page_params: next }
+            let next = rows.next.map(|k| ReorgCursor { number: k.number, hash: Some(k.hash) });
+            envelope(block_items(reader, &blocks, kind, false)?, next, page.size, &[])
         }
         // Uncles are not indexed (proof-of-stake and BFT chains have none).
         BlockKind::Uncle => Envelope::empty(),
@@ -66,31 +47,12 @@ pub fn list(state: &AppState, kind: BlockKind, page: Page<(u64, Option<B256>)>) 
     Ok(ok(&envelope))
 }
 
-/// A reorged block with this hash, if one is recorded.
-fn reorged_by_hash(reader: &Reader<'_>, hash: B256) -> StoreResult<Option<BlockRecord>> {
-    for row in reader.scan::<Reorged>(KeyRange::all(), Direction::Forward).take(REORGED_LOOKUP_BUDGET) {
-        let (key, block) = row?;
-        if key.hash == hash {
-            return Ok(Some(block));
-        }
-    }
-    Ok(None)
-}
-
-/// The newest reorged block at `number`, if any.
-fn reorged_at(reader: &Reader<'_>, number: u64) -> StoreResult<Option<BlockRecord>> {
-    let range = KeyRange::prefix(&BlockKey(number).encode());
-    Ok(reader.scan::<Reorged>(range, Direction::Forward).next().transpose()?.map(|(_, b)| b))
-}
-
 /// Resolves a block id to a canonical block, or a reorged one (by hash).
 pub fn find_block(reader: &Reader<'_>, id: BlockId) -> StoreResult<Option<(BlockRecord, BlockKind)>> {
+    let kind = |canonical| if canonical { BlockKind::Block } else { BlockKind::Reorg };
     match id {
-        BlockId::Number(n) => Ok(reader.get::<Headers>(&BlockKey(n))?.map(|b| (b, BlockKind::Block))),
-        BlockId::Hash(hash) => match reader.get::<BlockHashes>(&hash)? {
-            Some(n) => Ok(reader.get::<Headers>(&BlockKey(n))?.map(|b| (b, BlockKind::Block))),
-            None => Ok(reorged_by_hash(reader, hash)?.map(|b| (b, BlockKind::Reorg))),
-        },
+        BlockId::Number(n) => Ok(reader.block(n)?.map(|b| (b, BlockKind::Block))),
+        BlockId::Hash(hash) => Ok(reader.block_by_hash(hash)?.map(|(b, canonical)| (b, kind(canonical)))),
     }
 }
 
@@ -101,13 +63,13 @@ pub fn detail(state: &AppState, id: BlockId) -> Result<Response<Body>, ApiError>
         Some((block, kind)) => {
             let item = block_items(&reader, std::slice::from_ref(&block), kind, true)?.remove(0);
             let internal = match kind {
-                BlockKind::Block => super::traces::internal_count(&reader, block.number)?,
+                BlockKind::Block => reader.get::<TraceBlocks>(&BlockKey(block.number))?.map(|s| s.internal_count()),
                 _ => None,
             };
             Ok(ok(&item.with_internal_count(internal)))
         }
         None => match id {
-            BlockId::Number(n) => match reorged_at(&reader, n)? {
+            BlockId::Number(n) => match reader.reorged_at(n)? {
                 Some(lost) => Err(ApiError::BlockLostConsensus { hash: format!("{:#x}", lost.hash) }),
                 None => Err(ApiError::NotFound),
             },
@@ -116,59 +78,41 @@ pub fn detail(state: &AppState, id: BlockId) -> Result<Response<Body>, ApiError>
     }
 }
 
-/// Whether a transaction is of one of the requested kinds (no filter: every transaction).
-pub fn kinds_match(kinds: &TxKinds, tx: &TxRecord, reader: &Reader<'_>, cache: &mut HashMap<Address, bool>) -> bool {
-    if !kinds.any() {
+/// Whether a transaction passes a `type` filter (no filter: every transaction); `cache` remembers which
+/// recipients are contracts.
+pub fn types_match(filter: TxTypes, tx: &TxRecord, reader: &Reader<'_>, cache: &mut HashMap<Address, bool>) -> bool {
+    if filter.is_empty() {
         return true;
     }
     let to_is_contract = tx.to.is_some_and(|to| {
         *cache.entry(to).or_insert_with(|| reader.get::<Accounts>(&to).ok().flatten().is_some_and(|a| a.is_contract()))
     });
-    let types = crate::api::json::tx_types(tx, to_is_contract);
-    (kinds.coin_transfer && types.contains(&"coin_transfer"))
-        || (kinds.contract_call && types.contains(&"contract_call"))
-        || (kinds.contract_creation && types.contains(&"contract_creation"))
-        || (kinds.token_transfer && types.contains(&"token_transfer"))
-        || (kinds.token_creation && types.contains(&"token_creation"))
-        || (kinds.blob_transaction && tx.tx_type == 3)
+    filter.admits(tx, to_is_contract)
 }
 
 /// `GET /api/v2/blocks/:id/transactions`: the block's transactions in index order.
 pub fn transactions(
-    state: &AppState,
+    reader: &Reader<'_>,
     id: BlockId,
-    kinds: TxKinds,
-    page: Page<u32>,
+    filter: TxTypes,
+    page: Page<IndexCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let Some((block, kind)) = find_block(&reader, id)? else {
+    let Some((block, kind)) = find_block(reader, id)? else {
         return Err(ApiError::NotFound);
     };
     if kind != BlockKind::Block {
         // A reorged block's transactions are not kept.
         return Ok(ok(&Envelope::<()>::empty()));
     }
-    let number = block.number;
-    // Indexes are complemented: ascending order is a reverse scan, "after index i" is "before key (n, i)".
-    let mut range = block_range(number);
-    if let Some(index) = page.after {
-        range = range.before(&BlockPos { block: number, index }.encode());
-    }
     let mut cache = HashMap::new();
-    let rows: PageRows<BlockPos, TxRecord> =
-        take_page(reader.scan::<Transactions>(range, Direction::Reverse), page.size, |_, tx| {
-            kinds_match(&kinds, tx, &reader, &mut cache)
-        })?;
-    Ok(ok(&tx_envelope(&reader, rows, page.size, &[])?))
+    let scan = reader.block_txs(block.number, page.after.map(|c| c.0.index));
+    let rows = take_page(scan, page.size, |_, tx| types_match(filter, tx, reader, &mut cache))?;
+    Ok(ok(&tx_envelope(reader, rows, page.size, &[])?))
 }
 
 /// `GET /api/v2/main-page/blocks`: the 4 newest blocks.
-pub fn main_page(state: &AppState) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let blocks: Vec<BlockRecord> = reader
-        .scan::<Headers>(KeyRange::all(), Direction::Forward)
-        .take(4)
-        .map(|r| r.map(|(_, b)| b))
-        .collect::<StoreResult<_>>()?;
-    Ok(ok(&block_items(&reader, &blocks, BlockKind::Block, false)?))
+pub fn main_page(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
+    let blocks: Vec<BlockRecord> =
+        reader.blocks(None).take(4).map(|r| r.map(|(_, b)| b)).collect::<StoreResult<_>>()?;
+    Ok(ok(&block_items(reader, &blocks, BlockKind::Block, false)?))
 }

@@ -1,5 +1,8 @@
 //! Handlers of the Blockscout-compatible REST surface under `/api/v2`, and what they share: keyset paging over
-//! store scans, address objects with contract flags, transaction items.
+//! the store's named queries, address objects with contract flags, transaction items.
+//!
+//! List handlers read through the `Reader` they are given (on the blocking pool, under the request's deadline:
+//! see `api::dispatch`); they never build keys: positions come in as cursors and go out as `next_page_params`.
 
 pub mod addresses;
 pub mod blocks;
@@ -9,14 +12,15 @@ pub mod tokens;
 pub mod traces;
 pub mod transactions;
 
+use super::cursor::{next_page_params, Cursor, PosCursor};
 use super::json::{Contracts, Envelope, TxJson};
 use super::{ApiError, AppState};
 use crate::store::keys::{BlockKey, BlockPos};
 use crate::store::records::{BlockRecord, TxRecord};
-use crate::store::tables::{Accounts, Headers};
+use crate::store::tables::{Accounts, Headers, TraceBlocks};
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::Address;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -76,16 +80,14 @@ pub fn take_page<K: Copy, V>(
     Ok(PageRows { items, next: None })
 }
 
-/// `next_page_params` from cursor fields, the page size and echoed filters.
-pub fn next_params(fields: &[(&str, Value)], size: usize) -> Map<String, Value> {
-    let mut map: Map<String, Value> = fields.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
-    map.insert("items_count".into(), json!(size));
-    map
-}
-
-/// The cursor fields of a (block, index) position.
-pub fn pos_fields(pos: BlockPos) -> Vec<(&'static str, Value)> {
-    vec![("block_number", json!(pos.block)), ("index", json!(pos.index))]
+/// A page of items whose next page continues after `next`, echoing `echo` filters.
+pub fn envelope<T, C: Cursor>(
+    items: Vec<T>,
+    next: Option<C>,
+    size: usize,
+    echo: &[(&'static str, Value)],
+) -> Envelope<T> {
+    Envelope { items, next_page_params: next.map(|c| next_page_params(&c, size, echo)) }
 }
 
 /// Contract flags of `addresses` from the account index, and from the contracts created inside transactions
@@ -98,7 +100,7 @@ pub fn contracts(reader: &Reader<'_>, addresses: impl IntoIterator<Item = Addres
     for (address, account) in unique.into_iter().zip(accounts) {
         let mut is_contract = account.is_some_and(|r| r.is_contract());
         if !is_contract && traced {
-            is_contract = traces::internal_creation(reader, &address)?.is_some_and(|c| c.success);
+            is_contract = traces::internal_creation(reader, address)?.is_some_and(|c| c.success);
         }
         flags.insert(address, is_contract);
     }
@@ -125,7 +127,9 @@ pub fn tx_items(reader: &Reader<'_>, rows: &[(BlockPos, TxRecord)]) -> StoreResu
         let Some(header) = headers.get(&pos.block) else { continue };
         let summary = match summaries.entry(pos.block) {
             std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
-            std::collections::hash_map::Entry::Vacant(slot) => slot.insert(traces::block_summary(reader, pos.block)?),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(reader.get::<TraceBlocks>(&BlockKey(pos.block))?.map(|s| s.txs))
+            }
         };
         let has_error = summary.as_ref().and_then(|s| s.get(pos.index as usize)).map(|(_, e)| *e);
         items.push(TxJson::new(tx, *pos, header, tip, &contracts).with_internal_error(has_error));
@@ -133,18 +137,12 @@ pub fn tx_items(reader: &Reader<'_>, rows: &[(BlockPos, TxRecord)]) -> StoreResu
     Ok(items)
 }
 
-/// An envelope of transaction items with a (block, index) cursor, echoing `extra` query fields.
+/// An envelope of transaction items continuing at a (block, index) position, echoing `echo` query fields.
 pub fn tx_envelope(
     reader: &Reader<'_>,
     page: PageRows<BlockPos, TxRecord>,
     size: usize,
-    extra: &[(&'static str, Value)],
+    echo: &[(&'static str, Value)],
 ) -> StoreResult<Envelope<TxJson>> {
-    let items = tx_items(reader, &page.items)?;
-    let next_page_params = page.next.map(|pos| {
-        let mut fields = pos_fields(pos);
-        fields.extend(extra.iter().cloned());
-        next_params(&fields, size)
-    });
-    Ok(Envelope { items, next_page_params })
+    Ok(envelope(tx_items(reader, &page.items)?, page.next.map(PosCursor), size, echo))
 }

@@ -4,13 +4,11 @@
 
 use super::blocks::find_block;
 use super::tokens::{search as token_search, token_json};
-use super::transactions::find_tx;
 use crate::api::body::{ok, Body};
 use crate::api::json::{checksum, hash_hex, iso_timestamp, BlockKind, Envelope};
 use crate::api::router::{parse_address, parse_hash, BlockId};
-use crate::api::{ApiError, AppState};
-use crate::store::keys::BlockKey;
-use crate::store::tables::{Accounts, Headers};
+use crate::api::ApiError;
+use crate::store::tables::Accounts;
 use crate::store::{Reader, StoreResult};
 use hyper::Response;
 use serde_json::{json, Value};
@@ -60,8 +58,8 @@ fn find(reader: &Reader<'_>, q: &str) -> StoreResult<Vec<Hit>> {
             hits.push(block_hit(&block.hash, block.number, block.timestamp, kind));
         }
     } else if let Ok(hash) = parse_hash(q, "q") {
-        if let Some((pos, tx)) = find_tx(reader, hash)? {
-            let timestamp = reader.get::<Headers>(&BlockKey(pos.block))?.map(|h| iso_timestamp(h.timestamp));
+        if let Some((pos, tx)) = reader.tx(hash)? {
+            let timestamp = reader.block(pos.block)?.map(|h| iso_timestamp(h.timestamp));
             let hash = hash_hex(&tx.hash);
             hits.push(Hit {
                 item: json!({"type": "transaction", "transaction_hash": hash, "url": format!("/tx/{hash}"), "timestamp": timestamp, "priority": 0}),
@@ -115,20 +113,20 @@ fn block_hit(hash: &alloy::primitives::B256, number: u64, timestamp: u64, kind: 
 }
 
 /// `GET /api/v2/search?q=`.
-pub fn search(state: &AppState, q: &str) -> Result<Response<Body>, ApiError> {
-    let hits = find(&state.store.view(), q)?;
+pub fn search(reader: &Reader<'_>, q: &str) -> Result<Response<Body>, ApiError> {
+    let hits = find(reader, q)?;
     Ok(ok(&Envelope { items: hits.into_iter().map(|h| h.item).collect(), next_page_params: None }))
 }
 
 /// `GET /api/v2/search/quick?q=`: the same hits as a bare array.
-pub fn quick(state: &AppState, q: &str) -> Result<Response<Body>, ApiError> {
-    let hits = find(&state.store.view(), q)?;
+pub fn quick(reader: &Reader<'_>, q: &str) -> Result<Response<Body>, ApiError> {
+    let hits = find(reader, q)?;
     Ok(ok(&hits.into_iter().map(|h| h.item).collect::<Vec<_>>()))
 }
 
 /// `GET /api/v2/search/check-redirect?q=`: where an exact match leads.
-pub fn redirect(state: &AppState, q: &str) -> Result<Response<Body>, ApiError> {
-    let hits = find(&state.store.view(), q)?;
+pub fn redirect(reader: &Reader<'_>, q: &str) -> Result<Response<Body>, ApiError> {
+    let hits = find(reader, q)?;
     Ok(ok(&match hits.into_iter().find_map(|h| h.redirect) {
         Some((kind, parameter)) => json!({"redirect": true, "type": kind, "parameter": parameter}),
         None => json!({"redirect": false, "type": null, "parameter": null}),

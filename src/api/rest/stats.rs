@@ -9,10 +9,10 @@
 use crate::api::body::{ok, Body};
 use crate::api::json::iso_date;
 use crate::api::{ApiError, AppState};
-use crate::store::keys::{BlockKey, DayKey, Key};
+use crate::store::keys::DayKey;
 use crate::store::records::{BlockRecord, Tip};
-use crate::store::tables::{Daily, Headers, Transactions};
-use crate::store::{Direction, KeyRange, Reader, StoreResult};
+use crate::store::tables::Daily;
+use crate::store::{Reader, StoreResult};
 use alloy::primitives::B256;
 use hyper::header::HeaderMap;
 use hyper::Response;
@@ -49,7 +49,7 @@ pub struct ChainStats {
 
 /// Headers of the newest `limit` blocks, newest first.
 pub fn recent_headers(reader: &Reader<'_>, limit: usize) -> StoreResult<Vec<BlockRecord>> {
-    reader.scan::<Headers>(KeyRange::all(), Direction::Forward).take(limit).map(|r| r.map(|(_, h)| h)).collect()
+    reader.blocks(None).take(limit).map(|r| r.map(|(_, h)| h)).collect()
 }
 
 fn percentile(sorted: &[u128], p: usize) -> u128 {
@@ -80,16 +80,11 @@ fn gas_tiers(reader: &Reader<'_>, headers: &[BlockRecord]) -> StoreResult<Option
     let Some(latest) = headers.first() else {
         return Ok(None);
     };
-    // Keys are newest first: the window is every key before the first key of the block below the window.
     let oldest = headers.last().map(|h| h.number).unwrap_or_default();
-    let window = match oldest.checked_sub(1) {
-        Some(below) => KeyRange::all().before(&BlockKey(below).encode()),
-        None => KeyRange::all(),
-    };
     let base_fees: HashMap<u64, u128> = headers.iter().filter_map(|h| Some((h.number, h.base_fee?))).collect();
     let mut prices = Vec::new();
     let mut tips = Vec::new();
-    for row in reader.scan::<Transactions>(window, Direction::Forward).take(GAS_TX_SAMPLE) {
+    for row in reader.txs_since(oldest).take(GAS_TX_SAMPLE) {
         let (pos, tx) = row?;
         let base = base_fees.get(&pos.block).copied().unwrap_or(0);
         prices.push(tx.effective_gas_price);
@@ -103,7 +98,11 @@ fn gas_tiers(reader: &Reader<'_>, headers: &[BlockRecord]) -> StoreResult<Option
     tips.sort_unstable();
     Ok(Some([35, 60, 90].map(|p| {
         let priority_fee = percentile(&tips, p);
-        GasTier { price: percentile(&prices, p).max(latest_base + priority_fee), base_fee: latest_base, priority_fee }
+        GasTier {
+            price: percentile(&prices, p).max(latest_base.saturating_add(priority_fee)),
+            base_fee: latest_base,
+            priority_fee,
+        }
     })))
 }
 
@@ -166,11 +165,14 @@ pub fn stats_json(reader: &Reader<'_>, stats: &ChainStats, detailed: bool, now: 
 }
 
 /// `GET /api/v2/stats`; the object form of `gas_prices` when the request carries `updated-gas-oracle: true`.
-pub fn handler(state: &AppState, headers: &HeaderMap) -> Result<Response<Body>, ApiError> {
-    let detailed = headers.get("updated-gas-oracle").is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
-    let reader = state.store.view();
-    let chain = super::chain_stats(state, &reader)?;
-    Ok(ok(&stats_json(&reader, &chain, detailed, super::unix_now())?))
+pub fn handler(state: &AppState, reader: &Reader<'_>, detailed: bool) -> Result<Response<Body>, ApiError> {
+    let chain = super::chain_stats(state, reader)?;
+    Ok(ok(&stats_json(reader, &chain, detailed, super::unix_now())?))
+}
+
+/// Whether a `/stats` request asks for the object form of `gas_prices` (`updated-gas-oracle: true`).
+pub fn wants_detailed_gas(headers: &HeaderMap) -> bool {
+    headers.get("updated-gas-oracle").is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"))
 }
 
 /// Blocks behind the node's head still counted as "finished indexing".
@@ -205,17 +207,11 @@ pub fn backend_version() -> Response<Body> {
 const CHART_DAYS: u32 = 30;
 
 /// `GET /api/v2/stats/charts/transactions`: transactions per UTC day for the last 30 days, oldest first.
-pub fn transactions_chart(state: &AppState) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
+pub fn transactions_chart(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
     let today = DayKey::of_timestamp(super::unix_now()).0;
     let first = today.saturating_sub(CHART_DAYS - 1);
     let mut counts: HashMap<u32, u64> = HashMap::new();
-    // Newest-first keys: today's key up to (excluding) the key of the day before the window.
-    let window = match first.checked_sub(1) {
-        Some(before) => KeyRange::between(&DayKey(today).encode(), &DayKey(before).encode()),
-        None => KeyRange::all(),
-    };
-    for row in reader.scan::<Daily>(window, Direction::Forward) {
+    for row in reader.days(first, today) {
         let (day, stats) = row?;
         counts.insert(day.0, stats.txs);
     }

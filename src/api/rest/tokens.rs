@@ -1,21 +1,16 @@
 //! Tokens: `/tokens` and a token's detail, transfers, holders, counters and NFT instances; the token parts of
 //! addresses (`/token-transfers`, `/token-balances`, `/tokens`) and transactions (`/token-transfers`).
 
-use super::{contracts, headers, next_params, take_page, PageRows, SCAN_BUDGET};
+use super::{contracts, envelope, headers, take_page, PageRows, SCAN_BUDGET};
 use crate::api::body::{ok, Body};
-use crate::api::json::{checksum, AddressJson, Envelope, TokenJson, TransferJson};
-use crate::api::router::{Direction as Filter, Page, TokenCursor};
-use crate::api::{ApiError, AppState};
-use crate::indexer::rows::direction;
-use crate::store::keys::{
-    search_text, AddressTransferPos, BalanceKey, BlockPos, HolderRankKey, InstanceKey, Key, TransferPos,
-};
-use crate::store::records::{TokenKind, TokenRecord, TokenTransferRecord};
-use crate::store::tables::{
-    AddressTransfers, HolderRanks, NftInstances, TokenBalances, TokenMetadatas, TokenRanks, TokenSearch,
-    TokenTransfers, Tokens, Transactions, Transfers,
-};
-use crate::store::{Direction, KeyRange, Reader, StoreResult};
+use crate::api::cursor::{HolderCursor, HoldingCursor, InstanceCursor, TokenCursor, TransferCursor};
+use crate::api::json::{AddressJson, TokenJson, TransferJson};
+use crate::api::router::{Direction as Filter, Page};
+use crate::api::ApiError;
+use crate::store::keys::{BalanceKey, BlockPos, TransferPos};
+use crate::store::records::{direction, TokenKind, TokenRecord, TokenTransferRecord, TxRecord};
+use crate::store::tables::{TokenBalances, TokenMetadatas, Tokens, Transactions, Transfers};
+use crate::store::{Reader, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use hyper::Response;
 use serde_json::{json, Value};
@@ -56,7 +51,7 @@ pub fn transfer_items(
         let (Some(header), Some(token)) = (headers.get(&pos.block), tokens.get(&t.token)) else { continue };
         let tx_pos = BlockPos { block: pos.block, index: t.tx_index };
         if let std::collections::hash_map::Entry::Vacant(slot) = inputs.entry(tx_pos) {
-            slot.insert(reader.get::<Transactions>(&tx_pos)?.map(|tx| tx.input));
+            slot.insert(reader.get::<Transactions>(&tx_pos)?.map(|tx| tx.body.input));
         }
         let input = inputs.get(&tx_pos).and_then(|i| i.as_ref());
         items.push(TransferJson::new(t, pos.log, header, token.clone(), input, &contracts));
@@ -64,109 +59,79 @@ pub fn transfer_items(
     Ok(items)
 }
 
-fn transfer_next(pos: TransferPos, size: usize, extra: &[(&'static str, Value)]) -> serde_json::Map<String, Value> {
-    let mut fields =
-        vec![("block_number", json!(pos.block)), ("index", json!(pos.log)), ("index_in_batch", json!(pos.item))];
-    fields.extend(extra.iter().cloned());
-    next_params(&fields, size)
-}
-
-/// The transfers of a transaction, in log order: the positions of its log range.
+/// The transfers of the transaction `tx` of block `block`, in log order.
 pub fn tx_transfers(
     reader: &Reader<'_>,
     block: u64,
-    first_log: u32,
-    log_count: u32,
+    tx: &TxRecord,
 ) -> StoreResult<Vec<(TransferPos, TokenTransferRecord)>> {
-    if log_count == 0 {
-        return Ok(Vec::new());
-    }
-    // Newest-first keys: the range runs from its last log's last item up to just past its first log's first item.
-    let lowest = TransferPos { block, log: first_log + log_count - 1, item: u16::MAX }.encode();
-    let mut upper = TransferPos { block, log: first_log, item: 0 }.encode().to_vec();
-    upper.push(0);
-    reader.scan::<Transfers>(KeyRange::between(&lowest, &upper), Direction::Reverse).collect()
+    reader.transfers_in_logs(block, tx.first_log..tx.first_log.saturating_add(tx.log_count))
 }
 
 /// `GET /api/v2/transactions/:hash/token-transfers`.
-pub fn of_transaction(state: &AppState, hash: B256, page: Page<TransferPos>) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let Some((pos, tx)) = super::transactions::find_tx(&reader, hash)? else {
+pub fn of_transaction(reader: &Reader<'_>, hash: B256, page: Page<TransferCursor>) -> Result<Response<Body>, ApiError> {
+    let Some((pos, tx)) = reader.tx(hash)? else {
         return Err(ApiError::NotFound);
     };
-    let all = tx_transfers(&reader, pos.block, tx.first_log, tx.log_count)?;
-    let start = page.after.map_or(0, |after| all.iter().position(|(p, _)| *p == after).map_or(all.len(), |i| i + 1));
+    let all = tx_transfers(reader, pos.block, &tx)?;
+    let start = page.after.map_or(0, |after| all.iter().position(|(p, _)| *p == after.0).map_or(all.len(), |i| i + 1));
     let rows: Vec<_> = all[start..].iter().take(page.size).cloned().collect();
     let more = start + rows.len() < all.len();
-    let next_page_params = rows.last().filter(|_| more).map(|(p, _)| transfer_next(*p, page.size, &[]));
-    Ok(ok(&Envelope { items: transfer_items(&reader, &rows)?, next_page_params }))
+    let next = rows.last().filter(|_| more).map(|(p, _)| TransferCursor(*p));
+    Ok(ok(&envelope(transfer_items(reader, &rows)?, next, page.size, &[])))
 }
 
 /// `GET /api/v2/tokens`: most held first, or name/symbol prefix matches with `q`.
 pub fn list(
-    state: &AppState,
+    reader: &Reader<'_>,
     kinds: &[TokenKind],
     q: Option<&str>,
     page: Page<TokenCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
     let wanted = |record: &TokenRecord| kinds.is_empty() || kinds.contains(&record.kind);
     let mut items = Vec::new();
-    let next_page_params = match q {
+    let envelope = match q {
         None => {
-            let range = match page.after {
-                Some(TokenCursor::Rank(key)) => KeyRange::all().after(&key.encode()),
-                _ => KeyRange::all(),
+            let after = match page.after {
+                Some(TokenCursor::Rank(key)) => Some(key),
+                _ => None,
             };
-            let rows = take_page(reader.scan::<TokenRanks>(range, Direction::Forward), page.size, |key, ()| {
+            let rows = take_page(reader.token_ranks(after), page.size, |key, ()| {
                 reader.get::<Tokens>(&key.token).ok().flatten().is_some_and(|r| wanted(&r))
             })?;
             for (key, ()) in &rows.items {
-                items.extend(token_json(&reader, &key.token)?);
+                items.extend(token_json(reader, &key.token)?);
             }
-            rows.next.map(|k| {
-                next_params(
-                    &[("holders_count", json!(k.holders)), ("contract_address_hash", json!(checksum(&k.token)))],
-                    page.size,
-                )
-            })
+            envelope(items, rows.next.map(TokenCursor::Rank), page.size, &[])
         }
         Some(q) => {
-            let (text, len) = search_text(q);
-            let mut range = KeyRange::prefix(&text[..len]);
-            if let Some(TokenCursor::Search(key)) = page.after {
-                range = range.after(&key.encode());
-            }
+            let after = match page.after {
+                Some(TokenCursor::Search(key)) => Some(key),
+                _ => None,
+            };
             let mut seen = BTreeSet::new();
-            let rows = take_page(reader.scan::<TokenSearch>(range, Direction::Forward), page.size, |key, ()| {
+            let rows = take_page(reader.token_search(q, after), page.size, |key, ()| {
                 !seen.contains(&key.token)
                     && reader.get::<Tokens>(&key.token).ok().flatten().is_some_and(|r| wanted(&r))
                     && seen.insert(key.token)
             })?;
             for (key, ()) in &rows.items {
-                items.extend(token_json(&reader, &key.token)?);
+                items.extend(token_json(reader, &key.token)?);
             }
-            rows.next.map(|k| {
-                let name = String::from_utf8_lossy(&k.text).trim_end_matches('\0').to_owned();
-                next_params(
-                    &[("q", json!(q)), ("name", json!(name)), ("contract_address_hash", json!(checksum(&k.token)))],
-                    page.size,
-                )
-            })
+            envelope(items, rows.next.map(TokenCursor::Search), page.size, &[("q", json!(q))])
         }
     };
-    Ok(ok(&Envelope { items, next_page_params }))
+    Ok(ok(&envelope))
 }
 
 /// Tokens whose name or symbol starts with `q` (for search), at most `limit`.
 pub fn search(reader: &Reader<'_>, q: &str, limit: usize) -> StoreResult<Vec<(Address, TokenJson)>> {
-    let (text, len) = search_text(q);
-    if len == 0 {
+    if q.is_empty() {
         return Ok(Vec::new());
     }
     let mut found = Vec::new();
     let mut seen = BTreeSet::new();
-    for row in reader.scan::<TokenSearch>(KeyRange::prefix(&text[..len]), Direction::Forward).take(SCAN_BUDGET) {
+    for row in reader.token_search(q, None).take(SCAN_BUDGET) {
         let (key, ()) = row?;
         if seen.insert(key.token) {
             if let Some(json) = token_json(reader, &key.token)? {
@@ -181,28 +146,22 @@ pub fn search(reader: &Reader<'_>, q: &str, limit: usize) -> StoreResult<Vec<(Ad
 }
 
 /// `GET /api/v2/tokens/:a`.
-pub fn detail(state: &AppState, token: Address) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    Ok(ok(&token_json(&reader, &token)?.ok_or(ApiError::NotFound)?))
+pub fn detail(reader: &Reader<'_>, token: Address) -> Result<Response<Body>, ApiError> {
+    Ok(ok(&token_json(reader, &token)?.ok_or(ApiError::NotFound)?))
 }
 
 /// `GET /api/v2/tokens/:a/counters`.
-pub fn counters(state: &AppState, token: Address) -> Result<Response<Body>, ApiError> {
-    let record = state.store.view().get::<Tokens>(&token)?.ok_or(ApiError::NotFound)?;
+pub fn counters(reader: &Reader<'_>, token: Address) -> Result<Response<Body>, ApiError> {
+    let record = reader.get::<Tokens>(&token)?.ok_or(ApiError::NotFound)?;
     Ok(ok(&json!({"token_holders_count": record.holders.to_string(), "transfers_count": record.transfers.to_string()})))
 }
 
 /// `GET /api/v2/tokens/:a/transfers`.
-pub fn transfers(state: &AppState, token: Address, page: Page<TransferPos>) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
+pub fn transfers(reader: &Reader<'_>, token: Address, page: Page<TransferCursor>) -> Result<Response<Body>, ApiError> {
     if reader.get::<Tokens>(&token)?.is_none() {
         return Err(ApiError::NotFound);
     }
-    let mut range = KeyRange::prefix(token.as_slice());
-    if let Some(pos) = page.after {
-        range = range.after(&AddressTransferPos { address: token, pos }.encode());
-    }
-    let keys = take_page(reader.scan::<TokenTransfers>(range, Direction::Forward), page.size, |_, _| true)?;
+    let keys = take_page(reader.token_transfers(token, page.after.map(|c| c.0)), page.size, |_, _| true)?;
     let positions: Vec<TransferPos> = keys.items.iter().map(|(k, ())| k.pos).collect();
     let rows: Vec<_> = positions
         .iter()
@@ -210,22 +169,17 @@ pub fn transfers(state: &AppState, token: Address, page: Page<TransferPos>) -> R
         .zip(reader.multi_get::<Transfers>(&positions)?)
         .filter_map(|(p, t)| Some((p, t?)))
         .collect();
-    let next_page_params = keys.next.map(|k| transfer_next(k.pos, page.size, &[]));
-    Ok(ok(&Envelope { items: transfer_items(&reader, &rows)?, next_page_params }))
+    let next = keys.next.map(|k| TransferCursor(k.pos));
+    Ok(ok(&envelope(transfer_items(reader, &rows)?, next, page.size, &[])))
 }
 
 /// `GET /api/v2/tokens/:a/holders`: largest holders first.
-pub fn holders(state: &AppState, token: Address, page: Page<HolderRankKey>) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
+pub fn holders(reader: &Reader<'_>, token: Address, page: Page<HolderCursor>) -> Result<Response<Body>, ApiError> {
     if reader.get::<Tokens>(&token)?.is_none() {
         return Err(ApiError::NotFound);
     }
-    let mut range = KeyRange::prefix(token.as_slice());
-    if let Some(key) = page.after {
-        range = range.after(&key.encode());
-    }
-    let rows = take_page(reader.scan::<HolderRanks>(range, Direction::Forward), page.size, |_, _| true)?;
-    let contracts = contracts(&reader, rows.items.iter().map(|(k, ())| k.holder))?;
+    let rows = take_page(reader.holders(token, page.after.map(|c| c.key(token))), page.size, |_, _| true)?;
+    let contracts = contracts(reader, rows.items.iter().map(|(k, ())| k.holder))?;
     let items: Vec<Value> = rows
         .items
         .iter()
@@ -233,10 +187,8 @@ pub fn holders(state: &AppState, token: Address, page: Page<HolderRankKey>) -> R
             |(k, ())| json!({"address": contracts.address(&k.holder), "value": k.amount.to_string(), "token_id": null}),
         )
         .collect();
-    let next_page_params = rows.next.map(|k| {
-        next_params(&[("address_hash", json!(checksum(&k.holder))), ("value", json!(k.amount.to_string()))], page.size)
-    });
-    Ok(ok(&Envelope { items, next_page_params }))
+    let next = rows.next.map(|k| HolderCursor { holder: k.holder, amount: k.amount });
+    Ok(ok(&envelope(items, next, page.size, &[])))
 }
 
 fn instance_json(token: &TokenJson, kind: TokenKind, id: U256, owner: Option<AddressJson>, supply: U256) -> Value {
@@ -257,64 +209,48 @@ fn instance_json(token: &TokenJson, kind: TokenKind, id: U256, owner: Option<Add
 
 /// `GET /api/v2/tokens/:a/instances`: the ids of an NFT collection, highest first, with their owners.
 pub fn instances(
-    state: &AppState,
+    reader: &Reader<'_>,
     token: Address,
     holder: Option<Address>,
-    page: Page<U256>,
+    page: Page<InstanceCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let Some(json) = token_json(&reader, &token)? else {
+    let Some(json) = token_json(reader, &token)? else {
         return Err(ApiError::NotFound);
     };
     let kind = reader.get::<Tokens>(&token)?.map(|r| r.kind).unwrap_or(TokenKind::Erc20);
-    // Highest id first: a reverse scan, continuing below the cursor id.
-    let mut range = KeyRange::prefix(token.as_slice());
-    if let Some(id) = page.after {
-        range = range.before(&InstanceKey { token, id }.encode());
-    }
-    let rows =
-        take_page(reader.scan::<NftInstances>(range, Direction::Reverse), page.size, |key, instance| match holder {
-            None => true,
-            Some(h) => {
-                instance.owner == Some(h)
-                    || reader
-                        .get::<TokenBalances>(&BalanceKey { holder: h, token, id: key.id })
-                        .ok()
-                        .flatten()
-                        .is_some()
-            }
-        })?;
-    let contracts = contracts(&reader, rows.items.iter().filter_map(|(_, i)| i.owner))?;
+    let rows = take_page(reader.instances(token, page.after.map(|c| c.0)), page.size, |key, instance| match holder {
+        None => true,
+        Some(h) => {
+            instance.owner == Some(h)
+                || reader.get::<TokenBalances>(&BalanceKey { holder: h, token, id: key.id }).ok().flatten().is_some()
+        }
+    })?;
+    let contracts = contracts(reader, rows.items.iter().filter_map(|(_, i)| i.owner))?;
     let items: Vec<Value> = rows
         .items
         .iter()
         .map(|(k, i)| instance_json(&json, kind, k.id, i.owner.map(|o| contracts.address(&o)), i.supply))
         .collect();
-    let next_page_params = rows.next.map(|k| next_params(&[("unique_token", json!(k.id.to_string()))], page.size));
-    Ok(ok(&Envelope { items, next_page_params }))
+    Ok(ok(&envelope(items, rows.next.map(|k| InstanceCursor(k.id)), page.size, &[])))
 }
 
 /// `GET /api/v2/addresses/:a/token-transfers`.
 pub fn of_address(
-    state: &AppState,
+    reader: &Reader<'_>,
     address: Address,
     filter: Option<Filter>,
     kinds: &[TokenKind],
     token: Option<Address>,
-    page: Page<TransferPos>,
+    page: Page<TransferCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let mut range = KeyRange::prefix(address.as_slice());
-    if let Some(pos) = page.after {
-        range = range.after(&AddressTransferPos { address, pos }.encode());
-    }
     let wanted_bits = match filter {
         None => direction::SENT | direction::RECEIVED,
         Some(Filter::From) => direction::SENT,
         Some(Filter::To) => direction::RECEIVED,
     };
     let mut fetched = HashMap::new();
-    let keys = take_page(reader.scan::<AddressTransfers>(range, Direction::Forward), page.size, |key, bits| {
+    let scan = reader.address_transfers(address, page.after.map(|c| c.0));
+    let keys = take_page(scan, page.size, |key, bits| {
         if bits & wanted_bits == 0 {
             return false;
         }
@@ -340,8 +276,8 @@ pub fn of_address(
     if let Some(f) = filter {
         extra.push(("filter", json!(if f == Filter::To { "to" } else { "from" })));
     }
-    let next_page_params = keys.next.map(|k| transfer_next(k.pos, page.size, &extra));
-    Ok(ok(&Envelope { items: transfer_items(&reader, &rows)?, next_page_params }))
+    let next = keys.next.map(|k| TransferCursor(k.pos));
+    Ok(ok(&envelope(transfer_items(reader, &rows)?, next, page.size, &extra)))
 }
 
 fn balance_item(token: TokenJson, id: Option<U256>, value: U256) -> Value {
@@ -353,13 +289,10 @@ const BALANCES_LIMIT: usize = 5_000;
 
 /// `GET /api/v2/addresses/:a/token-balances`: every token held (a bare array). ERC-721 holdings are summed per
 /// collection; ERC-1155 holdings are listed per id.
-pub fn balances(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
+pub fn balances(reader: &Reader<'_>, address: Address) -> Result<Response<Body>, ApiError> {
     let mut grouped: Vec<(Address, Option<U256>, U256)> = Vec::new();
     let mut kinds: HashMap<Address, TokenKind> = HashMap::new();
-    for row in
-        reader.scan::<TokenBalances>(KeyRange::prefix(address.as_slice()), Direction::Forward).take(BALANCES_LIMIT)
-    {
+    for row in reader.balances(address, None).take(BALANCES_LIMIT) {
         let (key, amount) = row?;
         if let std::collections::hash_map::Entry::Vacant(slot) = kinds.entry(key.token) {
             slot.insert(reader.get::<Tokens>(&key.token)?.map(|r| r.kind).unwrap_or(TokenKind::Erc20));
@@ -373,7 +306,7 @@ pub fn balances(state: &AppState, address: Address) -> Result<Response<Body>, Ap
             TokenKind::Erc1155 => grouped.push((key.token, Some(key.id), amount.0)),
         }
     }
-    let tokens = token_jsons(&reader, grouped.iter().map(|g| g.0))?;
+    let tokens = token_jsons(reader, grouped.iter().map(|g| g.0))?;
     let items: Vec<Value> = grouped
         .into_iter()
         .filter_map(|(token, id, value)| Some(balance_item(tokens.get(&token)?.clone(), id, value)))
@@ -383,25 +316,20 @@ pub fn balances(state: &AppState, address: Address) -> Result<Response<Body>, Ap
 
 /// `GET /api/v2/addresses/:a/tokens`: holdings one row per balance (per id for NFTs), paginated.
 pub fn holdings(
-    state: &AppState,
+    reader: &Reader<'_>,
     address: Address,
     kinds: &[TokenKind],
-    page: Page<BalanceKey>,
+    page: Page<HoldingCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let mut range = KeyRange::prefix(address.as_slice());
-    if let Some(key) = page.after {
-        range = range.after(&key.encode());
-    }
+    let after = page.after.map(|c| BalanceKey { holder: address, token: c.token, id: c.id });
     let mut token_kinds: HashMap<Address, Option<TokenKind>> = HashMap::new();
-    let rows: PageRows<BalanceKey, _> =
-        take_page(reader.scan::<TokenBalances>(range, Direction::Forward), page.size, |key, _| {
-            let kind = *token_kinds
-                .entry(key.token)
-                .or_insert_with(|| reader.get::<Tokens>(&key.token).ok().flatten().map(|r| r.kind));
-            kind.is_some_and(|k| kinds.is_empty() || kinds.contains(&k))
-        })?;
-    let tokens = token_jsons(&reader, rows.items.iter().map(|(k, _)| k.token))?;
+    let rows: PageRows<BalanceKey, _> = take_page(reader.balances(address, after), page.size, |key, _| {
+        let kind = *token_kinds
+            .entry(key.token)
+            .or_insert_with(|| reader.get::<Tokens>(&key.token).ok().flatten().map(|r| r.kind));
+        kind.is_some_and(|k| kinds.is_empty() || kinds.contains(&k))
+    })?;
+    let tokens = token_jsons(reader, rows.items.iter().map(|(k, _)| k.token))?;
     let items: Vec<Value> = rows
         .items
         .iter()
@@ -411,25 +339,14 @@ pub fn holdings(
             Some(balance_item(tokens.get(&k.token)?.clone(), id, amount.0))
         })
         .collect();
-    let next_page_params = rows.next.map(|k| {
-        next_params(
-            &[("token_address_hash", json!(checksum(&k.token))), ("token_id", json!(k.id.to_string()))],
-            page.size,
-        )
-    });
-    Ok(ok(&Envelope { items, next_page_params }))
-}
-
-/// Whether `address` holds any token.
-pub fn has_tokens(reader: &Reader<'_>, address: &Address) -> StoreResult<bool> {
-    reader.any::<TokenBalances>(KeyRange::prefix(address.as_slice()))
+    let next = rows.next.map(|k| HoldingCursor { token: k.token, id: k.id });
+    Ok(ok(&envelope(items, next, page.size, &[])))
 }
 
 /// Distinct tokens `address` holds (up to `cap`, for tab counters).
-pub fn holdings_count(reader: &Reader<'_>, address: &Address, cap: usize) -> StoreResult<usize> {
+pub fn holdings_count(reader: &Reader<'_>, address: Address, cap: usize) -> StoreResult<usize> {
     let mut tokens = BTreeSet::new();
-    for row in reader.scan::<TokenBalances>(KeyRange::prefix(address.as_slice()), Direction::Forward).take(SCAN_BUDGET)
-    {
+    for row in reader.balances(address, None).take(SCAN_BUDGET) {
         tokens.insert(row?.0.token);
         if tokens.len() >= cap {
             break;

@@ -8,16 +8,16 @@
 //! empty, like Blockscout with its internal-transaction fetcher off.
 
 use super::blocks::find_block;
-use super::transactions::find_tx;
-use super::{contracts, headers, next_params, take_page, PageRows};
+use super::{contracts, envelope, headers, take_page, PageRows};
 use crate::api::body::{ok, Body};
+use crate::api::cursor::{CallCursor, Cursor, TraceCursor};
 use crate::api::json::{signed_change, Envelope, InternalJson, TokenJson};
 use crate::api::router::{BlockId, Direction as Filter, Page};
 use crate::api::{ApiError, AppState};
-use crate::store::keys::{AddressTracePos, BlockKey, Key, TracePos};
+use crate::store::keys::TracePos;
 use crate::store::records::{role, CallKind, InternalCreation, InternalTxRecord, TokenKind, TokenTransferRecord};
-use crate::store::tables::{AddressInternal, InternalCreations, InternalTxs, TraceBlocks};
-use crate::store::{Direction, KeyRange, Reader, StoreResult};
+use crate::store::tables::InternalTxs;
+use crate::store::{Reader, StoreResult};
 use alloy::primitives::{Address, Bytes, B256, U256};
 use futures_util::{stream, StreamExt};
 use hyper::Response;
@@ -35,26 +35,16 @@ const BALANCE_CALLS: usize = 8;
 
 /// How a contract was created inside a transaction, if the trace pass saw it: the newest successful creation,
 /// else the newest attempt.
-pub fn internal_creation(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<InternalCreation>> {
+pub fn internal_creation(reader: &Reader<'_>, address: Address) -> StoreResult<Option<InternalCreation>> {
     let mut newest = None;
-    for row in reader.scan::<InternalCreations>(KeyRange::prefix(address.as_slice()), Direction::Forward) {
-        let (_, creation) = row?;
+    for creation in reader.internal_creations(address) {
+        let creation = creation?;
         if creation.success {
             return Ok(Some(creation));
         }
         newest.get_or_insert(creation);
     }
     Ok(newest)
-}
-
-/// Per transaction of a traced block: `(internal calls, some failed)`; `None` when the block is not traced.
-pub fn block_summary(reader: &Reader<'_>, block: u64) -> StoreResult<Option<Vec<(u32, bool)>>> {
-    Ok(reader.get::<TraceBlocks>(&BlockKey(block))?.map(|s| s.txs))
-}
-
-/// Internal calls of a traced block (`None` when it is not traced yet).
-pub fn internal_count(reader: &Reader<'_>, block: u64) -> StoreResult<Option<u64>> {
-    Ok(reader.get::<TraceBlocks>(&BlockKey(block))?.map(|s| s.internal_count()))
 }
 
 fn items(reader: &Reader<'_>, rows: &[(TracePos, InternalTxRecord)]) -> StoreResult<Vec<InternalJson>> {
@@ -67,55 +57,39 @@ fn items(reader: &Reader<'_>, rows: &[(TracePos, InternalTxRecord)]) -> StoreRes
         .collect())
 }
 
-fn envelope(
+fn page_of<C: Cursor>(
     reader: &Reader<'_>,
     rows: PageRows<TracePos, InternalTxRecord>,
+    cursor: impl Fn(TracePos) -> C,
     size: usize,
-    extra: &[(&'static str, Value)],
+    echo: &[(&'static str, Value)],
 ) -> StoreResult<Envelope<InternalJson>> {
-    let next_page_params = rows.next.map(|pos| {
-        let mut fields =
-            vec![("block_number", json!(pos.block)), ("transaction_index", json!(pos.tx)), ("index", json!(pos.index))];
-        fields.extend(extra.iter().cloned());
-        next_params(&fields, size)
-    });
-    Ok(Envelope { items: items(reader, &rows.items)?, next_page_params })
+    Ok(envelope(items(reader, &rows.items)?, rows.next.map(cursor), size, echo))
 }
 
 /// `GET /api/v2/transactions/:hash/internal-transactions`: the calls below the top one, in trace order.
-pub fn of_transaction(state: &AppState, hash: B256, page: Page<u32>) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let Some((pos, _)) = find_tx(&reader, hash)? else {
+pub fn of_transaction(reader: &Reader<'_>, hash: B256, page: Page<CallCursor>) -> Result<Response<Body>, ApiError> {
+    let Some((pos, _)) = reader.tx(hash)? else {
         return Err(ApiError::NotFound);
     };
-    let at = |index: u32| TracePos { block: pos.block, tx: pos.index, index };
-    // Trace indexes are complemented: ascending order is a reverse scan, and "after index i" is "before key i"
-    // (index 0, the top-level call, is always skipped).
-    let range = KeyRange::prefix(&at(0).encode()[..12]).before(&at(page.after.unwrap_or(0)).encode());
-    let rows = take_page(reader.scan::<InternalTxs>(range, Direction::Reverse), page.size, |_, _| true)?;
-    Ok(ok(&envelope(&reader, rows, page.size, &[])?))
+    let rows = take_page(reader.tx_calls(pos, page.after.map(|c| c.0.index)), page.size, |_, _| true)?;
+    Ok(ok(&page_of(reader, rows, CallCursor, page.size, &[])?))
 }
 
 /// `GET /api/v2/addresses/:a/internal-transactions`: calls from, to or creating the address, newest first.
 pub fn of_address(
-    state: &AppState,
+    reader: &Reader<'_>,
     address: Address,
     filter: Option<Filter>,
-    page: Page<TracePos>,
+    page: Page<TraceCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let mut range = KeyRange::prefix(address.as_slice());
-    if let Some(pos) = page.after {
-        range = range.after(&AddressTracePos { address, pos }.encode());
-    }
     let wanted = match filter {
         None => role::FROM | role::TO | role::CREATED,
         Some(Filter::To) => role::TO | role::CREATED,
         Some(Filter::From) => role::FROM,
     };
-    let keys = take_page(reader.scan::<AddressInternal>(range, Direction::Forward), page.size, |_, roles| {
-        roles & wanted != 0
-    })?;
+    let keys =
+        take_page(reader.address_calls(address, page.after.map(|c| c.0)), page.size, |_, roles| roles & wanted != 0)?;
     let positions: Vec<TracePos> = keys.items.iter().map(|(k, _)| k.pos).collect();
     let frames = reader.multi_get::<InternalTxs>(&positions)?;
     let rows = PageRows {
@@ -127,43 +101,33 @@ pub fn of_address(
         Some(Filter::From) => vec![("filter", json!("from"))],
         None => Vec::new(),
     };
-    Ok(ok(&envelope(&reader, rows, page.size, &extra)?))
+    Ok(ok(&page_of(reader, rows, TraceCursor, page.size, &extra)?))
 }
 
 /// `GET /api/v2/blocks/:id/internal-transactions`: the block's calls in (transaction, trace) order.
 pub fn of_block(
-    state: &AppState,
+    reader: &Reader<'_>,
     id: BlockId,
     kinds: Option<Vec<CallKind>>,
-    page: Page<TracePos>,
+    page: Page<TraceCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let Some((block, kind)) = find_block(&reader, id)? else {
+    let Some((block, kind)) = find_block(reader, id)? else {
         return Err(ApiError::NotFound);
     };
     if kind != crate::api::json::BlockKind::Block {
         return Ok(ok(&Envelope::<()>::empty()));
     }
-    let mut range = KeyRange::prefix(&BlockKey(block.number).encode());
-    if let Some(after) = page.after.filter(|p| p.block == block.number) {
-        range = range.before(&after.encode());
-    }
     let keep = |pos: &TracePos, frame: &InternalTxRecord| {
         pos.index > 0 && kinds.as_ref().is_none_or(|k| k.contains(&frame.kind))
     };
-    let rows = take_page(reader.scan::<InternalTxs>(range, Direction::Reverse), page.size, keep)?;
-    Ok(ok(&envelope(&reader, rows, page.size, &[])?))
+    let rows = take_page(reader.block_calls(block.number, page.after.map(|c| c.0)), page.size, keep)?;
+    Ok(ok(&page_of(reader, rows, TraceCursor, page.size, &[])?))
 }
 
 /// `GET /api/v2/internal-transactions`: every stored internal call, newest first.
-pub fn all(state: &AppState, page: Page<TracePos>) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let range = match page.after {
-        Some(pos) => KeyRange::all().after(&pos.encode()),
-        None => KeyRange::all(),
-    };
-    let rows = take_page(reader.scan::<InternalTxs>(range, Direction::Forward), page.size, |pos, _| pos.index > 0)?;
-    Ok(ok(&envelope(&reader, rows, page.size, &[])?))
+pub fn all(reader: &Reader<'_>, page: Page<TraceCursor>) -> Result<Response<Body>, ApiError> {
+    let rows = take_page(reader.calls(page.after.map(|c| c.0)), page.size, |pos, _| pos.index > 0)?;
+    Ok(ok(&page_of(reader, rows, TraceCursor, page.size, &[])?))
 }
 
 fn tracing_on(state: &AppState) -> bool {
@@ -232,7 +196,7 @@ pub fn parity_traces(top: &Value, tx_hash: B256, limit: usize) -> Vec<Value> {
 /// `GET /api/v2/transactions/:hash/raw-trace`: the node's `callTracer` trace in Parity form (`[]` without
 /// tracing).
 pub async fn raw_trace(state: &AppState, hash: B256) -> Result<Response<Body>, ApiError> {
-    if find_tx(&state.store.view(), hash)?.is_none() {
+    if state.store.view().tx(hash)?.is_none() {
         return Err(ApiError::NotFound);
     }
     if !tracing_on(state) {
@@ -344,12 +308,12 @@ struct TokenChange {
 pub async fn state_changes(state: &AppState, hash: B256, offset: usize) -> Result<Response<Body>, ApiError> {
     let (pos, miner, tokens) = {
         let reader = state.store.view();
-        let Some((pos, tx)) = find_tx(&reader, hash)? else {
+        let Some((pos, tx)) = reader.tx(hash)? else {
             return Err(ApiError::NotFound);
         };
-        let header = reader.get::<crate::store::tables::Headers>(&BlockKey(pos.block))?.ok_or(ApiError::NotFound)?;
-        let mine = super::tokens::tx_transfers(&reader, pos.block, tx.first_log, tx.log_count)?;
-        let before = super::tokens::tx_transfers(&reader, pos.block, 0, tx.first_log)?;
+        let header = reader.block(pos.block)?.ok_or(ApiError::NotFound)?;
+        let mine = super::tokens::tx_transfers(&reader, pos.block, &tx)?;
+        let before = reader.transfers_in_logs(pos.block, 0..tx.first_log)?;
         let earlier = token_moves(&before.into_iter().map(|(_, t)| t).collect::<Vec<_>>());
         let mut tokens = Vec::new();
         for (key, (moved, nft_ids)) in token_moves(&mine.into_iter().map(|(_, t)| t).collect::<Vec<_>>()) {

@@ -1,15 +1,17 @@
 //! Transactions: `/transactions`, `/transactions/:hash` and its sub-resources, `/main-page/transactions`.
 
-use super::blocks::kinds_match;
-use super::{contracts, next_params, take_page, tx_envelope, tx_items};
+use super::blocks::types_match;
+use super::{contracts, envelope, take_page, tx_envelope, tx_items};
 use crate::api::body::{ok, Body};
-use crate::api::json::{hash_hex, iso_timestamp_ms, Envelope, LogJson, TxJson};
-use crate::api::router::{Page, TxKinds};
+use crate::api::cursor::{IndexCursor, PendingCursor, PosCursor};
+use crate::api::json::{LogJson, TxJson};
+use crate::api::router::Page;
 use crate::api::{ApiError, AppState};
-use crate::store::keys::{BlockKey, BlockPos, Key, PendingKey};
+use crate::chain::TxTypes;
+use crate::store::keys::BlockPos;
 use crate::store::records::{PendingTxRecord, TxRecord};
-use crate::store::tables::{Headers, Logs, Pending, PendingByTime, Transactions, TxHashes};
-use crate::store::{Direction, KeyRange, Reader, StoreResult};
+use crate::store::tables::{Logs, Pending};
+use crate::store::{FoundTx, Reader, StoreResult};
 use alloy::primitives::{Bytes, B256};
 use hyper::Response;
 use serde_json::{json, Value};
@@ -24,22 +26,17 @@ const REVERT_LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// `GET /api/v2/transactions`.
 pub fn list(
-    state: &AppState,
-    kinds: TxKinds,
+    reader: &Reader<'_>,
+    filter: TxTypes,
     methods: Option<Vec<[u8; 4]>>,
-    page: Page<BlockPos>,
+    page: Page<PosCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let range = match page.after {
-        Some(pos) => KeyRange::all().after(&pos.encode()),
-        None => KeyRange::all(),
-    };
     let mut cache = HashMap::new();
-    let rows = take_page(reader.scan::<Transactions>(range, Direction::Forward), page.size, |_, tx| {
+    let rows = take_page(reader.txs(page.after.map(|c| c.0)), page.size, |_, tx| {
         let method_ok = methods.as_ref().is_none_or(|m| tx.selector().is_some_and(|s| m.contains(&s)));
-        method_ok && kinds_match(&kinds, tx, &reader, &mut cache)
+        method_ok && types_match(filter, tx, reader, &mut cache)
     })?;
-    Ok(ok(&tx_envelope(&reader, rows, page.size, &[])?))
+    Ok(ok(&tx_envelope(reader, rows, page.size, &[])?))
 }
 
 /// Pending transaction objects for pool records (those mined meanwhile are left out).
@@ -47,7 +44,7 @@ pub fn pending_items(reader: &Reader<'_>, records: &[PendingTxRecord]) -> StoreR
     let contracts = contracts(reader, records.iter().flat_map(|t| [Some(t.from), t.to].into_iter().flatten()))?;
     let mut items = Vec::with_capacity(records.len());
     for record in records {
-        if reader.get::<TxHashes>(&record.hash)?.is_none() {
+        if !reader.is_mined(record.hash)? {
             items.push(TxJson::pending(record, &contracts));
         }
     }
@@ -55,35 +52,12 @@ pub fn pending_items(reader: &Reader<'_>, records: &[PendingTxRecord]) -> StoreR
 }
 
 /// `GET /api/v2/transactions?filter=pending`: the node's pool, newest first.
-pub fn pending(state: &AppState, page: Page<PendingKey>) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let range = match page.after {
-        Some(key) => KeyRange::all().after(&key.encode()),
-        None => KeyRange::all(),
-    };
-    let rows = take_page(reader.scan::<PendingByTime>(range, Direction::Forward), page.size, |_, _| true)?;
+pub fn pending(reader: &Reader<'_>, page: Page<PendingCursor>) -> Result<Response<Body>, ApiError> {
+    let rows = take_page(reader.pending(page.after.map(|c| c.0)), page.size, |_, _| true)?;
     let keys: Vec<B256> = rows.items.iter().map(|(k, ())| k.hash).collect();
     let records: Vec<PendingTxRecord> = reader.multi_get::<Pending>(&keys)?.into_iter().flatten().collect();
-    let items = pending_items(&reader, &records)?;
-    let next_page_params = rows.next.map(|k| {
-        next_params(
-            &[
-                ("inserted_at", json!(iso_timestamp_ms(k.seen_ms))),
-                ("hash", json!(hash_hex(&k.hash))),
-                ("filter", json!("pending")),
-            ],
-            page.size,
-        )
-    });
-    Ok(ok(&Envelope { items, next_page_params }))
-}
-
-/// The stored transaction with this hash.
-pub fn find_tx(reader: &Reader<'_>, hash: B256) -> StoreResult<Option<(BlockPos, TxRecord)>> {
-    let Some(pos) = reader.get::<TxHashes>(&hash)? else {
-        return Ok(None);
-    };
-    Ok(reader.get::<Transactions>(&pos)?.map(|tx| (pos, tx)))
+    let items = pending_items(reader, &records)?;
+    Ok(ok(&envelope(items, rows.next.map(PendingCursor), page.size, &[("filter", json!("pending"))])))
 }
 
 /// `revert_reason`: `Error(string)` and `Panic(uint256)` decoded, other data raw, nothing when the node gave none.
@@ -114,16 +88,16 @@ pub fn revert_reason(data: &Bytes) -> Option<Value> {
 pub async fn detail(state: &AppState, hash: B256) -> Result<Response<Body>, ApiError> {
     let (item, replay) = {
         let reader = state.store.view();
-        let Some((pos, tx)) = find_tx(&reader, hash)? else {
-            // Not mined: perhaps still in the node's pool.
-            let Some(record) = reader.get::<Pending>(&hash)? else {
-                return Err(ApiError::NotFound);
-            };
-            let item = pending_items(&reader, &[record])?.pop().ok_or(ApiError::NotFound)?;
-            return Ok(ok(&item.with_detail(Vec::new(), false, None)));
+        let (pos, tx) = match reader.tx_or_pending(hash)? {
+            Some(FoundTx::Mined(pos, tx)) => (pos, tx),
+            Some(FoundTx::Pending(record)) => {
+                let item = pending_items(&reader, &[record])?.pop().ok_or(ApiError::NotFound)?;
+                return Ok(ok(&item.with_detail(Vec::new(), false, None)));
+            }
+            None => return Err(ApiError::NotFound),
         };
         let item = tx_items(&reader, &[(pos, tx.clone())])?.pop().ok_or(ApiError::NotFound)?;
-        let transfers = super::tokens::tx_transfers(&reader, pos.block, tx.first_log, tx.log_count)?;
+        let transfers = super::tokens::tx_transfers(&reader, pos.block, &tx)?;
         let overflow = transfers.len() > TRANSFERS_SHOWN;
         let shown = super::tokens::transfer_items(&reader, &transfers[..transfers.len().min(TRANSFERS_SHOWN)])?;
         let item = (item, shown, overflow);
@@ -148,12 +122,11 @@ pub async fn detail(state: &AppState, hash: B256) -> Result<Response<Body>, ApiE
 }
 
 /// `GET /api/v2/transactions/:hash/logs`.
-pub fn logs(state: &AppState, hash: B256, page: Page<u32>) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let Some((pos, tx)) = find_tx(&reader, hash)? else {
+pub fn logs(reader: &Reader<'_>, hash: B256, page: Page<IndexCursor>) -> Result<Response<Body>, ApiError> {
+    let Some((pos, tx)) = reader.tx(hash)? else {
         return Err(ApiError::NotFound);
     };
-    let start = page.after.map_or(tx.first_log, |i| i.saturating_add(1).max(tx.first_log));
+    let start = page.after.map_or(tx.first_log, |c| c.0.index.saturating_add(1).max(tx.first_log));
     let end = tx.first_log + tx.log_count;
     let keys: Vec<BlockPos> =
         (start..end).take(page.size + 1).map(|index| BlockPos { block: pos.block, index }).collect();
@@ -161,22 +134,15 @@ pub fn logs(state: &AppState, hash: B256, page: Page<u32>) -> Result<Response<Bo
         keys.iter().copied().zip(reader.multi_get::<Logs>(&keys)?).filter_map(|(k, l)| Some((k, l?))).collect();
     let more = found.len() > page.size;
     found.truncate(page.size);
-    let header = reader.get::<Headers>(&BlockKey(pos.block))?.ok_or(ApiError::NotFound)?;
-    let contracts = contracts(&reader, found.iter().map(|(_, l)| l.address))?;
+    let header = reader.block(pos.block)?.ok_or(ApiError::NotFound)?;
+    let contracts = contracts(reader, found.iter().map(|(_, l)| l.address))?;
     let items: Vec<LogJson> = found.iter().map(|(k, log)| LogJson::new(log, *k, &header, &contracts)).collect();
-    let next_page_params = match (more, found.last()) {
-        (true, Some((k, _))) => {
-            Some(next_params(&[("block_number", json!(k.block)), ("index", json!(k.index))], page.size))
-        }
-        _ => None,
-    };
-    Ok(ok(&Envelope { items, next_page_params }))
+    let next = found.last().filter(|_| more).map(|(k, _)| IndexCursor(*k));
+    Ok(ok(&envelope(items, next, page.size, &[])))
 }
 
 /// `GET /api/v2/main-page/transactions`: the 6 newest transactions.
-pub fn main_page(state: &AppState) -> Result<Response<Body>, ApiError> {
-    let reader = state.store.view();
-    let rows: Vec<(BlockPos, TxRecord)> =
-        reader.scan::<Transactions>(KeyRange::all(), Direction::Forward).take(6).collect::<StoreResult<_>>()?;
-    Ok(ok(&tx_items(&reader, &rows)?))
+pub fn main_page(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
+    let rows: Vec<(BlockPos, TxRecord)> = reader.txs(None).take(6).collect::<StoreResult<_>>()?;
+    Ok(ok(&tx_items(reader, &rows)?))
 }

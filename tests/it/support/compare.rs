@@ -6,12 +6,12 @@ use alloy::eips::BlockNumberOrTag;
 use alloy::network::{ReceiptResponse, TransactionResponse};
 use alloy::primitives::{Address, B256};
 use alloy::providers::{Provider, RootProvider};
-use rockscout::store::keys::{BlockKey, BlockPos, Key};
+use rockscout::store::keys::{BlockKey, BlockPos};
 use rockscout::store::records::role;
 use rockscout::store::tables::{
     Accounts, AddressLogs, AddressTxs, BlockHashes, Headers, Logs, Reorged, Transactions, TxHashes,
 };
-use rockscout::store::{Direction, KeyRange, Store};
+use rockscout::store::{Order, Store};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the comparison found, for further assertions.
@@ -61,10 +61,7 @@ pub async fn assert_store_matches_node(store: &Store, node: &RootProvider) -> Co
 
         let txs = block.transactions.as_transactions().expect("full transactions");
         assert_eq!(stored.tx_count as usize, txs.len(), "block {n} tx count");
-        let stored_txs: Vec<_> = reader
-            .scan::<Transactions>(KeyRange::prefix(&BlockKey(n).encode()), Direction::Reverse)
-            .map(|r| r.unwrap())
-            .collect();
+        let stored_txs: Vec<_> = reader.block_txs(n, None).map(|r| r.unwrap()).collect();
         assert_eq!(stored_txs.len(), txs.len(), "block {n} stored tx rows");
         let mut log_index = 0u32;
         for (i, ((pos, stx), (tx, receipt))) in stored_txs.iter().zip(txs.iter().zip(&receipts)).enumerate() {
@@ -116,20 +113,19 @@ pub async fn assert_store_matches_node(store: &Store, node: &RootProvider) -> Co
     }
 
     // Nothing beyond the canonical chain is stored.
-    let stored_blocks = reader.scan::<Headers>(KeyRange::all(), Direction::Forward).count() as u64;
+    let stored_blocks = reader.rows::<Headers>().count() as u64;
     assert_eq!(stored_blocks, head + 1, "stored header rows");
-    assert_eq!(reader.scan::<BlockHashes>(KeyRange::all(), Direction::Forward).count() as u64, head + 1);
-    assert_eq!(reader.scan::<Transactions>(KeyRange::all(), Direction::Forward).count() as u64, out.txs);
-    assert_eq!(reader.scan::<TxHashes>(KeyRange::all(), Direction::Forward).count() as u64, out.txs);
-    assert_eq!(reader.scan::<Logs>(KeyRange::all(), Direction::Forward).count() as u64, out.logs);
+    assert_eq!(reader.rows::<BlockHashes>().count() as u64, head + 1);
+    assert_eq!(reader.rows::<Transactions>().count() as u64, out.txs);
+    assert_eq!(reader.rows::<TxHashes>().count() as u64, out.txs);
+    assert_eq!(reader.rows::<Logs>().count() as u64, out.logs);
 
     // Per-address indexes: exactly the expected rows, newest first.
-    let stored_address_txs: Vec<_> =
-        reader.scan::<AddressTxs>(KeyRange::all(), Direction::Forward).map(|r| r.unwrap()).collect();
+    let stored_address_txs: Vec<_> = reader.rows::<AddressTxs>().map(|r| r.unwrap()).collect();
     let mut expected_rows = 0;
     for (address, rows) in &address_txs {
         let stored: Vec<(BlockPos, u8)> = reader
-            .scan::<AddressTxs>(KeyRange::prefix(address.as_slice()), Direction::Forward)
+            .address_txs(*address, None, Order::NewestFirst)
             .map(|r| r.map(|(k, roles)| (k.pos, roles)).unwrap())
             .collect();
         let mut want = rows.clone();
@@ -139,15 +135,13 @@ pub async fn assert_store_matches_node(store: &Store, node: &RootProvider) -> Co
     }
     assert_eq!(stored_address_txs.len(), expected_rows, "no stray address_txs rows");
     for (address, rows) in &address_logs {
-        let stored: Vec<BlockPos> = reader
-            .scan::<AddressLogs>(KeyRange::prefix(address.as_slice()), Direction::Forward)
-            .map(|r| r.map(|(k, ())| k.pos).unwrap())
-            .collect();
+        let stored: Vec<BlockPos> =
+            reader.address_logs(*address, None).map(|r| r.map(|(k, ())| k.pos).unwrap()).collect();
         let mut want = rows.clone();
         want.reverse();
         assert_eq!(stored, want, "address_logs of {address}");
     }
-    let stored_log_rows = reader.scan::<AddressLogs>(KeyRange::all(), Direction::Forward).count();
+    let stored_log_rows = reader.rows::<AddressLogs>().count();
     assert_eq!(stored_log_rows, address_logs.values().map(Vec::len).sum::<usize>(), "no stray address_logs rows");
 
     // Accounts: one per seen address, with counters matching the node's data.
@@ -161,7 +155,7 @@ pub async fn assert_store_matches_node(store: &Store, node: &RootProvider) -> Co
         let (first, last) = seen_in[address];
         assert_eq!((account.first_seen.block, account.last_seen.block), (first, last), "first/last seen of {address}");
     }
-    let stored_accounts = reader.scan::<Accounts>(KeyRange::all(), Direction::Forward).count();
+    let stored_accounts = reader.rows::<Accounts>().count();
     assert_eq!(stored_accounts, seen.len(), "no stray accounts");
 
     let counters = reader.counters().unwrap();
@@ -175,14 +169,10 @@ pub async fn assert_store_matches_node(store: &Store, node: &RootProvider) -> Co
 
 /// Hashes of the blocks stored as reorged.
 pub fn reorged_hashes(store: &Store) -> BTreeSet<B256> {
-    store.reader().scan::<Reorged>(KeyRange::all(), Direction::Forward).map(|r| r.unwrap().0.hash).collect()
+    store.reader().rows::<Reorged>().map(|r| r.unwrap().0.hash).collect()
 }
 
 /// Stored canonical hashes by number.
 pub fn stored_hashes(store: &Store) -> BTreeMap<u64, B256> {
-    store
-        .reader()
-        .scan::<Headers>(KeyRange::all(), Direction::Forward)
-        .map(|r| r.map(|(k, h)| (k.0, h.hash)).unwrap())
-        .collect()
+    store.reader().rows::<Headers>().map(|r| r.map(|(k, h)| (k.0, h.hash)).unwrap()).collect()
 }

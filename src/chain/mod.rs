@@ -1,0 +1,171 @@
+//! What the chain's data means, computed from stored records alone (pure, no I/O): token transfers decoded from
+//! logs, and who takes part in a transaction or a transfer. The indexer writes rows from these; the API and the
+//! WebSocket publisher read with them, so both sides agree by construction.
+
+pub mod tokens;
+
+use crate::store::keys::TransferPos;
+use crate::store::records::{direction, role, Bundle, TokenTransferRecord, TxBody, TxRecord};
+use alloy::primitives::Address;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The addresses of one transaction with their role bits (`records::role`), in address order.
+pub fn tx_participants(tx: &TxRecord) -> BTreeMap<Address, u8> {
+    let mut roles = BTreeMap::new();
+    *roles.entry(tx.from).or_insert(0) |= role::FROM;
+    if let Some(to) = tx.to {
+        *roles.entry(to).or_insert(0) |= role::TO;
+    }
+    if let Some(created) = tx.created {
+        *roles.entry(created).or_insert(0) |= role::CREATED;
+    }
+    roles
+}
+
+/// The token transfers of a block, with their positions, in log order.
+pub fn block_transfers(block: &Bundle) -> Vec<(TransferPos, TokenTransferRecord)> {
+    let mut out = Vec::new();
+    for (log_index, log) in block.logs.iter().enumerate() {
+        for (item, transfer) in tokens::decode(log).into_iter().enumerate() {
+            out.push((TransferPos { block: block.number(), log: log_index as u32, item: item as u16 }, transfer));
+        }
+    }
+    out
+}
+
+/// The non-zero parties of a transfer with their direction bits (`records::direction`).
+pub fn transfer_parties(t: &TokenTransferRecord) -> BTreeMap<Address, u8> {
+    let mut parties = BTreeMap::new();
+    if !t.from.is_zero() {
+        *parties.entry(t.from).or_insert(0) |= direction::SENT;
+    }
+    if !t.to.is_zero() {
+        *parties.entry(t.to).or_insert(0) |= direction::RECEIVED;
+    }
+    parties
+}
+
+/// Token contracts a block's transfers involve.
+pub fn block_tokens(block: &Bundle) -> BTreeSet<Address> {
+    block_transfers(block).into_iter().map(|(_, t)| t.token).collect()
+}
+
+/// Blockscout's transaction types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxType {
+    /// Moves a token (a transfer decoded from its logs).
+    TokenTransfer,
+    /// Created a contract that moved tokens in the same transaction.
+    TokenCreation,
+    /// Moves ether.
+    CoinTransfer,
+    /// Creates a contract.
+    ContractCreation,
+    /// Calls a contract (or carries call data).
+    ContractCall,
+    /// Carries EIP-4844 blobs.
+    BlobTransaction,
+}
+
+impl TxType {
+    /// Every type, in the order Blockscout lists them.
+    pub const ALL: [TxType; 6] = [
+        TxType::TokenTransfer,
+        TxType::TokenCreation,
+        TxType::CoinTransfer,
+        TxType::ContractCreation,
+        TxType::ContractCall,
+        TxType::BlobTransaction,
+    ];
+
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TxType::TokenTransfer => "token_transfer",
+            TxType::TokenCreation => "token_creation",
+            TxType::CoinTransfer => "coin_transfer",
+            TxType::ContractCreation => "contract_creation",
+            TxType::ContractCall => "contract_call",
+            TxType::BlobTransaction => "blob_transaction",
+        }
+    }
+
+    /// The type with this wire name.
+    pub fn parse(name: &str) -> Option<TxType> {
+        TxType::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// A set of transaction types (a transaction's types, or a list filter).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxTypes(u8);
+
+impl TxTypes {
+    /// The set with `t` added.
+    pub fn with(self, t: TxType) -> Self {
+        TxTypes(self.0 | t.bit())
+    }
+
+    /// Whether `t` is in the set.
+    pub fn contains(self, t: TxType) -> bool {
+        self.0 & t.bit() != 0
+    }
+
+    /// Whether the set is empty (as a filter: no filter).
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether the sets share a type.
+    pub fn intersects(self, other: TxTypes) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// The types in the set, in Blockscout's order.
+    pub fn iter(self) -> impl Iterator<Item = TxType> {
+        TxType::ALL.into_iter().filter(move |t| self.contains(*t))
+    }
+
+    /// The types a mined transaction shows; `to_is_contract` tells whether its recipient holds code. (Blockscout
+    /// lists blob transactions by their envelope type, not in this list.)
+    pub fn of_mined(tx: &TxRecord, to_is_contract: bool) -> Self {
+        let mut types = TxTypes::of_call(tx, to_is_contract);
+        if tx.token_transfers > 0 {
+            types = types.with(TxType::TokenTransfer);
+        }
+        if tx.token_creation {
+            types = types.with(TxType::TokenCreation);
+        }
+        types
+    }
+
+    /// Whether a mined transaction passes this filter (an empty filter passes everything).
+    pub fn admits(self, tx: &TxRecord, to_is_contract: bool) -> bool {
+        self.is_empty()
+            || self.intersects(TxTypes::of_mined(tx, to_is_contract))
+            || (self.contains(TxType::BlobTransaction) && tx.tx_type == 3)
+    }
+
+    /// The types a transaction has from its call alone, before any receipt (all a pool transaction shows).
+    pub fn of_call(tx: &TxBody, to_is_contract: bool) -> Self {
+        let mut types = TxTypes::default();
+        if !tx.value.is_zero() {
+            types = types.with(TxType::CoinTransfer);
+        }
+        match tx.to {
+            None => types.with(TxType::ContractCreation),
+            Some(_) if to_is_contract || !tx.input.is_empty() => types.with(TxType::ContractCall),
+            Some(_) => types,
+        }
+    }
+}
+
+impl serde::Serialize for TxTypes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter().map(TxType::name))
+    }
+}

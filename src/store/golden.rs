@@ -1,0 +1,329 @@
+//! Golden bytes of every stored value type: one sample value per table (every variant of `meta`), encoded by the
+//! codec and compared with the bytes pinned here. Adding, removing, reordering or retyping a field of a stored
+//! record changes stored bytes, fails this test, and so forces a schema-version decision (see docs/schema.md).
+
+use super::codec::encode;
+use super::keys::BlockPos;
+use super::records::*;
+use super::tables::*;
+use alloy::primitives::{Address, Bytes, B256, B64, U256};
+
+fn address(n: u8) -> Address {
+    Address::repeat_byte(n)
+}
+
+fn hash(n: u8) -> B256 {
+    B256::repeat_byte(n)
+}
+
+fn sample_block() -> BlockRecord {
+    BlockRecord {
+        number: 7,
+        hash: hash(1),
+        parent_hash: hash(2),
+        timestamp: 1_700_000_000,
+        miner: address(3),
+        gas_used: 21_000,
+        gas_limit: 30_000_000,
+        base_fee: Some(1_000_000_007),
+        size: Some(612),
+        difficulty: U256::from(2),
+        total_difficulty: Some(U256::from(14)),
+        nonce: B64::repeat_byte(4),
+        extra_data: Bytes::from_static(&[5, 6]),
+        uncles: vec![hash(7)],
+        withdrawals_count: Some(1),
+        blob_gas_used: Some(131_072),
+        excess_blob_gas: None,
+        tx_count: 2,
+        blob_tx_count: 1,
+        log_count: 3,
+        fees: U256::from(10u64.pow(15)),
+        burnt_fees: U256::from(21_000u64 * 1_000_000_007),
+        priority_fees: U256::from(9),
+    }
+}
+
+fn sample_body() -> TxBody {
+    TxBody {
+        hash: hash(8),
+        from: address(9),
+        to: Some(address(10)),
+        value: U256::from(10u64.pow(18)),
+        input: Bytes::from_static(&[0xa9, 0x05, 0x9c, 0xbb]),
+        nonce: 11,
+        gas_limit: 100_000,
+        gas_price: None,
+        max_fee_per_gas: Some(2_000_000_000),
+        max_priority_fee_per_gas: Some(1_000_000_000),
+        tx_type: 2,
+    }
+}
+
+fn sample_authorization() -> AuthorizationRecord {
+    AuthorizationRecord {
+        chain_id: U256::from(713_714),
+        address: address(12),
+        nonce: 3,
+        y_parity: 1,
+        r: U256::from(13),
+        s: U256::from(14),
+        authority: Some(address(15)),
+    }
+}
+
+fn sample_tx() -> TxRecord {
+    TxRecord {
+        body: sample_body(),
+        status: Some(true),
+        gas_used: 51_234,
+        effective_gas_price: 1_500_000_000,
+        created: None,
+        first_log: 1,
+        log_count: 2,
+        authorizations: vec![sample_authorization()],
+        token_transfers: 1,
+        token_creation: false,
+    }
+}
+
+fn sample_pending() -> PendingTxRecord {
+    PendingTxRecord { body: sample_body(), first_seen_ms: 1_700_000_000_123 }
+}
+
+/// `(table, hex of the encoded sample)` for every sample.
+fn encoded() -> Vec<(&'static str, String)> {
+    fn row<T: Table>(value: &T::Value) -> (&'static str, String) {
+        (T::NAME, alloy::hex::encode(encode(value).expect("samples encode")))
+    }
+    let seen = Seen { block: 5, timestamp: 1_700_000_000 };
+    let tip = Tip { number: 9, hash: hash(16) };
+    vec![
+        row::<MetaTable>(&Meta::SchemaVersion(1)),
+        row::<MetaTable>(&Meta::DbState(DbState::Clean)),
+        row::<MetaTable>(&Meta::ChainId(713_714)),
+        row::<MetaTable>(&Meta::Genesis(hash(17))),
+        row::<MetaTable>(&Meta::Tip(tip)),
+        row::<MetaTable>(&Meta::Counters(Counters { blocks: 10, txs: 20, addresses: 30, gas_used: 40 })),
+        row::<MetaTable>(&Meta::TraceTip(tip)),
+        row::<Headers>(&sample_block()),
+        row::<BlockHashes>(&7),
+        row::<Transactions>(&sample_tx()),
+        row::<TxHashes>(&BlockPos { block: 7, index: 1 }),
+        row::<Logs>(&LogRecord {
+            address: address(18),
+            topics: vec![hash(19), hash(20)],
+            data: Bytes::from_static(&[1, 2, 3]),
+            tx_index: 1,
+            tx_hash: hash(8),
+        }),
+        row::<AddressTxs>(&(role::FROM | role::CREATED)),
+        row::<AddressLogs>(&()),
+        row::<Accounts>(&AccountRecord {
+            first_seen: seen,
+            last_seen: Seen { block: 6, timestamp: 1_700_000_001 },
+            tx_count: 3,
+            gas_used: 63_000,
+            blocks_mined: 1,
+            log_count: 2,
+            token_transfer_count: 4,
+            creation: Some(Creation { creator: address(21), tx: hash(22), success: true }),
+        }),
+        row::<Reorged>(&sample_block()),
+        row::<Transfers>(&TokenTransferRecord {
+            token: address(23),
+            from: Address::ZERO,
+            to: address(24),
+            kind: TokenKind::Erc1155,
+            token_id: Some(U256::from(25)),
+            amount: U256::from(26),
+            tx_index: 1,
+            tx_hash: hash(8),
+        }),
+        row::<AddressTransfers>(&2),
+        row::<TokenTransfers>(&()),
+        row::<Tokens>(&TokenRecord {
+            kind: TokenKind::Erc721,
+            holders: 27,
+            transfers: 28,
+            total_supply: U256::from(29),
+            first_block: 30,
+        }),
+        row::<TokenRanks>(&()),
+        row::<TokenBalances>(&Amount(U256::from(31))),
+        row::<TokenHolders>(&Amount(U256::from(10u64.pow(18)))),
+        row::<HolderRanks>(&()),
+        row::<NftInstances>(&InstanceRecord { owner: Some(address(32)), supply: U256::from(1) }),
+        row::<TokenMetadatas>(&TokenMetadata {
+            name: Some("Demo Token".into()),
+            symbol: Some("DEMO".into()),
+            decimals: Some(18),
+        }),
+        row::<TokenSearch>(&()),
+        row::<InternalTxs>(&InternalTxRecord {
+            tx_hash: hash(8),
+            kind: CallKind::Create2,
+            from: address(33),
+            to: None,
+            created: Some(address(34)),
+            value: U256::from(35),
+            gas: 36_000,
+            gas_used: 37_000,
+            error: Some("out of gas".into()),
+            success: false,
+            depth: 2,
+        }),
+        row::<AddressInternal>(&role::TO),
+        row::<InternalCreations>(&InternalCreation { creator: address(38), tx: hash(39), success: true }),
+        row::<TraceBlocks>(&TraceSummary { txs: vec![(0, false), (3, true)] }),
+        row::<Daily>(&DayStats { blocks: 40, txs: 41, gas_used: 42 }),
+        row::<Pending>(&sample_pending()),
+        row::<PendingByTime>(&()),
+        row::<UndoLog>(&Undo {
+            rows: vec![
+                UndoRow { table: Accounts::ID, key: vec![1, 2], before: Some(vec![3]) },
+                UndoRow { table: Daily::ID, key: vec![4], before: None },
+            ],
+        }),
+    ]
+}
+
+/// The bytes of every sample, as schema version 1 stores them.
+#[rustfmt::skip]
+const PINNED: &[(&str, &str)] = &[
+    ("meta", "0001"),
+    ("meta", "0101"),
+    ("meta", "02fcf2e30a00"),
+    ("meta", "03201111111111111111111111111111111111111111111111111111111111111111"),
+    ("meta", "0409201010101010101010101010101010101010101010101010101010101010101010"),
+    ("meta", "050a141e28"),
+    ("meta", "0609201010101010101010101010101010101010101010101010101010101010101010"),
+    ("headers", "07200101010101010101010101010101010101010101010101010101010101010101200202020202020202020202020202020202020202020202020202020202020202fc00f15365140303030303030303030303030303030303030303fb0852fc80c3c90101fc07ca9a3b01fb6402010201010e08040404040404040402050601200707070707070707070707070707070707070707070707070707070707070707010101fc000002000002010307038d7ea4c68000061319718c8e380109"),
+    ("block_hashes", "07"),
+    ("txs", "20080808080808080808080808080808080808080808080808080808080808080814090909090909090909090909090909090909090901140a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a080de0b6b3a764000004a9059cbb0bfca08601000001fc0094357701fc00ca9a3b020101fb22c8fc002f685900010201030ae3f2140c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0301010d010e01140f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0100"),
+    ("tx_hashes", "0701"),
+    ("logs", "141212121212121212121212121212121212121212022013131313131313131313131313131313131313131313131313131313131313132014141414141414141414141414141414141414141414141414141414141414140301020301200808080808080808080808080808080808080808080808080808080808080808"),
+    ("address_txs", "05"),
+    ("address_logs", ""),
+    ("accounts", "05fc00f1536506fc01f1536503fb18f60102040114151515151515151515151515151515151515151520161616161616161616161616161616161616161616161616161616161616161601"),
+    ("reorged", "07200101010101010101010101010101010101010101010101010101010101010101200202020202020202020202020202020202020202020202020202020202020202fc00f15365140303030303030303030303030303030303030303fb0852fc80c3c90101fc07ca9a3b01fb6402010201010e08040404040404040402050601200707070707070707070707070707070707070707070707070707070707070707010101fc000002000002010307038d7ea4c68000061319718c8e380109"),
+    ("transfers", "14171717171717171717171717171717171717171714000000000000000000000000000000000000000014181818181818181818181818181818181818181802010119011a01200808080808080808080808080808080808080808080808080808080808080808"),
+    ("address_transfers", "02"),
+    ("token_transfers", ""),
+    ("tokens", "011b1c011d1e"),
+    ("token_ranks", ""),
+    ("token_balances", "011f"),
+    ("token_holders", "080de0b6b3a7640000"),
+    ("holder_ranks", ""),
+    ("nft_instances", "011420202020202020202020202020202020202020200101"),
+    ("token_metadata", "010a44656d6f20546f6b656e010444454d4f0112"),
+    ("token_search", ""),
+    ("internal_txs", "2008080808080808080808080808080808080808080808080808080808080808080514212121212121212121212121212121212121212100011422222222222222222222222222222222222222220123fba08cfb8890010a6f7574206f66206761730002"),
+    ("address_internal", "02"),
+    ("internal_creations", "14262626262626262626262626262626262626262620272727272727272727272727272727272727272727272727272727272727272701"),
+    ("trace_blocks", "0200000301"),
+    ("daily", "28292a"),
+    ("pending", "20080808080808080808080808080808080808080808080808080808080808080814090909090909090909090909090909090909090901140a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a080de0b6b3a764000004a9059cbb0bfca08601000001fc0094357701fc00ca9a3b02fd7b68e5cf8b010000"),
+    ("pending_by_time", ""),
+    ("undo", "020802010201010319010400"),
+];
+
+#[test]
+fn stored_bytes_are_pinned() {
+    let got = encoded();
+    for def in ALL {
+        assert!(got.iter().any(|(name, _)| *name == def.name), "no golden sample for table `{}`", def.name);
+    }
+    let pinned: Vec<(&str, String)> = PINNED.iter().map(|(n, h)| (*n, h.to_string())).collect();
+    assert_eq!(got, pinned, "stored bytes changed: bump SCHEMA_VERSION and update the pins (docs/schema.md)");
+}
+
+/// Schema 1 stored both transaction records flat. `TxBody` is nested in them now: bincode writes a nested struct
+/// as its fields in order, so the bytes are the same as the flat layout's (which this test keeps as a copy).
+#[test]
+fn nested_transaction_bodies_encode_like_the_flat_layout() {
+    use super::codec::amount;
+    use serde::Serialize;
+
+    #[derive(Serialize)]
+    struct FlatTx {
+        hash: B256,
+        from: Address,
+        to: Option<Address>,
+        #[serde(with = "amount")]
+        value: U256,
+        input: Bytes,
+        nonce: u64,
+        gas_limit: u64,
+        gas_price: Option<u128>,
+        max_fee_per_gas: Option<u128>,
+        max_priority_fee_per_gas: Option<u128>,
+        tx_type: u8,
+        status: Option<bool>,
+        gas_used: u64,
+        effective_gas_price: u128,
+        created: Option<Address>,
+        first_log: u32,
+        log_count: u32,
+        authorizations: Vec<AuthorizationRecord>,
+        token_transfers: u32,
+        token_creation: bool,
+    }
+    #[derive(Serialize)]
+    struct FlatPending {
+        hash: B256,
+        from: Address,
+        to: Option<Address>,
+        #[serde(with = "amount")]
+        value: U256,
+        input: Bytes,
+        nonce: u64,
+        gas_limit: u64,
+        gas_price: Option<u128>,
+        max_fee_per_gas: Option<u128>,
+        max_priority_fee_per_gas: Option<u128>,
+        tx_type: u8,
+        first_seen_ms: u64,
+    }
+    let b = sample_body();
+    let t = sample_tx();
+    let flat_tx = FlatTx {
+        hash: b.hash,
+        from: b.from,
+        to: b.to,
+        value: b.value,
+        input: b.input.clone(),
+        nonce: b.nonce,
+        gas_limit: b.gas_limit,
+        gas_price: b.gas_price,
+        max_fee_per_gas: b.max_fee_per_gas,
+        max_priority_fee_per_gas: b.max_priority_fee_per_gas,
+        tx_type: b.tx_type,
+        status: t.status,
+        gas_used: t.gas_used,
+        effective_gas_price: t.effective_gas_price,
+        created: t.created,
+        first_log: t.first_log,
+        log_count: t.log_count,
+        authorizations: t.authorizations.clone(),
+        token_transfers: t.token_transfers,
+        token_creation: t.token_creation,
+    };
+    assert_eq!(encode(&t).unwrap(), encode(&flat_tx).unwrap());
+    let p = sample_pending();
+    let flat_pending = FlatPending {
+        hash: b.hash,
+        from: b.from,
+        to: b.to,
+        value: b.value,
+        input: b.input,
+        nonce: b.nonce,
+        gas_limit: b.gas_limit,
+        gas_price: b.gas_price,
+        max_fee_per_gas: b.max_fee_per_gas,
+        max_priority_fee_per_gas: b.max_priority_fee_per_gas,
+        tx_type: b.tx_type,
+        first_seen_ms: p.first_seen_ms,
+    };
+    assert_eq!(encode(&p).unwrap(), encode(&flat_pending).unwrap());
+}

@@ -1,0 +1,344 @@
+//! The read layer: named queries over the tables, in the logical order each surface shows (newest first, or
+//! ascending inside a block or transaction), continuing strictly after a typed cursor. Callers name positions
+//! (block numbers, `BlockPos`, `TransferPos`, …); how keys are encoded and which way a scan runs to produce that
+//! order stays here.
+
+use super::keys::{
+    AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderRankKey,
+    InstanceKey, Key, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos, SEARCH_TEXT,
+};
+use super::records::{BlockRecord, Bundle, InternalCreation, PendingTxRecord, TxRecord};
+use super::tables::Table;
+use super::tables::{
+    AddressInternal, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, Daily, Headers, HolderRanks,
+    InternalCreations, InternalTxs, Logs, NftInstances, Pending, PendingByTime, Reorged, TokenBalances, TokenRanks,
+    TokenSearch, TokenTransfers, Tokens, Transactions, Transfers, TxHashes,
+};
+use super::{Direction, KeyRange, Reader, Scan, StoreError, StoreResult};
+use alloy::primitives::{Address, B256, U256};
+use std::ops::Range;
+
+/// Order of an address history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Newest first (the default of every list).
+    NewestFirst,
+    /// Oldest first.
+    OldestFirst,
+}
+
+/// Most reorged rows examined when looking one up by hash.
+const REORGED_LOOKUP_BUDGET: usize = 100_000;
+
+/// A transaction found by hash: mined and indexed, or still waiting in the node's pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FoundTx {
+    /// Mined at this position.
+    Mined(BlockPos, TxRecord),
+    /// In the pool.
+    Pending(PendingTxRecord),
+}
+
+/// Every key of block `number` in a table keyed by block position (its rows sort together).
+fn block_rows(number: u64) -> KeyRange {
+    KeyRange::prefix(&BlockKey(number).encode())
+}
+
+/// The rows of an address-prefixed table in `order`, continuing past `cursor` (keys sort newest first within
+/// the address, so oldest first is a reverse scan).
+fn history<K: Key>(address: &Address, cursor: Option<K>, order: Order) -> (KeyRange, Direction) {
+    let range = KeyRange::prefix(address.as_slice());
+    match (cursor, order) {
+        (None, Order::NewestFirst) => (range, Direction::Forward),
+        (None, Order::OldestFirst) => (range, Direction::Reverse),
+        (Some(key), Order::NewestFirst) => (range.after(key.encode().as_ref()), Direction::Forward),
+        (Some(key), Order::OldestFirst) => (range.before(key.encode().as_ref()), Direction::Reverse),
+    }
+}
+
+/// A newest-first table from its start, or strictly after `cursor`.
+fn after<K: Key>(cursor: Option<K>) -> KeyRange {
+    match cursor {
+        Some(key) => KeyRange::all().after(key.encode().as_ref()),
+        None => KeyRange::all(),
+    }
+}
+
+/// The rows of an address-prefixed table strictly after `cursor` in key order.
+fn prefixed_after<K: Key>(address: &Address, cursor: Option<K>) -> KeyRange {
+    let range = KeyRange::prefix(address.as_slice());
+    match cursor {
+        Some(key) => range.after(key.encode().as_ref()),
+        None => range,
+    }
+}
+
+impl Reader<'_> {
+    /// Every row of table `T` in key order (tools and tests that compare whole tables).
+    pub fn rows<T: Table>(&self) -> Scan<'_, T> {
+        self.scan(KeyRange::all(), Direction::Forward)
+    }
+
+    // Blocks.
+
+    /// A canonical block.
+    pub fn block(&self, number: u64) -> StoreResult<Option<BlockRecord>> {
+        self.get::<Headers>(&BlockKey(number))
+    }
+
+    /// A block by hash: the canonical one (`true`), else a block that lost consensus in a reorg (`false`).
+    pub fn block_by_hash(&self, hash: B256) -> StoreResult<Option<(BlockRecord, bool)>> {
+        if let Some(number) = self.get::<BlockHashes>(&hash)? {
+            return Ok(self.block(number)?.map(|b| (b, true)));
+        }
+        for row in self.scan::<Reorged>(KeyRange::all(), Direction::Forward).take(REORGED_LOOKUP_BUDGET) {
+            let (key, block) = row?;
+            if key.hash == hash {
+                return Ok(Some((block, false)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Canonical blocks, newest first, below `after`.
+    pub fn blocks(&self, cursor: Option<u64>) -> Scan<'_, Headers> {
+        self.scan(after(cursor.map(BlockKey)), Direction::Forward)
+    }
+
+    /// Blocks that lost consensus, newest first, after `(number, hash)` (a number alone: below that height).
+    pub fn reorged(&self, after_pos: Option<(u64, Option<B256>)>) -> Scan<'_, Reorged> {
+        let cursor =
+            after_pos.map(|(number, hash)| ReorgedKey { number, hash: hash.unwrap_or(B256::repeat_byte(0xff)) });
+        self.scan(after(cursor), Direction::Forward)
+    }
+
+    /// The newest block at `number` that lost consensus, if any.
+    pub fn reorged_at(&self, number: u64) -> StoreResult<Option<BlockRecord>> {
+        Ok(self.scan::<Reorged>(block_rows(number), Direction::Forward).next().transpose()?.map(|(_, b)| b))
+    }
+
+    /// Block `number` as it was indexed (header, transactions, logs), checked for completeness.
+    pub fn load_block(&self, number: u64) -> StoreResult<Option<Bundle>> {
+        let Some(header) = self.block(number)? else {
+            return Ok(None);
+        };
+        let txs = self.block_txs(number, None).map(|r| r.map(|(_, tx)| tx)).collect::<StoreResult<Vec<_>>>()?;
+        let logs = self
+            .scan::<Logs>(block_rows(number), Direction::Reverse)
+            .map(|r| r.map(|(_, log)| log))
+            .collect::<StoreResult<Vec<_>>>()?;
+        if txs.len() != header.tx_count as usize || logs.len() != header.log_count as usize {
+            return Err(StoreError::Inconsistent(format!(
+                "block {number}: {} of {} transactions and {} of {} logs stored",
+                txs.len(),
+                header.tx_count,
+                logs.len(),
+                header.log_count
+            )));
+        }
+        Ok(Some(Bundle { header, txs, logs }))
+    }
+
+    // Transactions.
+
+    /// A mined transaction by hash.
+    pub fn tx(&self, hash: B256) -> StoreResult<Option<(BlockPos, TxRecord)>> {
+        let Some(pos) = self.get::<TxHashes>(&hash)? else {
+            return Ok(None);
+        };
+        Ok(self.get::<Transactions>(&pos)?.map(|tx| (pos, tx)))
+    }
+
+    /// A transaction by hash: the chain first, else the pool.
+    pub fn tx_or_pending(&self, hash: B256) -> StoreResult<Option<FoundTx>> {
+        if let Some((pos, tx)) = self.tx(hash)? {
+            return Ok(Some(FoundTx::Mined(pos, tx)));
+        }
+        Ok(self.get::<Pending>(&hash)?.map(FoundTx::Pending))
+    }
+
+    /// Whether a transaction with this hash is mined and indexed.
+    pub fn is_mined(&self, hash: B256) -> StoreResult<bool> {
+        Ok(self.get::<TxHashes>(&hash)?.is_some())
+    }
+
+    /// Every transaction, newest first, after `after`.
+    pub fn txs(&self, cursor: Option<BlockPos>) -> Scan<'_, Transactions> {
+        self.scan(after(cursor), Direction::Forward)
+    }
+
+    /// Transactions of blocks `oldest` and newer, newest first.
+    pub fn txs_since(&self, oldest: u64) -> Scan<'_, Transactions> {
+        let range = match oldest.checked_sub(1) {
+            Some(below) => KeyRange::all().before(&BlockKey(below).encode()),
+            None => KeyRange::all(),
+        };
+        self.scan(range, Direction::Forward)
+    }
+
+    /// A block's transactions in index order, after index `after`.
+    pub fn block_txs(&self, number: u64, after: Option<u32>) -> Scan<'_, Transactions> {
+        let mut range = block_rows(number);
+        if let Some(index) = after {
+            range = range.before(&BlockPos { block: number, index }.encode());
+        }
+        self.scan(range, Direction::Reverse)
+    }
+
+    /// Pool transactions in arrival order, newest first, after `after`.
+    pub fn pending(&self, cursor: Option<PendingKey>) -> Scan<'_, PendingByTime> {
+        self.scan(after(cursor), Direction::Forward)
+    }
+
+    // Address histories.
+
+    /// The transactions an address sent, received or created (role bits), in `order`, continuing past `after`.
+    pub fn address_txs(&self, address: Address, after: Option<BlockPos>, order: Order) -> Scan<'_, AddressTxs> {
+        let cursor = after.map(|pos| AddressPos { address, pos });
+        let (range, direction) = history(&address, cursor, order);
+        self.scan(range, direction)
+    }
+
+    /// The logs an address emitted, newest first, after `after`.
+    pub fn address_logs(&self, address: Address, after: Option<BlockPos>) -> Scan<'_, AddressLogs> {
+        let cursor = after.map(|pos| AddressPos { address, pos });
+        let (range, direction) = history(&address, cursor, Order::NewestFirst);
+        self.scan(range, direction)
+    }
+
+    /// Whether an address emitted any log.
+    pub fn has_logs(&self, address: Address) -> StoreResult<bool> {
+        Ok(self.address_logs(address, None).next().transpose()?.is_some())
+    }
+
+    /// The token transfers an address sent or received (direction bits), newest first, after `after`.
+    pub fn address_transfers(&self, address: Address, after: Option<TransferPos>) -> Scan<'_, AddressTransfers> {
+        let cursor = after.map(|pos| AddressTransferPos { address, pos });
+        let (range, direction) = history(&address, cursor, Order::NewestFirst);
+        self.scan(range, direction)
+    }
+
+    /// The internal calls from, to or creating an address (role bits), newest first, after `after`.
+    pub fn address_calls(&self, address: Address, after: Option<TracePos>) -> Scan<'_, AddressInternal> {
+        let cursor = after.map(|pos| AddressTracePos { address, pos });
+        let (range, direction) = history(&address, cursor, Order::NewestFirst);
+        self.scan(range, direction)
+    }
+
+    /// How a contract was created inside transactions, newest first.
+    pub fn internal_creations(&self, address: Address) -> impl Iterator<Item = StoreResult<InternalCreation>> + '_ {
+        self.scan::<InternalCreations>(KeyRange::prefix(address.as_slice()), Direction::Forward)
+            .map(|row| row.map(|(_, creation)| creation))
+    }
+
+    /// A holder's token balances (one row per token and id), in token order, after `after`.
+    pub fn balances(&self, holder: Address, after: Option<BalanceKey>) -> Scan<'_, TokenBalances> {
+        self.scan(prefixed_after(&holder, after), Direction::Forward)
+    }
+
+    /// Whether an address holds any token.
+    pub fn has_tokens(&self, holder: Address) -> StoreResult<bool> {
+        Ok(self.balances(holder, None).next().transpose()?.is_some())
+    }
+
+    // Token transfers and tokens.
+
+    /// Every token transfer, newest first, after `after`.
+    pub fn transfers(&self, cursor: Option<TransferPos>) -> Scan<'_, Transfers> {
+        self.scan(after(cursor), Direction::Forward)
+    }
+
+    /// The transfers decoded from logs `logs` of block `block`, in log order.
+    pub fn transfers_in_logs(
+        &self,
+        block: u64,
+        logs: Range<u32>,
+    ) -> StoreResult<Vec<(TransferPos, super::records::TokenTransferRecord)>> {
+        if logs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lowest = TransferPos { block, log: logs.end - 1, item: u16::MAX }.encode();
+        let mut upper = TransferPos { block, log: logs.start, item: 0 }.encode().to_vec();
+        upper.push(0);
+        self.scan::<Transfers>(KeyRange::between(&lowest, &upper), Direction::Reverse).collect()
+    }
+
+    /// A token's transfers, newest first, after `after`.
+    pub fn token_transfers(&self, token: Address, after: Option<TransferPos>) -> Scan<'_, TokenTransfers> {
+        let cursor = after.map(|pos| AddressTransferPos { address: token, pos });
+        let (range, direction) = history(&token, cursor, Order::NewestFirst);
+        self.scan(range, direction)
+    }
+
+    /// Every token contract the index knows, in address order.
+    pub fn tokens(&self) -> Scan<'_, Tokens> {
+        self.scan(KeyRange::all(), Direction::Forward)
+    }
+
+    /// Tokens by holder count, most held first, after `after`.
+    pub fn token_ranks(&self, cursor: Option<TokenRankKey>) -> Scan<'_, TokenRanks> {
+        self.scan(after(cursor), Direction::Forward)
+    }
+
+    /// Tokens whose name or symbol starts with `text` (lowercased, cut at 32 bytes), after `after`.
+    pub fn token_search(&self, text: &str, after: Option<SearchKey>) -> Scan<'_, TokenSearch> {
+        let (padded, len) = super::keys::search_text(text);
+        debug_assert!(len <= SEARCH_TEXT);
+        let mut range = KeyRange::prefix(&padded[..len]);
+        if let Some(key) = after {
+            range = range.after(&key.encode());
+        }
+        self.scan(range, Direction::Forward)
+    }
+
+    /// A token's holders, largest amount first, after `after`.
+    pub fn holders(&self, token: Address, after: Option<HolderRankKey>) -> Scan<'_, HolderRanks> {
+        self.scan(prefixed_after(&token, after), Direction::Forward)
+    }
+
+    /// The ids of an NFT collection, highest first, below `below`.
+    pub fn instances(&self, token: Address, below: Option<U256>) -> Scan<'_, NftInstances> {
+        let mut range = KeyRange::prefix(token.as_slice());
+        if let Some(id) = below {
+            range = range.before(&InstanceKey { token, id }.encode());
+        }
+        self.scan(range, Direction::Reverse)
+    }
+
+    // Internal transactions.
+
+    /// Every stored call frame, newest first, after `after` (top-level calls included: index 0).
+    pub fn calls(&self, cursor: Option<TracePos>) -> Scan<'_, InternalTxs> {
+        self.scan(after(cursor), Direction::Forward)
+    }
+
+    /// A block's call frames in (transaction, call) order, after `after`.
+    pub fn block_calls(&self, number: u64, after: Option<TracePos>) -> Scan<'_, InternalTxs> {
+        let mut range = block_rows(number);
+        if let Some(pos) = after.filter(|p| p.block == number) {
+            range = range.before(&pos.encode());
+        }
+        self.scan(range, Direction::Reverse)
+    }
+
+    /// The calls of the transaction at `tx` below its top-level call, in call order, after call index `after`.
+    pub fn tx_calls(&self, tx: BlockPos, after: Option<u32>) -> Scan<'_, InternalTxs> {
+        let at = |index: u32| TracePos { block: tx.block, tx: tx.index, index };
+        let prefix = at(0).encode();
+        let range = KeyRange::prefix(&prefix[..12]).before(&at(after.unwrap_or(0)).encode());
+        self.scan(range, Direction::Reverse)
+    }
+
+    // Statistics.
+
+    /// Day statistics of days `first..=last`, newest first.
+    pub fn days(&self, first: u32, last: u32) -> Scan<'_, Daily> {
+        // Newest-first keys: from `last`'s key up to the key of the day before `first`, or past every key.
+        let end = match first.checked_sub(1) {
+            Some(before) => DayKey(before).encode().to_vec(),
+            None => vec![0xff; DayKey::LEN + 1],
+        };
+        let range = KeyRange::between(&DayKey(last).encode(), &end);
+        self.scan(range, Direction::Forward)
+    }
+}
