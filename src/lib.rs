@@ -12,6 +12,7 @@ pub mod dev;
 pub mod events;
 pub mod indexer;
 pub mod node;
+pub mod status;
 pub mod store;
 pub mod telemetry;
 
@@ -20,8 +21,9 @@ pub use config::Config;
 use indexer::metadata::MetadataFetcher;
 use indexer::pending::PendingFollower;
 use indexer::traces::TraceFollower;
-use indexer::{Indexer, IndexerError, Status, StatusSnapshot};
+use indexer::{Indexer, IndexerError};
 use node::{Node, NodeError};
+use status::{Status, StatusSnapshot};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

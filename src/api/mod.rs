@@ -26,8 +26,8 @@ pub use error::ApiError;
 pub use router::Route;
 
 use crate::events::EventSender;
-use crate::indexer::Status;
 use crate::node::{Node, NodeError};
+use crate::status::Status;
 use crate::store::{Reader, Store};
 use alloy::primitives::{Address, U256};
 use body::{json_response, Body};

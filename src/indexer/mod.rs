@@ -10,13 +10,11 @@ pub mod bundle;
 pub mod metadata;
 pub mod pending;
 pub mod rows;
-mod status;
 pub mod traces;
-
-pub use status::{Status, StatusSnapshot};
 
 use crate::events::{ChainEvent, EventSender};
 use crate::node::{Backoff, Node, NodeError};
+use crate::status::Status;
 use crate::store::keys::BlockKey;
 use crate::store::records::Bundle;
 use crate::store::records::Meta;

@@ -8,10 +8,10 @@
 //! what was written, recomputed from the stored call frames; the follower does that inside its revert batch.
 
 use super::rows::RowSink;
-use super::Status;
 use crate::events::EventSender;
 use crate::node::wire::RpcCallFrame;
 use crate::node::{Node, NodeError};
+use crate::status::Status;
 use crate::store::keys::{AddressTracePos, BlockKey, MetaKey, TracePos};
 use crate::store::records::{role, Bundle, CallKind, InternalCreation, InternalTxRecord, Meta, Tip, TraceSummary};
 use crate::store::tables::{AddressInternal, Headers, InternalCreations, InternalTxs, TraceBlocks};
