@@ -291,7 +291,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
         json_response(StatusCode::TOO_MANY_REQUESTS, &serde_json::json!({"message": "Too many requests"}))
     } else {
         match Route::parse(req.method(), req.uri().path(), req.uri().query()) {
-            Ok(route) => match tokio::time::timeout(state.config.request_timeout, dispatch(route, req, &state)).await {
+            Ok(route) => match tokio::time::timeout(state.config.request_timeout, route.dispatch(req, &state)).await {
                 Ok(result) => result.unwrap_or_else(ApiError::into_response),
                 Err(_) => ApiError::Timeout.into_response(),
             },
@@ -303,8 +303,29 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     Ok(response)
 }
 
+/// Runs `f` on the blocking pool with a reader whose scans stop at `deadline`, at most [`STORE_READERS`] at once:
+/// store reads never stall the async workers, and the request timeout ends a long scan instead of leaving it
+/// running.
+pub(crate) async fn blocking_read<T, F>(state: &AppState, deadline: tokio::time::Instant, f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Reader<'_>) -> Result<T, ApiError> + Send + 'static,
+{
+    let permit = tokio::time::timeout_at(deadline, state.readers.clone().acquire_owned())
+        .await
+        .map_err(|_| ApiError::Timeout)?
+        .map_err(|_| ApiError::Busy("the store is closing"))?;
+    let store = state.store.clone();
+    let until = deadline.into_std();
+    let task = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        f(&store.view().until(until))
+    });
+    task.await.map_err(|e| ApiError::Internal(format!("read task failed: {e}")))?
+}
+
 /// Reads a request body of at most `limit` bytes (the `Content-Length` is checked first, the stream as it comes).
-async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
     let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::PayloadTooLarge { limit });
@@ -315,119 +336,5 @@ async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiErr
             Err(ApiError::PayloadTooLarge { limit })
         }
         Err(e) => Err(ApiError::BadBody(e.to_string())),
-    }
-}
-
-/// Runs a handler that reads the store on the blocking pool, at most [`STORE_READERS`] at once, with a reader
-/// whose scans stop at `deadline` (so the request timeout ends a long scan instead of leaving it running).
-async fn read<F>(state: &AppState, deadline: tokio::time::Instant, handler: F) -> Result<Response<Body>, ApiError>
-where
-    F: FnOnce(&Reader<'_>) -> Result<Response<Body>, ApiError> + Send + 'static,
-{
-    let permit = tokio::time::timeout_at(deadline, state.readers.clone().acquire_owned())
-        .await
-        .map_err(|_| ApiError::Timeout)?
-        .map_err(|_| ApiError::Busy("the store is closing"))?;
-    let store = state.store.clone();
-    let until = deadline.into_std();
-    let task = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        handler(&store.view().until(until))
-    });
-    task.await.map_err(|e| ApiError::Internal(format!("read task failed: {e}")))?
-}
-
-async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
-    use rest::{addresses, blocks, search, stats, tokens, traces, transactions};
-    let deadline = tokio::time::Instant::now() + state.config.request_timeout;
-    match route {
-        Route::Health => Ok(health::health(state)),
-        Route::Socket => ws::upgrade(req, state),
-        Route::Rpc => {
-            let limit = state.config.rpc.max_body;
-            match read_body(req, limit).await {
-                Ok(body) => Ok(rpc::call(&state.rpc_client, &state.rpc_url, body, &state.config.rpc).await),
-                Err(ApiError::PayloadTooLarge { limit }) => Ok(rpc::error_response(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    serde_json::Value::Null,
-                    rpc::code::INVALID_REQUEST,
-                    &format!("request body too large (limit {limit} bytes)"),
-                )),
-                Err(e) => Err(e),
-            }
-        }
-        // Single objects: a few point reads, served inline.
-        Route::Block(id) => blocks::detail(state, id),
-        Route::Transaction(hash) => transactions::detail(state, hash).await,
-        Route::Address(address) => addresses::detail(state, address).await,
-        Route::StateChanges { hash, offset } => traces::state_changes(state, hash, offset).await,
-        Route::RawTrace(hash) => traces::raw_trace(state, hash).await,
-        Route::CoinBalanceHistory { address, page } => addresses::coin_balance_history(state, address, page).await,
-        Route::IndexingStatus => Ok(stats::indexing_status(state)),
-        Route::BackendVersion => Ok(stats::backend_version()),
-        // Everything that scans runs on the blocking pool under the request's deadline.
-        Route::Stats => {
-            let (state2, detailed) = (state.clone(), stats::wants_detailed_gas(req.headers()));
-            read(state, deadline, move |r| stats::handler(&state2, r, detailed)).await
-        }
-        Route::TransactionsChart => read(state, deadline, stats::transactions_chart).await,
-        Route::Blocks { kind, page } => read(state, deadline, move |r| blocks::list(r, kind, page)).await,
-        Route::BlockTransactions { id, kinds, page } => {
-            read(state, deadline, move |r| blocks::transactions(r, id, kinds, page)).await
-        }
-        Route::MainPageBlocks => read(state, deadline, blocks::main_page).await,
-        Route::PendingTransactions { page } => read(state, deadline, move |r| transactions::pending(r, page)).await,
-        Route::Transactions { kinds, methods, page } => {
-            read(state, deadline, move |r| transactions::list(r, kinds, methods, page)).await
-        }
-        Route::MainPageTransactions => read(state, deadline, transactions::main_page).await,
-        Route::TransactionLogs { hash, page } => {
-            read(state, deadline, move |r| transactions::logs(r, hash, page)).await
-        }
-        Route::TransactionTokenTransfers { hash, page } => {
-            read(state, deadline, move |r| tokens::of_transaction(r, hash, page)).await
-        }
-        Route::TransactionInternal { hash, page } => {
-            read(state, deadline, move |r| traces::of_transaction(r, hash, page)).await
-        }
-        Route::AddressTransactions { address, direction, ascending, page } => {
-            read(state, deadline, move |r| addresses::transactions(r, address, direction, ascending, page)).await
-        }
-        Route::AddressLogs { address, topic, page } => {
-            read(state, deadline, move |r| addresses::logs(r, address, topic, page)).await
-        }
-        Route::AddressCounters(address) => read(state, deadline, move |r| addresses::counters(r, address)).await,
-        Route::AddressTabsCounters(address) => {
-            read(state, deadline, move |r| addresses::tabs_counters(r, address)).await
-        }
-        Route::AddressTokenTransfers { address, direction, kinds, token, page } => {
-            read(state, deadline, move |r| tokens::of_address(r, address, direction, &kinds, token, page)).await
-        }
-        Route::AddressTokenBalances(address) => read(state, deadline, move |r| tokens::balances(r, address)).await,
-        Route::AddressTokens { address, kinds, page } => {
-            read(state, deadline, move |r| tokens::holdings(r, address, &kinds, page)).await
-        }
-        Route::AddressInternal { address, direction, page } => {
-            read(state, deadline, move |r| traces::of_address(r, address, direction, page)).await
-        }
-        Route::BlockInternal { id, kinds, page } => {
-            read(state, deadline, move |r| traces::of_block(r, id, kinds, page)).await
-        }
-        Route::InternalTransactions { page } => read(state, deadline, move |r| traces::all(r, page)).await,
-        Route::Tokens { kinds, q, page } => {
-            read(state, deadline, move |r| tokens::list(r, &kinds, q.as_deref(), page)).await
-        }
-        Route::Token(token) => read(state, deadline, move |r| tokens::detail(r, token)).await,
-        Route::TokenTransfersOf { token, page } => {
-            read(state, deadline, move |r| tokens::transfers(r, token, page)).await
-        }
-        Route::TokenHolders { token, page } => read(state, deadline, move |r| tokens::holders(r, token, page)).await,
-        Route::TokenCounters(token) => read(state, deadline, move |r| tokens::counters(r, token)).await,
-        Route::TokenInstances { token, holder, page } => {
-            read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await
-        }
-        Route::Search(q) => read(state, deadline, move |r| search::search(r, &q)).await,
-        Route::SearchQuick(q) => read(state, deadline, move |r| search::quick(r, &q)).await,
-        Route::SearchRedirect(q) => read(state, deadline, move |r| search::redirect(r, &q)).await,
     }
 }

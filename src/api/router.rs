@@ -1,9 +1,11 @@
-//! `Route`: a request parsed from (method, path, query) into a typed endpoint, before any I/O. Pure and
-//! table-tested; `dispatch` in `api/mod.rs` is the one `match` over it.
+//! `Route`: every endpoint in one place. A request is parsed from (method, path, query) into a typed endpoint,
+//! before any I/O (pure and table-tested), and [`Route::dispatch`] is the one `match` that serves it. A new
+//! endpoint is a variant with its parameters and cursor type here, its parse and dispatch arms, and its handler.
 //!
 //! Path and query parameters are validated here: a malformed hash, number or address, or a page size outside
 //! 1–100, is a 422 with Blockscout's `errors` body; handlers only see typed values.
 
+use super::body::Body;
 use super::cursor::{
     BlockCursor, CallCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor, InstanceCursor, PendingCursor,
     PosCursor, ReorgCursor, TokenCursor, TraceCursor, TransferCursor,
@@ -12,10 +14,12 @@ use super::error::ApiError;
 use super::json::BlockKind;
 use super::methods::selectors_for;
 use super::query::Query;
+use super::{blocking_read as read, read_body, AppState};
 use crate::chain::{TxType, TxTypes};
 use crate::store::records::{CallKind, TokenKind};
 use alloy::primitives::{Address, B256};
-use hyper::Method;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
 
 /// Default page size (the seed's 25).
 pub const DEFAULT_PAGE: usize = 25;
@@ -519,6 +523,108 @@ impl Route {
             _ => return Ok(None),
         };
         Ok(Some(route))
+    }
+}
+
+impl Route {
+    /// Serves the route: the one `match` from endpoints to handlers. Handlers that scan run through [`read`] on
+    /// the blocking pool under the request's deadline; single objects are a few point reads and stay inline.
+    pub async fn dispatch(self, req: Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
+        use super::rest::{addresses, blocks, search, stats, tokens, traces, transactions};
+        use super::{health, rpc, ws};
+        let deadline = tokio::time::Instant::now() + state.config.request_timeout;
+        match self {
+            Route::Health => Ok(health::health(state)),
+            Route::Socket => ws::upgrade(req, state),
+            Route::Rpc => {
+                let limit = state.config.rpc.max_body;
+                match read_body(req, limit).await {
+                    Ok(body) => Ok(rpc::call(&state.rpc_client, &state.rpc_url, body, &state.config.rpc).await),
+                    Err(ApiError::PayloadTooLarge { limit }) => Ok(rpc::error_response(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        serde_json::Value::Null,
+                        rpc::code::INVALID_REQUEST,
+                        &format!("request body too large (limit {limit} bytes)"),
+                    )),
+                    Err(e) => Err(e),
+                }
+            }
+            // Single objects: a few point reads, served inline.
+            Route::Block(id) => blocks::detail(state, id),
+            Route::Transaction(hash) => transactions::detail(state, hash).await,
+            Route::Address(address) => addresses::detail(state, address).await,
+            Route::StateChanges { hash, offset } => traces::state_changes(state, hash, offset).await,
+            Route::RawTrace(hash) => traces::raw_trace(state, hash).await,
+            Route::CoinBalanceHistory { address, page } => addresses::coin_balance_history(state, address, page).await,
+            Route::IndexingStatus => Ok(stats::indexing_status(state)),
+            Route::BackendVersion => Ok(stats::backend_version()),
+            // Everything that scans runs on the blocking pool under the request's deadline.
+            Route::Stats => {
+                let (state2, detailed) = (state.clone(), stats::wants_detailed_gas(req.headers()));
+                read(state, deadline, move |r| stats::handler(&state2, r, detailed)).await
+            }
+            Route::TransactionsChart => read(state, deadline, stats::transactions_chart).await,
+            Route::Blocks { kind, page } => read(state, deadline, move |r| blocks::list(r, kind, page)).await,
+            Route::BlockTransactions { id, kinds, page } => {
+                read(state, deadline, move |r| blocks::transactions(r, id, kinds, page)).await
+            }
+            Route::MainPageBlocks => read(state, deadline, blocks::main_page).await,
+            Route::PendingTransactions { page } => read(state, deadline, move |r| transactions::pending(r, page)).await,
+            Route::Transactions { kinds, methods, page } => {
+                read(state, deadline, move |r| transactions::list(r, kinds, methods, page)).await
+            }
+            Route::MainPageTransactions => read(state, deadline, transactions::main_page).await,
+            Route::TransactionLogs { hash, page } => {
+                read(state, deadline, move |r| transactions::logs(r, hash, page)).await
+            }
+            Route::TransactionTokenTransfers { hash, page } => {
+                read(state, deadline, move |r| tokens::of_transaction(r, hash, page)).await
+            }
+            Route::TransactionInternal { hash, page } => {
+                read(state, deadline, move |r| traces::of_transaction(r, hash, page)).await
+            }
+            Route::AddressTransactions { address, direction, ascending, page } => {
+                read(state, deadline, move |r| addresses::transactions(r, address, direction, ascending, page)).await
+            }
+            Route::AddressLogs { address, topic, page } => {
+                read(state, deadline, move |r| addresses::logs(r, address, topic, page)).await
+            }
+            Route::AddressCounters(address) => read(state, deadline, move |r| addresses::counters(r, address)).await,
+            Route::AddressTabsCounters(address) => {
+                read(state, deadline, move |r| addresses::tabs_counters(r, address)).await
+            }
+            Route::AddressTokenTransfers { address, direction, kinds, token, page } => {
+                read(state, deadline, move |r| tokens::of_address(r, address, direction, &kinds, token, page)).await
+            }
+            Route::AddressTokenBalances(address) => read(state, deadline, move |r| tokens::balances(r, address)).await,
+            Route::AddressTokens { address, kinds, page } => {
+                read(state, deadline, move |r| tokens::holdings(r, address, &kinds, page)).await
+            }
+            Route::AddressInternal { address, direction, page } => {
+                read(state, deadline, move |r| traces::of_address(r, address, direction, page)).await
+            }
+            Route::BlockInternal { id, kinds, page } => {
+                read(state, deadline, move |r| traces::of_block(r, id, kinds, page)).await
+            }
+            Route::InternalTransactions { page } => read(state, deadline, move |r| traces::all(r, page)).await,
+            Route::Tokens { kinds, q, page } => {
+                read(state, deadline, move |r| tokens::list(r, &kinds, q.as_deref(), page)).await
+            }
+            Route::Token(token) => read(state, deadline, move |r| tokens::detail(r, token)).await,
+            Route::TokenTransfersOf { token, page } => {
+                read(state, deadline, move |r| tokens::transfers(r, token, page)).await
+            }
+            Route::TokenHolders { token, page } => {
+                read(state, deadline, move |r| tokens::holders(r, token, page)).await
+            }
+            Route::TokenCounters(token) => read(state, deadline, move |r| tokens::counters(r, token)).await,
+            Route::TokenInstances { token, holder, page } => {
+                read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await
+            }
+            Route::Search(q) => read(state, deadline, move |r| search::search(r, &q)).await,
+            Route::SearchQuick(q) => read(state, deadline, move |r| search::quick(r, &q)).await,
+            Route::SearchRedirect(q) => read(state, deadline, move |r| search::redirect(r, &q)).await,
+        }
     }
 }
 

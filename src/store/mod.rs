@@ -636,6 +636,26 @@ mod tests {
     }
 
     #[test]
+    fn scans_stop_at_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let mut batch = store.batch();
+        for n in 0..1000u64 {
+            batch
+                .put::<tables::BlockHashes>(&alloy::primitives::B256::left_padding_from(&n.to_be_bytes()), &n)
+                .unwrap();
+        }
+        store.write(batch, Durability::Buffered).unwrap();
+        assert_eq!(store.reader().rows::<tables::BlockHashes>().count(), 1000);
+        let late = store.reader().until(Instant::now());
+        let rows: Vec<_> = late.rows::<tables::BlockHashes>().collect();
+        assert_eq!(rows.len(), DEADLINE_EVERY as usize, "stops at the first look at the clock");
+        assert!(matches!(rows.last(), Some(Err(StoreError::Deadline))));
+        let timely = store.reader().until(Instant::now() + std::time::Duration::from_secs(60));
+        assert!(timely.rows::<tables::BlockHashes>().all(|r| r.is_ok()));
+    }
+
+    #[test]
     fn address_prefix_scans_work_in_both_directions() {
         use keys::{AddressPos, BlockPos};
         let dir = tempfile::tempdir().unwrap();

@@ -184,8 +184,8 @@ pub async fn coin_balance_history(
     page: Page<BlockCursor>,
 ) -> Result<Response<Body>, ApiError> {
     // One entry per block: (block, timestamp, hash of the address's first transaction in it).
-    let (entries, more) = {
-        let reader = state.store.view();
+    let deadline = tokio::time::Instant::now() + state.config.request_timeout;
+    let (entries, more) = crate::api::blocking_read(state, deadline, move |reader| {
         let cursor = page.after.map(|c| BlockPos { block: c.0, index: 0 });
         let mut entries: Vec<(u64, u64, B256)> = Vec::new();
         let mut more = false;
@@ -208,8 +208,9 @@ pub async fn coin_balance_history(
                 entries.push((key.pos.block, header.timestamp, tx.hash));
             }
         }
-        (entries, more)
-    };
+        Ok((entries, more))
+    })
+    .await?;
     let node = &state.node;
     let items: Vec<Value> = stream::iter(entries.iter().copied())
         .map(|(block, timestamp, tx)| async move {
