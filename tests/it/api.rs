@@ -7,9 +7,12 @@ use alloy::eips::BlockNumberOrTag;
 use alloy::network::ReceiptResponse;
 use alloy::primitives::{Address, B256, U256};
 use alloy::providers::{Provider, RootProvider};
+use alloy::rpc::types::Log;
+use alloy::sol_types::SolEvent;
 use hyper::Method;
+use rockscout::dev::contracts::Demo;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use crate::support::http::{get_json as get, walk};
 
@@ -55,6 +58,77 @@ async fn chain(node: &RootProvider) -> Chain {
     }
     txs.reverse();
     Chain { txs, head }
+}
+
+/// Identifies a log of an API list: (transaction hash, log index in its block).
+fn log_ids(items: &[Value]) -> Vec<(String, u64)> {
+    items.iter().map(|l| (l["transaction_hash"].as_str().unwrap().to_owned(), l["index"].as_u64().unwrap())).collect()
+}
+
+/// The logs `address` emitted, newest first, as the node's `eth_getLogs` finds them: all of them, or those with
+/// `topic` in any of the four positions (one query per position).
+async fn node_logs(node: &RootProvider, address: Address, topic: Option<B256>) -> Vec<(String, u64)> {
+    let queries: Vec<Value> = match topic {
+        None => vec![json!([])],
+        Some(topic) => (0..4)
+            .map(|position| {
+                let mut topics = vec![Value::Null; position];
+                topics.push(json!(topic));
+                Value::Array(topics)
+            })
+            .collect(),
+    };
+    let mut found = BTreeSet::new();
+    for topics in queries {
+        let filter = json!({"address": address, "fromBlock": "0x0", "toBlock": "latest", "topics": topics});
+        let logs: Vec<Log> = node.raw_request("eth_getLogs".into(), json!([filter])).await.unwrap();
+        for log in logs {
+            let hash = format!("{:#x}", log.transaction_hash.unwrap());
+            found.insert((log.block_number.unwrap(), log.log_index.unwrap(), hash));
+        }
+    }
+    found.into_iter().rev().map(|(_, index, hash)| (hash, index)).collect()
+}
+
+/// One gas price tier in wei.
+struct GasTier {
+    price: u128,
+    base_fee: u128,
+    priority_fee: u128,
+}
+
+/// The slow, average and fast tiers `/api/v2/stats` should report, from the node's blocks and receipts (the rule of
+/// src/api/rest/stats.rs): over the transactions of the last 200 blocks, the 35th, 60th and 90th percentiles
+/// (the element at `(len - 1) * p / 100` of the sorted values) of the effective gas prices and of the priority fees
+/// (effective price minus the block's base fee); a tier's price is its price percentile, but at least the latest
+/// base fee plus its priority fee percentile.
+async fn node_gas_tiers(node: &RootProvider, head: u64) -> [GasTier; 3] {
+    let mut prices = Vec::new();
+    let mut tips = Vec::new();
+    let mut latest_base_fee = None;
+    for n in (head.saturating_sub(199)..=head).rev() {
+        let block = node.get_block_by_number(BlockNumberOrTag::Number(n)).await.unwrap().unwrap();
+        let base_fee = u128::from(block.header.base_fee_per_gas.unwrap());
+        latest_base_fee.get_or_insert(base_fee);
+        for receipt in node.get_block_receipts(n.into()).await.unwrap().unwrap() {
+            prices.push(receipt.effective_gas_price);
+            tips.push(receipt.effective_gas_price - base_fee);
+        }
+    }
+    assert!(!prices.is_empty() && prices.len() <= 1000, "the whole window fits the 1,000-transaction sample");
+    let base_fee = latest_base_fee.unwrap();
+    prices.sort_unstable();
+    tips.sort_unstable();
+    let at = |sorted: &[u128], p: usize| sorted[(sorted.len() - 1) * p / 100];
+    [35, 60, 90].map(|p| {
+        let priority_fee = at(&tips, p);
+        GasTier { price: at(&prices, p).max(base_fee + priority_fee), base_fee, priority_fee }
+    })
+}
+
+/// Wei in gwei, rounded up to two decimals (whole hundredths of a gwei are exact in `f64`).
+fn gwei(wei: u128) -> f64 {
+    wei.div_ceil(10_000_000) as f64 / 100.0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -205,14 +279,26 @@ async fn rest_values_match_the_node_and_lists_page_exactly() {
         let delta: i128 = entry["delta"].as_str().unwrap().parse().unwrap();
         assert_eq!(delta, at.to::<i128>() - before.to::<i128>());
     }
-    // The Demo contract's logs, all of them, and only pokes when filtered by topic.
+    // The Demo contract's logs: all of them newest first, and filtered by a topic exactly those the node finds with
+    // that topic in some position (Demo emits two event kinds, so a filter has logs to leave out).
     let demo = c.txs.iter().find_map(|t| t.created).expect("the demo deployment");
     let logs = walk(addr, &format!("/api/v2/addresses/{demo}/logs?items_count=5")).await;
     let account = t.daemon.store().reader().get::<rockscout::store::tables::Accounts>(&demo).unwrap().unwrap();
     assert_eq!(logs.len() as u64, account.log_count);
-    let topic = logs[0]["topics"][0].as_str().unwrap().to_owned();
-    let filtered = walk(addr, &format!("/api/v2/addresses/{demo}/logs?topic={topic}&items_count=2")).await;
-    assert_eq!(filtered.len(), logs.len(), "every Demo log is a Poked event");
+    assert_eq!(log_ids(&logs), node_logs(&node, demo, None).await, "every Demo log, newest first");
+    let added = node_logs(&node, demo, Some(Demo::Added::SIGNATURE_HASH)).await;
+    let (added_tx, added_index) = added.first().expect("a successful mayFail call logged an addition");
+    let added_log = logs.iter().find(|l| l["transaction_hash"] == *added_tx && l["index"] == *added_index).unwrap();
+    let topic_at = |position: usize| added_log["topics"][position].as_str().unwrap().parse::<B256>().unwrap();
+    // The two event signatures (position 0), a caller (position 1) and an added amount (position 2).
+    for topic in [Demo::Poked::SIGNATURE_HASH, Demo::Added::SIGNATURE_HASH, topic_at(1), topic_at(2)] {
+        let want = node_logs(&node, demo, Some(topic)).await;
+        assert!(!want.is_empty() && want.len() < logs.len(), "{topic} is on some Demo logs, not all");
+        let filtered = walk(addr, &format!("/api/v2/addresses/{demo}/logs?topic={topic}&items_count=2")).await;
+        assert_eq!(log_ids(&filtered), want, "Demo logs with topic {topic}");
+    }
+    let nowhere = B256::repeat_byte(0xee);
+    assert!(walk(addr, &format!("/api/v2/addresses/{demo}/logs?topic={nowhere}")).await.is_empty());
     let unknown = get(addr, "/api/v2/addresses/0x000000000000000000000000000000000000dEaD").await;
     assert_eq!(unknown["coin_balance"], "0");
     assert_eq!(unknown["is_contract"], false);
@@ -250,10 +336,29 @@ async fn rest_values_match_the_node_and_lists_page_exactly() {
     let stats = get(addr, "/api/v2/stats").await;
     assert_eq!(stats["total_transactions"], c.txs.len().to_string());
     assert_eq!(stats["total_blocks"], (c.head + 1).to_string());
-    assert!(stats["gas_prices"]["average"].is_number(), "numeric gas prices without the oracle header");
+    let tiers = node_gas_tiers(&node, c.head).await;
+    let names = ["slow", "average", "fast"];
+    for (name, tier) in names.iter().zip(&tiers) {
+        assert_eq!(stats["gas_prices"][name], json!(gwei(tier.price)), "{name} gas price without the oracle header");
+    }
     let detailed =
         http::request(addr, Method::GET, "/api/v2/stats", &[("updated-gas-oracle", "true")], "").await.json();
-    assert!(detailed["gas_prices"]["average"]["wei"].is_string(), "object gas prices with the oracle header");
+    let block_time = detailed["average_block_time"].as_f64().unwrap();
+    for (i, (name, tier)) in names.iter().zip(&tiers).enumerate() {
+        let mut got = detailed["gas_prices"][name].clone();
+        // The wait: that many mean block times (compared apart, as a float computed on both sides).
+        let time = got.as_object_mut().unwrap().remove("time").unwrap().as_f64().unwrap();
+        assert!((time - block_time * (3 - i) as f64).abs() <= 1e-9 * time.abs(), "{name} wait {time} ms");
+        let want = json!({
+            "price": gwei(tier.price),
+            "fiat_price": null,
+            "base_fee": gwei(tier.base_fee),
+            "priority_fee": gwei(tier.priority_fee),
+            "priority_fee_wei": tier.priority_fee.to_string(),
+            "wei": tier.price.to_string(),
+        });
+        assert_eq!(got, want, "{name} gas price with the oracle header");
+    }
     let chart = get(addr, "/api/v2/stats/charts/transactions").await;
     let charted: u64 =
         chart["chart_data"].as_array().unwrap().iter().map(|d| d["transactions_count"].as_u64().unwrap()).sum();

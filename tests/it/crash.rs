@@ -3,8 +3,12 @@
 
 use crate::support::compare::assert_store_matches_node;
 use crate::support::*;
-use alloy::providers::Provider;
-use rockscout::store::{Store, StoreOptions};
+use alloy::eips::BlockNumberOrTag;
+use alloy::primitives::B256;
+use alloy::providers::{Provider, RootProvider};
+use rockscout::store::keys::BlockKey;
+use rockscout::store::tables::{Headers, Transactions};
+use rockscout::store::{Direction, KeyRange, Store, StoreOptions};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -33,6 +37,42 @@ async fn indexed_tip(port: u16) -> Option<u64> {
     http::get(addr, "/health").await.json()["indexed_tip"].as_u64()
 }
 
+/// The node's chain from block 0 to `head`: each block's hash and transaction count.
+async fn node_chain(node: &RootProvider, head: u64) -> Vec<(B256, u64)> {
+    let mut chain = Vec::new();
+    for n in 0..=head {
+        let block = node.get_block_by_number(BlockNumberOrTag::Number(n)).await.unwrap().expect("node block");
+        chain.push((block.header.hash, block.transactions.len() as u64));
+    }
+    chain
+}
+
+/// Opens the store a killed daemon left behind and asserts it holds a prefix of `chain`: each stored block is the
+/// node's, nothing is stored above the tip, and the transactions and counters are exactly those of blocks 0 to the
+/// tip. Returns the tip.
+fn assert_prefix_of_chain(dir: &std::path::Path, chain: &[(B256, u64)]) -> u64 {
+    let store = Store::open(dir, &StoreOptions { read_only: true, ..Default::default() }).unwrap();
+    let reader = store.reader();
+    let tip = reader.tip().unwrap().expect("the daemon committed a tip before it was killed");
+    assert_eq!(tip.hash, chain[tip.number as usize].0, "the stored tip {} is the node's block", tip.number);
+    for (n, (hash, _)) in chain.iter().enumerate().take(tip.number as usize + 1) {
+        let header = reader.get::<Headers>(&BlockKey(n as u64)).unwrap().unwrap_or_else(|| panic!("block {n} lost"));
+        assert_eq!(header.hash, *hash, "stored block {n} is the node's");
+    }
+    assert!(reader.get::<Headers>(&BlockKey(tip.number + 1)).unwrap().is_none(), "a block above the tip");
+    let txs: u64 = chain[..=tip.number as usize].iter().map(|(_, count)| count).sum();
+    let stored_txs = reader.scan::<Transactions>(KeyRange::all(), Direction::Forward).count() as u64;
+    assert_eq!(stored_txs, txs, "transactions of blocks 0..={}: none lost, none duplicated", tip.number);
+    let counters = reader.counters().unwrap();
+    assert_eq!((counters.blocks, counters.txs), (tip.number + 1, txs), "counters match the tip");
+    tip.number
+}
+
+/// The first indexed tip a (re)started daemon reports.
+async fn first_reported_tip(port: u16) -> u64 {
+    poll_until("the daemon to report its indexed tip", Duration::from_secs(60), || indexed_tip(port)).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_nine_during_catch_up_loses_and_duplicates_nothing() {
     let anvil = start_anvil();
@@ -40,35 +80,39 @@ async fn kill_nine_during_catch_up_loses_and_duplicates_nothing() {
     generate_traffic(&node, &anvil.addresses(), 120, 8).await;
     mine(&node, 1500).await;
     let head = node.get_block_number().await.unwrap();
+    let chain = node_chain(&node, head).await;
     let dir = tempfile::tempdir().unwrap();
 
-    // Kill at rising targets; the first kill comes as soon as the daemon answers at all.
+    // Kill at rising targets; the first kill comes as soon as the daemon reports any indexed block. After each
+    // kill the store is a prefix of the chain holding at least what /health reported before the kill, and the
+    // next run resumes from there.
     let targets = [0, head / 10, head / 4, head / 3, head / 2, head * 3 / 4];
-    let mut kills = 0;
+    let mut committed: Option<u64> = None;
     for target in targets {
         let port = free_port();
         let mut child = spawn_daemon(&anvil.http_url(), dir.path(), port);
+        let resumed = first_reported_tip(port).await;
+        if let Some(committed) = committed {
+            assert!(resumed >= committed, "restarted at {resumed}, below the {committed} stored before the kill");
+        }
         let reached = poll_until("the daemon to index up to the kill point", Duration::from_secs(120), || async {
             indexed_tip(port).await.filter(|tip| *tip >= target)
         })
         .await;
         child.kill().expect("SIGKILL");
         child.wait().unwrap();
-        kills += 1;
-        assert!(reached >= target);
-        eprintln!("killed at indexed tip {reached} (target {target}, head {head})");
-        // Between kills the data is always a consistent prefix of the chain.
-        let store = Store::open(dir.path(), &StoreOptions { read_only: true, ..Default::default() }).unwrap();
-        let tip = store.reader().tip().unwrap();
-        if let Some(tip) = tip {
-            assert_eq!(store.reader().counters().unwrap().blocks, tip.number + 1, "counters match the tip");
-        }
+        let stored = assert_prefix_of_chain(dir.path(), &chain);
+        eprintln!("killed at reported tip {reached}, stored tip {stored} (target {target}, head {head})");
+        assert!(stored >= reached, "the kill lost committed blocks: /health reported {reached}, {stored} is stored");
+        committed = Some(stored);
     }
-    assert_eq!(kills, targets.len());
+    let committed = committed.unwrap();
 
     // A last run to the head, stopped cleanly, then the whole store is compared with the node.
     let port = free_port();
     let mut child = spawn_daemon(&anvil.http_url(), dir.path(), port);
+    let resumed = first_reported_tip(port).await;
+    assert!(resumed >= committed, "restarted at {resumed}, below the {committed} stored before the last kill");
     poll_until("the daemon to reach the head", Duration::from_secs(120), || async {
         (indexed_tip(port).await == Some(head)).then_some(())
     })

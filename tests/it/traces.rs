@@ -1,8 +1,9 @@
 //! Internal transactions on a real chain: a factory that creates contracts inside calls (CREATE and CREATE2),
 //! reverts inside nested calls (caught and not), moves value in inner calls, delegate-calls, static-calls and
 //! self-destructs. Every list the API serves is compared with the node's own `callTracer` traces; raw traces and
-//! state changes with the node's traces and balances; a reorg takes the traced blocks away exactly; and without
-//! `--tracing` the views answer as Blockscout does with tracing off.
+//! state changes with the node's traces and balances; the trace pass's progress (WebSocket, REST, `/health`) is
+//! checked exactly while a relay holds the node's tracer back; a reorg takes the traced blocks away exactly; and
+//! without `--tracing` the views answer as Blockscout does with tracing off.
 
 use crate::support::http::{get_json as get, walk};
 use crate::support::ws::WsClient;
@@ -10,12 +11,18 @@ use crate::support::*;
 use alloy::primitives::{Address, Bytes, B256, U256};
 use alloy::providers::{Provider, RootProvider};
 use alloy::sol_types::{SolCall, SolConstructor};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
 use hyper::Method;
+use hyper_util::rt::TokioIo;
 use rockscout::dev::contracts::{DemoFactory, DemoToken};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
+use tokio::sync::watch;
 
 /// One internal call as both sides describe it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -121,12 +128,69 @@ fn trace_rows(t: &TestDaemon) -> Vec<(&'static str, Vec<u8>, Vec<u8>)> {
     t.daemon.store().raw_rows().unwrap().into_iter().filter(|(name, _, _)| tables.contains(name)).collect()
 }
 
+/// A JSON-RPC relay to the node that can hold back tracing: while held, `debug_trace*` requests wait until it is
+/// released (the daemon's node timeout ends the wait first); every other request passes straight through.
+struct TraceGate {
+    addr: SocketAddr,
+    open: watch::Sender<bool>,
+}
+
+impl TraceGate {
+    async fn start(node_port: u16) -> TraceGate {
+        let node: SocketAddr = ([127, 0, 0, 1], node_port).into();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (open, opened) = watch::channel(true);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let opened = opened.clone();
+                let relay = service_fn(move |request: hyper::Request<Incoming>| {
+                    let mut opened = opened.clone();
+                    async move {
+                        let body = request.into_body().collect().await?.to_bytes();
+                        if body.windows(11).any(|w| w == b"debug_trace") {
+                            let _ = opened.wait_for(|open| *open).await;
+                        }
+                        let headers = [("content-type", "application/json")];
+                        // A node gone (the test ended) is a bad gateway, not a panic.
+                        let (status, body) = match http::try_request(node, Method::POST, "/", &headers, body).await {
+                            Ok(reply) => (reply.status, reply.body),
+                            Err(e) => (hyper::StatusCode::BAD_GATEWAY, e.into()),
+                        };
+                        let response = hyper::Response::builder()
+                            .status(status)
+                            .header("content-type", "application/json")
+                            .body(Full::new(body))
+                            .unwrap();
+                        Ok::<_, hyper::Error>(response)
+                    }
+                });
+                tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), relay));
+            }
+        });
+        TraceGate { addr, open }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn hold(&self) {
+        self.open.send_replace(false);
+    }
+
+    fn release(&self) {
+        self.open.send_replace(true);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn internal_transactions_match_the_node_and_reorg_away() {
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
     let a = anvil.addresses();
-    let t = start_daemon(&anvil.http_url(), |c| {
+    let gate = TraceGate::start(anvil.port()).await;
+    let t = start_daemon(&gate.url(), |c| {
         c.tracing = true;
         c.api.rpc.allow_debug = true;
     })
@@ -294,20 +358,34 @@ async fn internal_transactions_match_the_node_and_reorg_away() {
         http::request(addr, Method::POST, "/api/eth", &[("content-type", "application/json")], call.to_string()).await;
     assert_eq!(reply.json()["result"]["to"].as_str().map(str::to_ascii_lowercase), Some(format!("{factory:#x}")));
 
-    // The trace pass's progress on the WebSocket, with the next block.
+    // The trace pass's progress on the WebSocket, exactly: with the node's tracer held back, blocks 5 to 7 are
+    // indexed one at a time but not traced, so each block's ratio is (4 + 1) traced / (n + 1) indexed blocks, and
+    // the pass is finished while it is at most 2 blocks behind. The REST status and /health say the same.
     let mut ws = WsClient::connect(addr, "/socket/v2/websocket?vsn=2.0.0").await;
     ws.send(&json!(["1", "1", "blocks:indexing_internal_transactions", "phx_join", {}])).await;
     assert_eq!(ws.frame().await[4]["status"], "ok");
-    mine(&node, 1).await;
-    let status = ws.until(Duration::from_secs(30), |f| f[3] == "index_status").await;
-    let ratio: f64 = status[4]["ratio"].as_str().unwrap().parse().unwrap();
-    assert!((0.0..=1.0).contains(&ratio), "{status}");
+    gate.hold();
+    for (n, ratio, rest_ratio, finished) in
+        [(5, "0.8333", 0.83, true), (6, "0.7143", 0.71, true), (7, "0.6250", 0.62, false)]
+    {
+        mine(&node, 1).await;
+        let status = ws.until(Duration::from_secs(30), |f| f[3] == "index_status").await;
+        assert_eq!(status[4], json!({"ratio": ratio, "finished": finished}), "block {n}");
+        let health = http::get(addr, "/health").await.json();
+        assert_eq!((&health["indexed_tip"], &health["traced_tip"]), (&json!(n), &json!(4)), "block {n}");
+        let rest = get(addr, "/api/v2/main-page/indexing-status").await;
+        assert_eq!(rest["indexed_internal_transactions_ratio"], json!(rest_ratio), "block {n}");
+        assert_eq!(rest["finished_indexing"], json!(finished), "block {n}");
+    }
+    gate.release();
+    wait_traced(addr, &node).await;
 
-    // Reorg block 4 away: its internal transactions go, and the trace tables equal a fresh index of the new chain.
+    // Reorg block 4 away: its internal transactions go, and the trace tables equal a fresh index of the new chain
+    // (longer than the old one, which reached block 7).
     let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
     assert!(reverted);
     let respawn = send_call(&node, a[8], factory, DemoFactory::spawnCall { v: U256::from(1) }.abi_encode(), 0).await;
-    mine(&node, 3).await;
+    mine(&node, 5).await;
     wait_synced(&t.daemon, &node).await;
     wait_traced(addr, &node).await;
     assert_eq!(http::get(addr, &format!("/api/v2/transactions/{try_boom:#x}/internal-transactions")).await.status, 404);
