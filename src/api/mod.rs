@@ -22,6 +22,7 @@ pub mod rpc;
 pub mod ws;
 
 pub use error::ApiError;
+pub use health::HealthConfig;
 pub use router::Route;
 
 use crate::events::EventSender;
@@ -43,7 +44,7 @@ use rest::stats::ChainStats;
 use rpc::RpcConfig;
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -66,6 +67,8 @@ pub struct ApiConfig {
     pub rpc: RpcConfig,
     /// The WebSocket stream.
     pub ws: ws::WsConfig,
+    /// When `/health` reports the node unresponsive or stalled.
+    pub health: health::HealthConfig,
 }
 
 impl Default for ApiConfig {
@@ -78,6 +81,7 @@ impl Default for ApiConfig {
             rate_limit: RateLimitConfig::default(),
             rpc: RpcConfig::default(),
             ws: ws::WsConfig::default(),
+            health: health::HealthConfig::default(),
         }
     }
 }
@@ -113,7 +117,7 @@ pub struct Shared {
     /// WebSocket connections.
     pub ws: WsServer,
     limiter: RateLimiter,
-    rpc_client: rpc::reqwest::Client,
+    rpc: rpc::Passthrough,
     stats: Mutex<Option<Arc<ChainStats>>>,
     on_chain: Mutex<OnChainCache>,
 }
@@ -164,7 +168,7 @@ impl AppState {
                 shutdown: CancellationToken::new(),
             },
             limiter: RateLimiter::new(config.rate_limit.clone()),
-            rpc_client: rpc::client(),
+            rpc: rpc::Passthrough::new(config.rpc.clone()),
             config,
             stats: Mutex::new(None),
             on_chain: Mutex::new(OnChainCache::default()),
@@ -277,14 +281,22 @@ fn preflight(req: &Request<Incoming>) -> Response<Body> {
 async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Result<Response<Body>, Infallible> {
     let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
     let verdict = state.limiter.check(client, Instant::now());
-    let mut response = if req.method() == Method::OPTIONS {
-        preflight(&req)
-    } else if let Verdict::Limited(_) = verdict {
+    // Preflights take a token like any request, and are refused like any request once the bucket is empty.
+    let mut response = if let Verdict::Limited(_) = verdict {
         tracing::debug!(%client, "rate limited");
-        json_response(StatusCode::TOO_MANY_REQUESTS, &serde_json::json!({"message": "Too many requests"}))
+        if req.uri().path() == "/api/eth" {
+            let message = "Too many requests";
+            rpc::error_response(StatusCode::TOO_MANY_REQUESTS, serde_json::Value::Null, rpc::code::LIMIT_EXCEEDED, message)
+        } else {
+            json_response(StatusCode::TOO_MANY_REQUESTS, &serde_json::json!({"message": "Too many requests"}))
+        }
+    } else if req.method() == Method::OPTIONS {
+        preflight(&req)
     } else {
         match Route::parse(req.method(), req.uri().path(), req.uri().query()) {
-            Ok(route) => match tokio::time::timeout(state.config.request_timeout, dispatch(route, req, &state)).await {
+            Ok(route) => match tokio::time::timeout(state.config.request_timeout, dispatch(route, req, &state, client))
+                .await
+            {
                 Ok(result) => result.unwrap_or_else(ApiError::into_response),
                 Err(_) => ApiError::Timeout.into_response(),
             },
@@ -311,15 +323,25 @@ async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiErr
     }
 }
 
-async fn dispatch(route: Route, req: Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
+async fn dispatch(
+    route: Route,
+    req: Request<Incoming>,
+    state: &AppState,
+    client: IpAddr,
+) -> Result<Response<Body>, ApiError> {
     use rest::{addresses, blocks, search, stats, tokens, traces, transactions};
     match route {
         Route::Health => Ok(health::health(state)),
         Route::Socket => ws::upgrade(req, state),
         Route::Rpc => {
-            let limit = state.config.rpc.max_body;
+            // Held until the answer is built: a client has a bounded number of passthrough requests in flight.
+            let _slot = match state.rpc.admit(client) {
+                Ok(slot) => slot,
+                Err(refused) => return Ok(refused),
+            };
+            let limit = state.rpc.config().max_body;
             match read_body(req, limit).await {
-                Ok(body) => Ok(rpc::call(&state.rpc_client, &state.rpc_url, body, &state.config.rpc).await),
+                Ok(body) => Ok(state.rpc.call(&state.rpc_url, body, state.status.snapshot().node_head).await),
                 Err(ApiError::PayloadTooLarge { limit }) => Ok(rpc::error_response(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     serde_json::Value::Null,
