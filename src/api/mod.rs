@@ -286,7 +286,12 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
         tracing::debug!(%client, "rate limited");
         if req.uri().path() == "/api/eth" {
             let message = "Too many requests";
-            rpc::error_response(StatusCode::TOO_MANY_REQUESTS, serde_json::Value::Null, rpc::code::LIMIT_EXCEEDED, message)
+            rpc::error_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                serde_json::Value::Null,
+                rpc::code::LIMIT_EXCEEDED,
+                message,
+            )
         } else {
             json_response(StatusCode::TOO_MANY_REQUESTS, &serde_json::json!({"message": "Too many requests"}))
         }
@@ -294,12 +299,12 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
         preflight(&req)
     } else {
         match Route::parse(req.method(), req.uri().path(), req.uri().query()) {
-            Ok(route) => match tokio::time::timeout(state.config.request_timeout, dispatch(route, req, &state, client))
-                .await
-            {
-                Ok(result) => result.unwrap_or_else(ApiError::into_response),
-                Err(_) => ApiError::Timeout.into_response(),
-            },
+            Ok(route) => {
+                match tokio::time::timeout(state.config.request_timeout, dispatch(route, req, &state, client)).await {
+                    Ok(result) => result.unwrap_or_else(ApiError::into_response),
+                    Err(_) => ApiError::Timeout.into_response(),
+                }
+            }
             Err(e) => e.into_response(),
         }
     };

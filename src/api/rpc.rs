@@ -310,7 +310,11 @@ struct Context<'c> {
 }
 
 fn classify<'a>(raw: &'a RawValue, context: &Context<'_>) -> Item<'a> {
-    let refuse = |id: Option<&'a RawValue>, code: i64, message: String| Item { raw, id, action: Action::Refuse { code, message } };
+    let refuse = |id: Option<&'a RawValue>, code: i64, message: String| Item {
+        raw,
+        id,
+        action: Action::Refuse { code, message },
+    };
     let probe = match serde_json::from_str::<Probe<'a>>(raw.get()) {
         Ok(probe) => probe,
         Err(e) => {
@@ -331,7 +335,9 @@ fn classify<'a>(raw: &'a RawValue, context: &Context<'_>) -> Item<'a> {
         Decision::Refuse(message) => refuse(id, code::METHOD_NOT_FOUND, message),
         Decision::Forward(Guard::None) => Item { raw, id, action: Action::Forward { rewritten: None, logs: false } },
         Decision::Forward(guard) => match guarded(method, probe.params, id, guard, context) {
-            Ok(text) => Item { raw, id, action: Action::Forward { rewritten: Some(text), logs: guard == Guard::LogRange } },
+            Ok(text) => {
+                Item { raw, id, action: Action::Forward { rewritten: Some(text), logs: guard == Guard::LogRange } }
+            }
             Err((code, message)) => refuse(id, code, message),
         },
     }
@@ -352,9 +358,8 @@ fn guarded(
 ) -> Result<String, (i64, String)> {
     let mut params: Vec<Value> = match params {
         None => Vec::new(),
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|_| {
-            (code::INVALID_PARAMS, format!("invalid params of {}: expected an array", shown(method)))
-        })?,
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|_| (code::INVALID_PARAMS, format!("invalid params of {}: expected an array", shown(method))))?,
     };
     let config = context.config;
     match guard {
@@ -703,8 +708,11 @@ impl Passthrough {
                 }
                 Ok(answer) => match serde_json::from_slice::<Vec<Box<RawValue>>>(&answer.bytes) {
                     Ok(node_responses) => {
-                        let log_ids: Vec<&str> =
-                            forwarded.iter().filter(|i| i.checks_logs()).filter_map(|i| i.id.map(|r| r.get())).collect();
+                        let log_ids: Vec<&str> = forwarded
+                            .iter()
+                            .filter(|i| i.checks_logs())
+                            .filter_map(|i| i.id.map(|r| r.get()))
+                            .collect();
                         for response in node_responses {
                             responses.push(self.checked_batch_answer(response, &log_ids));
                         }
@@ -765,7 +773,9 @@ impl Passthrough {
         let count = serde_json::from_str::<Vec<serde::de::IgnoredAny>>(result.get()).ok()?.len();
         let max = self.config.max_log_results;
         (count > max).then(|| {
-            format!("query returned more than {max} results; narrow the block range or the filter (the explorer's limit)")
+            format!(
+                "query returned more than {max} results; narrow the block range or the filter (the explorer's limit)"
+            )
         })
     }
 }
@@ -910,7 +920,10 @@ mod tests {
         assert_eq!(trace(r#"["0xab",{"timeout":"1m"}]"#)[1]["timeout"], "5000ms");
         assert_eq!(trace(r#"["0xab",{"timeout":"1.5s"}]"#)[1]["timeout"], "1500ms");
         assert_eq!(trace(r#"["0xab",{"timeout":"forever"}]"#)[1]["timeout"], "5000ms");
-        assert_eq!(trace(r#"["0xab",{"tracer":"callTracer"}]"#)[1], json!({"tracer": "callTracer", "timeout": "5000ms"}));
+        assert_eq!(
+            trace(r#"["0xab",{"tracer":"callTracer"}]"#)[1],
+            json!({"tracer": "callTracer", "timeout": "5000ms"})
+        );
         let text = r#"{"jsonrpc":"2.0","id":1,"method":"debug_traceCall","params":[{"gas":"0xffffffffff"},"latest"]}"#;
         let call = rewritten(classify_text(text, &config, None));
         assert_eq!(call["params"], json!([{"gas": "0x2faf080"}, "latest", {"timeout": "5000ms"}]));

