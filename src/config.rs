@@ -89,7 +89,7 @@ pub struct DaemonArgs {
     #[arg(long, env = "ROCKSCOUT_REINDEX")]
     pub reindex: bool,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
-    /// state changes, and pass debug_* through /api/eth.
+    /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
     #[arg(long, env = "ROCKSCOUT_TRACING")]
     pub tracing: bool,
     /// Blocks fetched concurrently while catching up.

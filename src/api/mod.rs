@@ -1,10 +1,10 @@
 //! The HTTP server: the only module that imports `hyper`.
 //!
 //! One accept loop (HTTP/1.1 and HTTP/2, upgrades enabled) bounded in concurrent connections, and one service
-//! function that, for every request: resolves the client IP and takes a token from its rate-limit bucket, answers
-//! CORS preflights, parses a [`Route`], dispatches it with one `match` under a per-request timeout, turns any
-//! [`ApiError`] into a response, and adds the CORS and `x-ratelimit-*` headers. Connections are drained gracefully
-//! on shutdown.
+//! function that, for every request: resolves the client IP and takes a token from its rate-limit bucket (refusing
+//! with 429 when it is empty, CORS preflights included; a JSON-RPC error on `/api/eth`), answers CORS preflights,
+//! parses a [`Route`], dispatches it with one `match` under a per-request timeout, turns any [`ApiError`] into a
+//! response, and adds the CORS and `x-ratelimit-*` headers. Connections are drained gracefully on shutdown.
 //!
 //! Surfaces (see `docs/api.md`): `GET /health`; Blockscout's REST API under `/api/v2`; the JSON-RPC passthrough
 //! `POST /api/eth`; the Phoenix V2 WebSocket `GET /socket/v2/websocket`.
