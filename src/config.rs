@@ -241,7 +241,7 @@ impl Config {
                 health: HealthConfig {
                     unresponsive_after: Duration::from_millis(args.health_unresponsive_ms)
                         .max(Duration::from_millis(args.poll_interval_ms) * 2),
-                    stalled_after: (args.health_stall_ms > 0).then(|| Duration::from_millis(args.health_stall_ms)),
+                    stalled_after: (args.health_stall_ms > 0).then_some(Duration::from_millis(args.health_stall_ms)),
                 },
                 ..ApiConfig::default()
             },

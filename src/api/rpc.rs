@@ -552,7 +552,7 @@ pub struct Passthrough {
 impl Passthrough {
     /// A passthrough with `config`.
     pub fn new(config: RpcConfig) -> Self {
-        let kib = (config.max_inflight_bytes.div_ceil(1024)).clamp(1, Semaphore::MAX_PERMITS);
+        let kib = config.max_inflight_bytes.div_ceil(1024).clamp(1, Semaphore::MAX_PERMITS);
         Passthrough {
             client: reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(60)).build().unwrap_or_default(),
             slots: ConcurrencyLimiter::new(config.max_concurrent_per_client, 100_000),
