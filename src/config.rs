@@ -3,7 +3,7 @@
 
 use crate::api::limits::RateLimitConfig;
 use crate::api::rpc::RpcConfig;
-use crate::api::ApiConfig;
+use crate::api::{ApiConfig, HealthConfig};
 use crate::indexer::{IndexerConfig, ResetPolicy};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::{IpAddr, SocketAddr};
@@ -89,7 +89,7 @@ pub struct DaemonArgs {
     #[arg(long, env = "ROCKSCOUT_REINDEX")]
     pub reindex: bool,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
-    /// state changes, and pass debug_* through /api/eth.
+    /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
     #[arg(long, env = "ROCKSCOUT_TRACING")]
     pub tracing: bool,
     /// Blocks fetched concurrently while catching up.
@@ -134,6 +134,33 @@ pub struct DaemonArgs {
     /// Most HTTP connections served at once.
     #[arg(long, env = "ROCKSCOUT_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_connections: u64,
+    /// Most gas an eth_call, eth_estimateGas, eth_createAccessList or debug_traceCall on /api/eth may use; a call
+    /// asking for more (or for no limit) gets this.
+    #[arg(long, env = "ROCKSCOUT_RPC_GAS_CAP", default_value_t = 50_000_000, value_parser = clap::value_parser!(u64).range(21_000..))]
+    pub rpc_gas_cap: u64,
+    /// Widest block range of one eth_getLogs on /api/eth.
+    #[arg(long, env = "ROCKSCOUT_RPC_MAX_LOG_RANGE", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub rpc_max_log_range: u64,
+    /// Most logs one eth_getLogs answer on /api/eth may hold.
+    #[arg(long, env = "ROCKSCOUT_RPC_MAX_LOG_RESULTS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub rpc_max_log_results: u64,
+    /// Longest tracer timeout passed to debug_trace* on /api/eth, in milliseconds.
+    #[arg(long, env = "ROCKSCOUT_RPC_TRACE_TIMEOUT_MS", default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub rpc_trace_timeout_ms: u64,
+    /// Most /api/eth requests in flight per client IP (more get 429).
+    #[arg(long, env = "ROCKSCOUT_RPC_MAX_CONCURRENT_PER_IP", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub rpc_max_concurrent_per_ip: u64,
+    /// Most MiB of node answers /api/eth holds at once, all clients together (more get 503).
+    #[arg(long, env = "ROCKSCOUT_RPC_MAX_INFLIGHT_MIB", default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub rpc_max_inflight_mib: u64,
+    /// /health says node_unresponsive (503) once the node has not answered for this many milliseconds (at least
+    /// twice the poll interval).
+    #[arg(long, env = "ROCKSCOUT_HEALTH_UNRESPONSIVE_MS", default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub health_unresponsive_ms: u64,
+    /// /health says node_stalled (503) once the node's head has not moved for this many milliseconds; 0 = never
+    /// (the default, as an idle devnet makes no blocks). Set it on chains with regular blocks.
+    #[arg(long, env = "ROCKSCOUT_HEALTH_STALL_MS", default_value_t = 0)]
+    pub health_stall_ms: u64,
 }
 
 /// The validated configuration of one daemon.
@@ -203,7 +230,18 @@ impl Config {
                     max_batch: args.max_batch as usize,
                     max_body: args.max_body_bytes as usize,
                     upstream_timeout: rpc_timeout,
+                    gas_cap: args.rpc_gas_cap,
+                    max_log_range: args.rpc_max_log_range,
+                    max_log_results: args.rpc_max_log_results as usize,
+                    trace_timeout: Duration::from_millis(args.rpc_trace_timeout_ms),
+                    max_concurrent_per_client: args.rpc_max_concurrent_per_ip as usize,
+                    max_inflight_bytes: (args.rpc_max_inflight_mib as usize) << 20,
                     ..RpcConfig::default()
+                },
+                health: HealthConfig {
+                    unresponsive_after: Duration::from_millis(args.health_unresponsive_ms)
+                        .max(Duration::from_millis(args.poll_interval_ms) * 2),
+                    stalled_after: (args.health_stall_ms > 0).then_some(Duration::from_millis(args.health_stall_ms)),
                 },
                 ..ApiConfig::default()
             },

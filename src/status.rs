@@ -1,7 +1,8 @@
-//! `Status`: what the follower knows right now (node head, reachability, indexed tip), shared with the API for
-//! `/health` and the indexing-status endpoint.
+//! `Status`: what the follower knows right now (node head, reachability, when the node last answered and when its
+//! head last moved, indexed tip), shared with the API for `/health` and the indexing-status endpoint.
 
 use std::sync::Mutex;
+use std::time::Instant;
 
 /// A copy of the follower's state at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -19,6 +20,10 @@ pub struct StatusSnapshot {
     pub tracing: Option<bool>,
     /// Highest block whose traces are indexed.
     pub traced: Option<u64>,
+    /// When the node last answered a request of the follower.
+    pub node_answered_at: Option<Instant>,
+    /// When the node's head was first seen at its current number.
+    pub head_seen_at: Option<Instant>,
 }
 
 impl StatusSnapshot {
@@ -69,11 +74,17 @@ impl Status {
     }
 
     pub(crate) fn set_node_head(&self, head: u64) {
-        self.update(|s| s.node_head = Some(head));
+        self.update(|s| {
+            if s.node_head != Some(head) {
+                s.head_seen_at = Some(Instant::now());
+            }
+            s.node_head = Some(head);
+        });
     }
 
     pub(crate) fn set_node_ok(&self) {
         self.update(|s| {
+            s.node_answered_at = Some(Instant::now());
             s.node_reachable = true;
             s.node_error = None;
         });

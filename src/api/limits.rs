@@ -1,10 +1,11 @@
 //! Per-client rate limiting: the client's IP (through trusted proxies' `X-Forwarded-For`), a token bucket per IP
-//! with bounded memory, and the `x-ratelimit-*` headers sent on every response.
+//! with bounded memory, and the `x-ratelimit-*` headers sent on every response; and a per-IP bound on requests in
+//! flight ([`ConcurrencyLimiter`], used by the JSON-RPC passthrough).
 
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Rate limiting settings.
@@ -180,6 +181,61 @@ pub fn set_headers(headers: &mut HeaderMap, verdict: &Verdict) {
     headers.insert(HeaderName::from_static("bypass-429-option"), HeaderValue::from_static("no_bypass"));
 }
 
+/// Requests in flight per client IP, at most `per_client` each. Only clients with a request in flight are tracked
+/// (at most `max_tracked` at once), so memory is bounded by the server's own concurrency.
+#[derive(Debug)]
+pub struct ConcurrencyLimiter {
+    per_client: usize,
+    max_tracked: usize,
+    in_flight: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+/// One request in flight; gives its place back when dropped.
+#[derive(Debug)]
+pub struct Slot {
+    ip: IpAddr,
+    in_flight: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+impl ConcurrencyLimiter {
+    /// A limiter allowing `per_client` requests in flight per IP, tracking at most `max_tracked` IPs.
+    pub fn new(per_client: usize, max_tracked: usize) -> Self {
+        ConcurrencyLimiter { per_client, max_tracked, in_flight: Arc::default() }
+    }
+
+    /// A slot for `ip`, or `None` when it already has `per_client` requests in flight (or too many clients do).
+    pub fn try_acquire(&self, ip: IpAddr) -> Option<Slot> {
+        let ip = canonical(ip);
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        if !in_flight.contains_key(&ip) && in_flight.len() >= self.max_tracked {
+            return None;
+        }
+        let count = in_flight.entry(ip).or_insert(0);
+        if *count >= self.per_client {
+            return None;
+        }
+        *count += 1;
+        Some(Slot { ip, in_flight: self.in_flight.clone() })
+    }
+
+    /// Requests in flight for `ip`.
+    pub fn in_flight(&self, ip: IpAddr) -> usize {
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).get(&canonical(ip)).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = in_flight.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                in_flight.remove(&self.ip);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,5 +292,22 @@ mod tests {
         assert_eq!(client_ip(proxy, &HeaderMap::new(), &[proxy]), proxy);
         let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
         assert_eq!(client_ip(mapped, &HeaderMap::new(), &[]), proxy);
+    }
+
+    #[test]
+    fn concurrency_is_bounded_per_client_and_released_on_drop() {
+        let limiter = ConcurrencyLimiter::new(2, 2);
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let (first, second) = (limiter.try_acquire(a).unwrap(), limiter.try_acquire(a).unwrap());
+        assert!(limiter.try_acquire(a).is_none());
+        assert!(limiter.try_acquire("::ffff:10.0.0.1".parse().unwrap()).is_none(), "mapped IPv4 is the same client");
+        let b = limiter.try_acquire("10.0.0.2".parse().unwrap()).unwrap();
+        assert!(limiter.try_acquire("10.0.0.3".parse().unwrap()).is_none(), "at most two clients tracked");
+        drop(first);
+        assert_eq!(limiter.in_flight(a), 1);
+        let third = limiter.try_acquire(a).unwrap();
+        drop((second, third, b));
+        assert_eq!(limiter.in_flight(a), 0);
+        assert!(limiter.try_acquire("10.0.0.3".parse().unwrap()).is_some());
     }
 }

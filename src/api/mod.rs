@@ -1,10 +1,10 @@
 //! The HTTP server: the only module that imports `hyper`.
 //!
 //! One accept loop (HTTP/1.1 and HTTP/2, upgrades enabled) bounded in concurrent connections, and one service
-//! function that, for every request: resolves the client IP and takes a token from its rate-limit bucket, answers
-//! CORS preflights, parses a [`Route`], dispatches it with one `match` under a per-request timeout, turns any
-//! [`ApiError`] into a response, and adds the CORS and `x-ratelimit-*` headers. Connections are drained gracefully
-//! on shutdown.
+//! function that, for every request: resolves the client IP and takes a token from its rate-limit bucket (refusing
+//! with 429 when it is empty, CORS preflights included; a JSON-RPC error on `/api/eth`), answers CORS preflights,
+//! parses a [`Route`], dispatches it with one `match` under a per-request timeout, turns any [`ApiError`] into a
+//! response, and adds the CORS and `x-ratelimit-*` headers. Connections are drained gracefully on shutdown.
 //!
 //! Surfaces (see `docs/api.md`): `GET /health`; Blockscout's REST API under `/api/v2`; the JSON-RPC passthrough
 //! `POST /api/eth`; the Phoenix V2 WebSocket `GET /socket/v2/websocket`.
@@ -23,6 +23,7 @@ pub mod rpc;
 pub mod ws;
 
 pub use error::ApiError;
+pub use health::HealthConfig;
 pub use router::Route;
 
 use crate::events::EventSender;
@@ -67,6 +68,8 @@ pub struct ApiConfig {
     pub rpc: RpcConfig,
     /// The WebSocket stream.
     pub ws: ws::WsConfig,
+    /// When `/health` reports the node unresponsive or stalled.
+    pub health: health::HealthConfig,
 }
 
 impl Default for ApiConfig {
@@ -79,6 +82,7 @@ impl Default for ApiConfig {
             rate_limit: RateLimitConfig::default(),
             rpc: RpcConfig::default(),
             ws: ws::WsConfig::default(),
+            health: health::HealthConfig::default(),
         }
     }
 }
@@ -116,7 +120,7 @@ pub struct Shared {
     limiter: RateLimiter,
     /// One permit per store-reading handler running on the blocking pool.
     readers: Arc<tokio::sync::Semaphore>,
-    rpc_client: rpc::reqwest::Client,
+    rpc: rpc::Passthrough,
     stats: Mutex<Option<Arc<ChainStats>>>,
     on_chain: Mutex<OnChainCache>,
 }
@@ -171,7 +175,7 @@ impl AppState {
             },
             limiter: RateLimiter::new(config.rate_limit.clone()),
             readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
-            rpc_client: rpc::client(),
+            rpc: rpc::Passthrough::new(config.rpc.clone()),
             config,
             stats: Mutex::new(None),
             on_chain: Mutex::new(OnChainCache::default()),
@@ -284,17 +288,30 @@ fn preflight(req: &Request<Incoming>) -> Response<Body> {
 async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Result<Response<Body>, Infallible> {
     let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
     let verdict = state.limiter.check(client, Instant::now());
-    let mut response = if req.method() == Method::OPTIONS {
-        preflight(&req)
-    } else if let Verdict::Limited(_) = verdict {
+    // Preflights take a token like any request, and are refused like any request once the bucket is empty.
+    let mut response = if let Verdict::Limited(_) = verdict {
         tracing::debug!(%client, "rate limited");
-        json_response(StatusCode::TOO_MANY_REQUESTS, &serde_json::json!({"message": "Too many requests"}))
+        if req.uri().path() == "/api/eth" {
+            let message = "Too many requests";
+            rpc::error_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                serde_json::Value::Null,
+                rpc::code::LIMIT_EXCEEDED,
+                message,
+            )
+        } else {
+            json_response(StatusCode::TOO_MANY_REQUESTS, &serde_json::json!({"message": "Too many requests"}))
+        }
+    } else if req.method() == Method::OPTIONS {
+        preflight(&req)
     } else {
         match Route::parse(req.method(), req.uri().path(), req.uri().query()) {
-            Ok(route) => match tokio::time::timeout(state.config.request_timeout, route.dispatch(req, &state)).await {
-                Ok(result) => result.unwrap_or_else(ApiError::into_response),
-                Err(_) => ApiError::Timeout.into_response(),
-            },
+            Ok(route) => {
+                match tokio::time::timeout(state.config.request_timeout, route.dispatch(req, &state, client)).await {
+                    Ok(result) => result.unwrap_or_else(ApiError::into_response),
+                    Err(_) => ApiError::Timeout.into_response(),
+                }
+            }
             Err(e) => e.into_response(),
         }
     };

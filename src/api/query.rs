@@ -60,7 +60,9 @@ impl Query {
         self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty() && *v != "null")
     }
 
-    /// An optional non-negative integer parameter.
+    /// An optional non-negative integer parameter: decimal digits, with leading zeros and a leading `+` accepted
+    /// (sent as `%2B`; a bare `+` decodes to a space and is refused). This is deliberate: Blockscout reads these with
+    /// Elixir's `Integer.parse`, which also accepts `"+1"`, so both servers read the same queries the same way.
     pub fn u64(&self, key: &'static str) -> Result<Option<u64>, ApiError> {
         self.get(key)
             .map(|v| {
@@ -86,5 +88,15 @@ mod tests {
         assert!(q.u64("q").is_err());
         assert_eq!(percent_decode("%4"), "%4");
         assert_eq!(percent_decode("100%"), "100%");
+    }
+
+    #[test]
+    fn integers_accept_a_plus_sign_and_leading_zeros_only() {
+        let q = Query::parse(Some("a=%2B1&b=007&c=+1&d=-1&e=%2B%2B1&f=1.0&g=%2B"));
+        assert_eq!(q.u64("a").unwrap(), Some(1));
+        assert_eq!(q.u64("b").unwrap(), Some(7));
+        for refused in ["c", "d", "e", "f", "g"] {
+            assert!(q.u64(refused).is_err(), "{refused}");
+        }
     }
 }

@@ -20,6 +20,7 @@ use crate::store::records::{CallKind, TokenKind};
 use alloy::primitives::{Address, B256};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
+use std::net::IpAddr;
 
 /// Default page size (the seed's 25).
 pub const DEFAULT_PAGE: usize = 25;
@@ -529,7 +530,12 @@ impl Route {
 impl Route {
     /// Serves the route: the one `match` from endpoints to handlers. Handlers that scan run through [`read`] on
     /// the blocking pool under the request's deadline; single objects are a few point reads and stay inline.
-    pub async fn dispatch(self, req: Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
+    pub async fn dispatch(
+        self,
+        req: Request<Incoming>,
+        state: &AppState,
+        client: IpAddr,
+    ) -> Result<Response<Body>, ApiError> {
         use super::rest::{addresses, blocks, search, stats, tokens, traces, transactions};
         use super::{health, rpc, ws};
         let deadline = tokio::time::Instant::now() + state.config.request_timeout;
@@ -537,9 +543,14 @@ impl Route {
             Route::Health => Ok(health::health(state)),
             Route::Socket => ws::upgrade(req, state),
             Route::Rpc => {
-                let limit = state.config.rpc.max_body;
+                // Held until the answer is built: a client has a bounded number of passthrough requests in flight.
+                let _slot = match state.rpc.admit(client) {
+                    Ok(slot) => slot,
+                    Err(refused) => return Ok(refused),
+                };
+                let limit = state.rpc.config().max_body;
                 match read_body(req, limit).await {
-                    Ok(body) => Ok(rpc::call(&state.rpc_client, &state.rpc_url, body, &state.config.rpc).await),
+                    Ok(body) => Ok(state.rpc.call(&state.rpc_url, body, state.status.snapshot().node_head).await),
                     Err(ApiError::PayloadTooLarge { limit }) => Ok(rpc::error_response(
                         StatusCode::PAYLOAD_TOO_LARGE,
                         serde_json::Value::Null,

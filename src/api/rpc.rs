@@ -1,21 +1,28 @@
-//! `POST /api/eth`: JSON-RPC 2.0 passthrough to the node, behind an allow-list.
+//! `POST /api/eth`: JSON-RPC 2.0 passthrough to the node, behind an explicit allow-list and bounds on what a caller
+//! can make the node do.
 //!
-//! Allowed and forwarded unchanged: `eth_*`, `net_*`, `web3_*`, and `debug_*` when tracing is enabled. Refused
-//! locally (never forwarded): methods that use keys held by the node (`eth_sendTransaction`, `eth_sign*`), every
-//! other namespace (`anvil_`, `hardhat_`, `evm_`, `admin_`, `personal_`, `miner_`, `txpool_`, `engine_`, …),
-//! subscriptions (they need a WebSocket), and `eth_sendRawTransaction` when the operator disabled it.
-//! `eth_accounts` is answered locally with `[]`. A request or batch entirely allowed is forwarded as the exact
-//! bytes received and the node's answer is returned as the exact bytes it sent.
+//! Every method name is looked up, byte for byte, in [`METHODS`]; anything not listed is refused locally (-32601)
+//! and never reaches the node. Listed methods are forwarded, forwarded only under a switch (raw transaction
+//! submission; the `debug_trace*`/`debug_getRaw*` family with tracing), or answered locally (`eth_accounts`).
+//! Methods that make the node execute or scan are guarded: calls get their `gas` capped, `eth_getLogs` a block
+//! range cap (and a result cap on the answer), traces a tracer `timeout`. Guarded requests are re-encoded from the
+//! checked values, so the node sees exactly what was checked; all other requests go out as the exact bytes
+//! received, and answers come back as the exact bytes the node sent. Each client IP has a few requests in flight
+//! at most, and all node answers together hold at most a fixed byte budget.
 
 use super::body::{raw_json_response, Body};
+use super::limits::ConcurrencyLimiter;
 pub(super) use alloy::transports::http::reqwest;
 use bytes::Bytes;
 use hyper::StatusCode;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::borrow::Cow;
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// JSON-RPC error codes used here.
 pub mod code {
@@ -25,16 +32,20 @@ pub mod code {
     pub const INVALID_REQUEST: i64 = -32600;
     /// Method not found or not allowed.
     pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Parameters a guard cannot read (e.g. a block tag of `eth_getLogs`).
+    pub const INVALID_PARAMS: i64 = -32602;
     /// The node could not be reached.
     pub const UPSTREAM_UNAVAILABLE: i64 = -32000;
+    /// A bound was hit: rate, concurrency, bytes in flight, log range or results (EIP-1474's "limit exceeded").
+    pub const LIMIT_EXCEEDED: i64 = -32005;
 }
 
 /// Passthrough settings.
 #[derive(Debug, Clone)]
 pub struct RpcConfig {
-    /// Forward `debug_*` (the daemon runs with tracing).
+    /// Forward the read-only `debug_trace*`/`debug_getRaw*` methods (the daemon runs with tracing).
     pub allow_debug: bool,
-    /// Forward `eth_sendRawTransaction`.
+    /// Forward `eth_sendRawTransaction` and `eth_sendRawTransactionSync`.
     pub allow_send_raw: bool,
     /// Most requests in one batch.
     pub max_batch: usize,
@@ -44,6 +55,18 @@ pub struct RpcConfig {
     pub max_response: usize,
     /// Time the node has to answer.
     pub upstream_timeout: Duration,
+    /// Most gas a call (`eth_call`, `eth_estimateGas`, `eth_createAccessList`, `debug_traceCall`) may use.
+    pub gas_cap: u64,
+    /// Widest block range of one `eth_getLogs`.
+    pub max_log_range: u64,
+    /// Most logs one `eth_getLogs` answer may hold.
+    pub max_log_results: usize,
+    /// Longest tracer `timeout` passed to `debug_trace*`.
+    pub trace_timeout: Duration,
+    /// Most passthrough requests in flight per client IP.
+    pub max_concurrent_per_client: usize,
+    /// Most bytes of node answers held at once, all clients together.
+    pub max_inflight_bytes: usize,
 }
 
 impl Default for RpcConfig {
@@ -55,51 +78,160 @@ impl Default for RpcConfig {
             max_body: 1 << 20,
             max_response: 32 << 20,
             upstream_timeout: Duration::from_secs(10),
+            gas_cap: 50_000_000,
+            max_log_range: 10_000,
+            max_log_results: 10_000,
+            trace_timeout: Duration::from_secs(5),
+            max_concurrent_per_client: 8,
+            max_inflight_bytes: 128 << 20,
         }
     }
 }
 
+/// Under which condition a listed method is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Always forwarded.
+    Forward,
+    /// Forwarded unless `--no-send-raw-transaction`.
+    ForwardIfSendRaw,
+    /// Forwarded with `--tracing`.
+    ForwardIfTracing,
+    /// Answered locally with `[]` (the node's accounts are not the public's).
+    AnswerEmptyList,
+}
+
+/// What is checked or rewritten in a forwarded request's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// Forwarded as received.
+    None,
+    /// `params[0]` is a call object: its `gas` is capped.
+    GasCap,
+    /// `params[0]` is a log filter: its block range is capped, and so is the number of results.
+    LogRange,
+    /// `params[n]` is a tracer config: its `timeout` is capped.
+    TraceTimeout(usize),
+    /// `debug_traceCall`: gas cap on `params[0]`, trace timeout on `params[2]`.
+    TraceCall,
+}
+
+/// The allow-list: every method served, how, and what is guarded. Anything else is refused.
+pub const METHODS: &[(&str, Access, Guard)] = &[
+    ("web3_clientVersion", Access::Forward, Guard::None),
+    ("web3_sha3", Access::Forward, Guard::None),
+    ("net_version", Access::Forward, Guard::None),
+    ("net_listening", Access::Forward, Guard::None),
+    ("net_peerCount", Access::Forward, Guard::None),
+    ("eth_chainId", Access::Forward, Guard::None),
+    ("eth_blockNumber", Access::Forward, Guard::None),
+    ("eth_syncing", Access::Forward, Guard::None),
+    ("eth_protocolVersion", Access::Forward, Guard::None),
+    ("eth_gasPrice", Access::Forward, Guard::None),
+    ("eth_maxPriorityFeePerGas", Access::Forward, Guard::None),
+    ("eth_blobBaseFee", Access::Forward, Guard::None),
+    ("eth_feeHistory", Access::Forward, Guard::None),
+    ("eth_getBalance", Access::Forward, Guard::None),
+    ("eth_getCode", Access::Forward, Guard::None),
+    ("eth_getStorageAt", Access::Forward, Guard::None),
+    ("eth_getTransactionCount", Access::Forward, Guard::None),
+    ("eth_getProof", Access::Forward, Guard::None),
+    ("eth_getBlockByNumber", Access::Forward, Guard::None),
+    ("eth_getBlockByHash", Access::Forward, Guard::None),
+    ("eth_getBlockReceipts", Access::Forward, Guard::None),
+    ("eth_getBlockTransactionCountByNumber", Access::Forward, Guard::None),
+    ("eth_getBlockTransactionCountByHash", Access::Forward, Guard::None),
+    ("eth_getUncleCountByBlockNumber", Access::Forward, Guard::None),
+    ("eth_getUncleCountByBlockHash", Access::Forward, Guard::None),
+    ("eth_getUncleByBlockNumberAndIndex", Access::Forward, Guard::None),
+    ("eth_getUncleByBlockHashAndIndex", Access::Forward, Guard::None),
+    ("eth_getTransactionByHash", Access::Forward, Guard::None),
+    ("eth_getTransactionByBlockNumberAndIndex", Access::Forward, Guard::None),
+    ("eth_getTransactionByBlockHashAndIndex", Access::Forward, Guard::None),
+    ("eth_getTransactionReceipt", Access::Forward, Guard::None),
+    ("eth_getRawTransactionByHash", Access::Forward, Guard::None),
+    ("eth_call", Access::Forward, Guard::GasCap),
+    ("eth_estimateGas", Access::Forward, Guard::GasCap),
+    ("eth_createAccessList", Access::Forward, Guard::GasCap),
+    ("eth_getLogs", Access::Forward, Guard::LogRange),
+    ("eth_sendRawTransaction", Access::ForwardIfSendRaw, Guard::None),
+    ("eth_sendRawTransactionSync", Access::ForwardIfSendRaw, Guard::None),
+    ("eth_accounts", Access::AnswerEmptyList, Guard::None),
+    ("eth_requestAccounts", Access::AnswerEmptyList, Guard::None),
+    ("debug_traceTransaction", Access::ForwardIfTracing, Guard::TraceTimeout(1)),
+    ("debug_traceBlockByNumber", Access::ForwardIfTracing, Guard::TraceTimeout(1)),
+    ("debug_traceBlockByHash", Access::ForwardIfTracing, Guard::TraceTimeout(1)),
+    ("debug_traceBlock", Access::ForwardIfTracing, Guard::TraceTimeout(1)),
+    ("debug_traceCall", Access::ForwardIfTracing, Guard::TraceCall),
+    ("debug_getRawHeader", Access::ForwardIfTracing, Guard::None),
+    ("debug_getRawBlock", Access::ForwardIfTracing, Guard::None),
+    ("debug_getRawTransaction", Access::ForwardIfTracing, Guard::None),
+    ("debug_getRawReceipts", Access::ForwardIfTracing, Guard::None),
+];
+
 /// What to do with one method.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// Send it to the node.
-    Forward,
+    /// Send it to the node, with this guard.
+    Forward(Guard),
     /// Answer locally with this result.
     Answer(Value),
     /// Refuse with this message.
     Refuse(String),
 }
 
-/// The allow-list.
+/// A method name as shown in messages: quoted and escaped (a trailing space or NUL is visible), cut at 64 chars.
+fn shown(method: &str) -> String {
+    let cut: String = method.chars().take(64).collect();
+    format!("{cut:?}")
+}
+
+/// The allow-list lookup: exact bytes, no prefixes.
 pub fn decide(method: &str, config: &RpcConfig) -> Decision {
-    const NODE_KEYS: &[&str] = &["eth_sendTransaction", "eth_sign", "eth_signTransaction"];
-    if method == "eth_accounts" {
-        return Decision::Answer(json!([]));
-    }
-    if NODE_KEYS.contains(&method) || method.starts_with("eth_signTypedData") {
-        return Decision::Refuse(format!("method {method} is not available: it uses keys held by the node"));
-    }
-    if matches!(method, "eth_subscribe" | "eth_unsubscribe") {
-        return Decision::Refuse(format!("method {method} is not available over HTTP"));
-    }
-    if method == "eth_sendRawTransaction" && !config.allow_send_raw {
-        return Decision::Refuse("method eth_sendRawTransaction is disabled on this explorer".into());
-    }
-    let namespace = method.split('_').next().unwrap_or_default();
-    match namespace {
-        "eth" | "net" | "web3" if method.len() > namespace.len() + 1 => Decision::Forward,
-        "debug" if config.allow_debug => Decision::Forward,
-        "debug" => Decision::Refuse(format!("method {method} is not available: tracing is not enabled")),
-        _ => Decision::Refuse(format!("the method {method} does not exist/is not available")),
+    match METHODS.iter().find(|(name, _, _)| *name == method) {
+        Some((_, Access::Forward, guard)) => Decision::Forward(*guard),
+        Some((_, Access::ForwardIfSendRaw, guard)) if config.allow_send_raw => Decision::Forward(*guard),
+        Some((_, Access::ForwardIfSendRaw, _)) => {
+            Decision::Refuse(format!("method {} is disabled on this explorer", shown(method)))
+        }
+        Some((_, Access::ForwardIfTracing, guard)) if config.allow_debug => Decision::Forward(*guard),
+        Some((_, Access::ForwardIfTracing, _)) => {
+            Decision::Refuse(format!("method {} is not available: tracing is not enabled", shown(method)))
+        }
+        Some((_, Access::AnswerEmptyList, _)) => Decision::Answer(json!([])),
+        None => Decision::Refuse(refusal(method)),
     }
 }
 
+/// Why an unlisted method is refused.
+fn refusal(method: &str) -> String {
+    const NODE_KEYS: &[&str] = &[
+        "eth_sendTransaction",
+        "eth_sendTransactionSync",
+        "eth_sendUnsignedTransaction",
+        "eth_sign",
+        "eth_signTransaction",
+    ];
+    if NODE_KEYS.contains(&method) || method.starts_with("eth_signTypedData") || method.starts_with("personal_") {
+        format!("method {} is not available: it uses keys held by the node", shown(method))
+    } else if matches!(method, "eth_subscribe" | "eth_unsubscribe") {
+        format!("method {} is not available over HTTP", shown(method))
+    } else {
+        format!("the method {} does not exist/is not available", shown(method))
+    }
+}
+
+/// The members of a request; any other member (say `"METHOD"`, which a case-insensitive parser on the node would
+/// take for `method`) or a duplicate makes it an invalid request.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Probe<'a> {
     #[serde(default, borrow)]
     jsonrpc: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     method: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     id: Option<&'a RawValue>,
 }
@@ -109,25 +241,54 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
     <&RawValue>::deserialize(d).map(Some)
 }
 
+/// What happens to one request of a call.
+#[derive(Debug)]
+enum Action {
+    /// Sent to the node: the original bytes, or the re-encoded guarded request. `logs`: the answer's result count
+    /// is checked.
+    Forward { rewritten: Option<String>, logs: bool },
+    /// Answered locally.
+    Answer(Value),
+    /// Refused locally.
+    Refuse { code: i64, message: String },
+}
+
 /// One request of a call, classified.
 struct Item<'a> {
     raw: &'a RawValue,
     id: Option<&'a RawValue>,
-    decision: Decision,
+    action: Action,
 }
 
 impl Item<'_> {
-    /// The local response of a refused or locally answered request (`None` for a notification).
+    fn forwarded(&self) -> bool {
+        matches!(self.action, Action::Forward { .. })
+    }
+
+    fn checks_logs(&self) -> bool {
+        matches!(self.action, Action::Forward { logs: true, .. })
+    }
+
+    /// The bytes sent to the node.
+    fn outgoing(&self) -> &str {
+        match &self.action {
+            Action::Forward { rewritten: Some(text), .. } => text,
+            _ => self.raw.get(),
+        }
+    }
+
+    fn id_value(&self) -> Value {
+        self.id.map(|r| serde_json::from_str(r.get()).unwrap_or(Value::Null)).unwrap_or(Value::Null)
+    }
+
+    /// The local response of a refused or locally answered request (`None` for a notification or a forwarded one).
     fn local_response(&self) -> Option<Value> {
-        let id: Value = match self.id {
-            Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
-            None => return None,
-        };
-        Some(match &self.decision {
-            Decision::Answer(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Decision::Refuse(message) => error_value(id, code::METHOD_NOT_FOUND, message),
-            Decision::Forward => unreachable!("forwarded requests have no local response"),
-        })
+        self.id?;
+        match &self.action {
+            Action::Answer(result) => Some(json!({"jsonrpc": "2.0", "id": self.id_value(), "result": result})),
+            Action::Refuse { code, message } => Some(error_value(self.id_value(), *code, message)),
+            Action::Forward { .. } => None,
+        }
     }
 }
 
@@ -141,19 +302,44 @@ pub fn error_response(status: StatusCode, id: Value, code: i64, message: &str) -
     raw_json_response(status, Bytes::from(bytes))
 }
 
-fn classify<'a>(raw: &'a RawValue, config: &RpcConfig) -> Item<'a> {
-    match serde_json::from_str::<Probe<'a>>(raw.get()) {
-        Ok(Probe { jsonrpc: Some(version), method: Some(method), id }) if version == "2.0" => {
-            Item { raw, id, decision: decide(&method, config) }
+/// What the guards need besides the configuration.
+struct Context<'c> {
+    config: &'c RpcConfig,
+    /// The node's head as the follower last saw it (resolves `latest` in log filters).
+    node_head: Option<u64>,
+}
+
+fn classify<'a>(raw: &'a RawValue, context: &Context<'_>) -> Item<'a> {
+    let refuse = |id: Option<&'a RawValue>, code: i64, message: String| Item {
+        raw,
+        id,
+        action: Action::Refuse { code, message },
+    };
+    let probe = match serde_json::from_str::<Probe<'a>>(raw.get()) {
+        Ok(probe) => probe,
+        Err(e) => {
+            return refuse(Some(null_raw()), code::INVALID_REQUEST, format!("invalid request: {e}"));
         }
-        Ok(Probe { id, .. }) => Item {
-            raw,
-            id: Some(id.unwrap_or(null_raw())),
-            decision: Decision::Refuse("invalid request: expected {\"jsonrpc\": \"2.0\", \"method\": …}".into()),
+    };
+    let (Some(version), Some(method)) = (&probe.jsonrpc, &probe.method) else {
+        let message = "invalid request: expected {\"jsonrpc\": \"2.0\", \"method\": …}".to_owned();
+        return refuse(Some(probe.id.unwrap_or(null_raw())), code::INVALID_REQUEST, message);
+    };
+    if version != "2.0" {
+        let message = "invalid request: expected {\"jsonrpc\": \"2.0\", \"method\": …}".to_owned();
+        return refuse(Some(probe.id.unwrap_or(null_raw())), code::INVALID_REQUEST, message);
+    }
+    let id = probe.id;
+    match decide(method, context.config) {
+        Decision::Answer(result) => Item { raw, id, action: Action::Answer(result) },
+        Decision::Refuse(message) => refuse(id, code::METHOD_NOT_FOUND, message),
+        Decision::Forward(Guard::None) => Item { raw, id, action: Action::Forward { rewritten: None, logs: false } },
+        Decision::Forward(guard) => match guarded(method, probe.params, id, guard, context) {
+            Ok(text) => {
+                Item { raw, id, action: Action::Forward { rewritten: Some(text), logs: guard == Guard::LogRange } }
+            }
+            Err((code, message)) => refuse(id, code, message),
         },
-        Err(_) => {
-            Item { raw, id: Some(null_raw()), decision: Decision::Refuse("invalid request: not an object".into()) }
-        }
     }
 }
 
@@ -162,140 +348,436 @@ fn null_raw() -> &'static RawValue {
     NULL.get_or_init(|| RawValue::from_string("null".into()).expect("null is JSON"))
 }
 
-/// Items refused as invalid requests get -32600, the rest of the refusals -32601.
-fn invalid_request(item: &Item<'_>) -> bool {
-    matches!(&item.decision, Decision::Refuse(m) if m.starts_with("invalid request"))
-}
-
-fn local_value(item: &Item<'_>) -> Option<Value> {
-    let mut value = item.local_response()?;
-    if invalid_request(item) {
-        value["error"]["code"] = json!(code::INVALID_REQUEST);
-    }
-    Some(value)
-}
-
-/// Sends `body` to the node; returns the node's status and body, or why it failed.
-async fn forward(
-    client: &reqwest::Client,
-    url: &str,
-    body: Bytes,
-    config: &RpcConfig,
-) -> Result<(StatusCode, Bytes), String> {
-    let request = client
-        .post(url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body)
-        .timeout(config.upstream_timeout)
-        .send();
-    let mut response = request.await.map_err(|e| {
-        if e.is_timeout() {
-            format!("the node did not answer within {:?}", config.upstream_timeout)
-        } else {
-            format!("the node is unreachable ({})", e.without_url())
-        }
-    })?;
-    let status = StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-    let mut out = Vec::new();
-    while let Some(chunk) =
-        response.chunk().await.map_err(|e| format!("reading the node's answer: {}", e.without_url()))?
-    {
-        if out.len() + chunk.len() > config.max_response {
-            return Err(format!("the node's answer exceeds {} bytes", config.max_response));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok((status, Bytes::from(out)))
-}
-
-/// The pooled upstream client.
-pub fn client() -> reqwest::Client {
-    reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(60)).build().unwrap_or_default()
-}
-
-/// Handles one call (single request or batch) whose body is `body`.
-pub async fn call(client: &reqwest::Client, url: &str, body: Bytes, config: &RpcConfig) -> hyper::Response<Body> {
-    let trimmed = body.iter().position(|b| !b.is_ascii_whitespace()).map(|i| body[i]);
-    let is_batch = trimmed == Some(b'[');
-    let items: Vec<&RawValue> = if is_batch {
-        match serde_json::from_slice::<Vec<&RawValue>>(&body) {
-            Ok(items) => items,
-            Err(_) => return error_response(StatusCode::OK, Value::Null, code::PARSE_ERROR, "Parse error"),
-        }
-    } else {
-        match serde_json::from_slice::<&RawValue>(&body) {
-            Ok(item) => vec![item],
-            Err(_) => return error_response(StatusCode::OK, Value::Null, code::PARSE_ERROR, "Parse error"),
-        }
+/// Applies `guard` to the parameters and re-encodes the request from the checked values.
+fn guarded(
+    method: &str,
+    params: Option<&RawValue>,
+    id: Option<&RawValue>,
+    guard: Guard,
+    context: &Context<'_>,
+) -> Result<String, (i64, String)> {
+    let mut params: Vec<Value> = match params {
+        None => Vec::new(),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|_| (code::INVALID_PARAMS, format!("invalid params of {}: expected an array", shown(method))))?,
     };
-    if is_batch && items.is_empty() {
-        return error_response(StatusCode::OK, Value::Null, code::INVALID_REQUEST, "invalid request: empty batch");
+    let config = context.config;
+    match guard {
+        Guard::None => {}
+        Guard::GasCap => cap_call_gas(params.get_mut(0), config.gas_cap),
+        Guard::LogRange => check_log_range(params.get_mut(0), config.max_log_range, context.node_head)?,
+        Guard::TraceTimeout(index) => cap_trace_timeout(&mut params, index, config.trace_timeout),
+        Guard::TraceCall => {
+            cap_call_gas(params.get_mut(0), config.gas_cap);
+            cap_trace_timeout(&mut params, 2, config.trace_timeout);
+        }
     }
-    if items.len() > config.max_batch {
-        let message = format!("batch of {} requests exceeds the limit of {}", items.len(), config.max_batch);
-        return error_response(StatusCode::OK, Value::Null, code::INVALID_REQUEST, &message);
+    let mut request = Map::new();
+    request.insert("jsonrpc".into(), json!("2.0"));
+    if let Some(id) = id {
+        request.insert("id".into(), serde_json::from_str(id.get()).unwrap_or(Value::Null));
     }
-    let classified: Vec<Item<'_>> = items.iter().map(|raw| classify(raw, config)).collect();
-    let forwarded: Vec<&Item<'_>> = classified.iter().filter(|i| i.decision == Decision::Forward).collect();
+    request.insert("method".into(), json!(method));
+    request.insert("params".into(), Value::Array(params));
+    Ok(Value::Object(request).to_string())
+}
 
-    if !is_batch {
-        let item = &classified[0];
-        if item.decision != Decision::Forward {
-            return match local_value(item) {
+/// Removes every member whose name equals `name` ignoring ASCII case (a case-insensitive parser on the node would
+/// read any of them) and returns the value of the exactly named one, else of the first variant.
+fn take_member(object: &mut Map<String, Value>, name: &str) -> Option<Value> {
+    let variants: Vec<String> = object.keys().filter(|k| k.eq_ignore_ascii_case(name)).cloned().collect();
+    let exact = object.get(name).cloned();
+    let mut first = None;
+    for key in variants {
+        let value = object.remove(&key);
+        first = first.or(value);
+    }
+    exact.or(first)
+}
+
+/// A quantity as a node reads it: a `0x` hex string or a JSON number.
+fn quantity(value: &Value) -> Option<u64> {
+    match value {
+        Value::String(s) => u64::from_str_radix(s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?, 16).ok(),
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    }
+}
+
+/// Sets a call object's `gas` to the cap when it is missing, unreadable or larger (`gasLimit` and other spellings
+/// are folded into `gas`).
+fn cap_call_gas(call: Option<&mut Value>, cap: u64) {
+    let Some(Value::Object(call)) = call else { return };
+    let gas = take_member(call, "gas");
+    let limit = take_member(call, "gasLimit");
+    let wanted = gas.or(limit).as_ref().and_then(quantity).map_or(cap, |g| g.min(cap));
+    call.insert("gas".into(), json!(format!("{wanted:#x}")));
+}
+
+/// A block of a log filter, resolved against the node's head.
+fn filter_block(value: Option<Value>, head: Option<u64>) -> Result<u64, String> {
+    match value {
+        None | Some(Value::Null) => Ok(head.unwrap_or(u64::MAX)),
+        Some(Value::String(tag)) if matches!(tag.as_str(), "latest" | "safe" | "finalized" | "pending") => {
+            Ok(head.unwrap_or(u64::MAX))
+        }
+        Some(Value::String(tag)) if tag == "earliest" => Ok(0),
+        Some(other) => quantity(&other).ok_or_else(|| format!("invalid block {other} in the log filter")),
+    }
+}
+
+/// Refuses a log filter spanning more than `max_range` blocks (`latest` and the other head tags, or a missing bound,
+/// are the node's head as last seen; while no head was seen yet they count as the highest block, so only a range
+/// between two head tags passes). A `blockHash` filter is one block.
+fn check_log_range(filter: Option<&mut Value>, max_range: u64, head: Option<u64>) -> Result<(), (i64, String)> {
+    let Some(Value::Object(filter)) = filter else { return Ok(()) };
+    let hash = take_member(filter, "blockHash");
+    let from = take_member(filter, "fromBlock");
+    let to = take_member(filter, "toBlock");
+    let invalid = |message| (code::INVALID_PARAMS, message);
+    let (from_block, to_block) = if hash.is_some() {
+        (0, 0)
+    } else {
+        (filter_block(from.clone(), head).map_err(invalid)?, filter_block(to.clone(), head).map_err(invalid)?)
+    };
+    let width = if to_block < from_block { 0 } else { (to_block - from_block).saturating_add(1) };
+    if width > max_range {
+        let message = format!(
+            "the block range of eth_getLogs spans more than {max_range} blocks; ask for a smaller range (the \
+             explorer's limit)"
+        );
+        return Err((code::LIMIT_EXCEEDED, message));
+    }
+    for (name, value) in [("blockHash", hash), ("fromBlock", from), ("toBlock", to)] {
+        if let Some(value) = value {
+            filter.insert(name.into(), value);
+        }
+    }
+    Ok(())
+}
+
+/// A Go duration (`"5s"`, `"1m30s"`, `"250ms"`), as geth reads a tracer `timeout`.
+fn go_duration(text: &str) -> Option<Duration> {
+    if text == "0" {
+        return Some(Duration::ZERO);
+    }
+    let mut rest = text;
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).filter(|&i| i > 0)?;
+        let number: f64 = rest[..number_end].parse().ok()?;
+        rest = &rest[number_end..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let seconds = match &rest[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += number * seconds;
+        rest = &rest[unit_end..];
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
+
+/// Sets the tracer config's `timeout` (at `params[index]`) to the cap when it is missing, unreadable or longer.
+fn cap_trace_timeout(params: &mut Vec<Value>, index: usize, cap: Duration) {
+    if params.len() == index {
+        params.push(json!({}));
+    }
+    let Some(options) = params.get_mut(index) else { return };
+    if options.is_null() {
+        *options = json!({});
+    }
+    let Value::Object(options) = options else { return };
+    let asked = take_member(options, "timeout");
+    let wanted = asked.as_ref().and_then(Value::as_str).and_then(go_duration).map_or(cap, |t| t.min(cap));
+    options.insert("timeout".into(), json!(format!("{}ms", wanted.as_millis())));
+}
+
+/// Why a forward failed.
+#[derive(Debug)]
+enum Failure {
+    /// The node is down, silent or sent too much: 502.
+    Upstream(String),
+    /// The explorer's byte budget for node answers is spent: 503.
+    Busy(String),
+}
+
+impl Failure {
+    fn status_code_message(&self) -> (StatusCode, i64, &str) {
+        match self {
+            Failure::Upstream(m) => (StatusCode::BAD_GATEWAY, code::UPSTREAM_UNAVAILABLE, m),
+            Failure::Busy(m) => (StatusCode::SERVICE_UNAVAILABLE, code::LIMIT_EXCEEDED, m),
+        }
+    }
+}
+
+/// A node answer, holding its share of the byte budget.
+struct Answer {
+    status: StatusCode,
+    bytes: Vec<u8>,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+/// Bytes of an answer body that give their share of the budget back only when the body is dropped (sent).
+struct Budgeted {
+    bytes: Vec<u8>,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+impl AsRef<[u8]> for Budgeted {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+fn budgeted(bytes: Vec<u8>, permit: Option<OwnedSemaphorePermit>) -> Bytes {
+    Bytes::from_owner(Budgeted { bytes, _permit: permit })
+}
+
+/// The passthrough: its settings, the pooled upstream client and its bounds.
+#[derive(Debug)]
+pub struct Passthrough {
+    config: RpcConfig,
+    client: reqwest::Client,
+    slots: ConcurrencyLimiter,
+    /// Node answers held, in KiB.
+    budget: Arc<Semaphore>,
+}
+
+impl Passthrough {
+    /// A passthrough with `config`.
+    pub fn new(config: RpcConfig) -> Self {
+        let kib = config.max_inflight_bytes.div_ceil(1024).clamp(1, Semaphore::MAX_PERMITS);
+        Passthrough {
+            client: reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(60)).build().unwrap_or_default(),
+            slots: ConcurrencyLimiter::new(config.max_concurrent_per_client, 100_000),
+            budget: Arc::new(Semaphore::new(kib)),
+            config,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &RpcConfig {
+        &self.config
+    }
+
+    /// Takes one of `client`'s passthrough slots (held while the returned guard lives), or answers 429.
+    pub fn admit(&self, client: IpAddr) -> Result<super::limits::Slot, hyper::Response<Body>> {
+        self.slots.try_acquire(client).ok_or_else(|| {
+            let message = format!(
+                "too many concurrent requests from this client (limit {}); wait for an answer before sending more",
+                self.config.max_concurrent_per_client
+            );
+            error_response(StatusCode::TOO_MANY_REQUESTS, Value::Null, code::LIMIT_EXCEEDED, &message)
+        })
+    }
+
+    /// Sends `body` to the node; returns its answer, read within the per-answer limit and the shared budget.
+    async fn forward(&self, url: &str, body: Bytes) -> Result<Answer, Failure> {
+        let timeout = self.config.upstream_timeout;
+        let request = self
+            .client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .timeout(timeout)
+            .send();
+        let mut response = request.await.map_err(|e| {
+            Failure::Upstream(if e.is_timeout() {
+                format!("the node did not answer within {timeout:?}")
+            } else {
+                format!("the node is unreachable ({})", e.without_url())
+            })
+        })?;
+        let status = StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+        let mut bytes = Vec::new();
+        let mut permit: Option<OwnedSemaphorePermit> = None;
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| Failure::Upstream(format!("reading the node's answer: {}", e.without_url())))?
+        {
+            if bytes.len() + chunk.len() > self.config.max_response {
+                return Err(Failure::Upstream(format!("the node's answer exceeds {} bytes", self.config.max_response)));
+            }
+            let held = permit.as_ref().map_or(0, |p| p.num_permits());
+            let needed = (bytes.len() + chunk.len()).div_ceil(1024).saturating_sub(held);
+            if needed > 0 {
+                let more = u32::try_from(needed).ok().and_then(|n| self.budget.clone().try_acquire_many_owned(n).ok());
+                let Some(more) = more else {
+                    return Err(Failure::Busy(format!(
+                        "the explorer holds too many node answers at once ({} bytes); try again shortly",
+                        self.config.max_inflight_bytes
+                    )));
+                };
+                match permit.as_mut() {
+                    Some(p) => p.merge(more),
+                    None => permit = Some(more),
+                }
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(Answer { status, bytes, permit })
+    }
+
+    /// Handles one call (single request or batch) whose body is `body`; `node_head` is the node's head as the
+    /// follower last saw it.
+    pub async fn call(&self, url: &str, body: Bytes, node_head: Option<u64>) -> hyper::Response<Body> {
+        let config = &self.config;
+        let trimmed = body.iter().position(|b| !b.is_ascii_whitespace()).map(|i| body[i]);
+        let is_batch = trimmed == Some(b'[');
+        let items: Vec<&RawValue> = if is_batch {
+            match serde_json::from_slice::<Vec<&RawValue>>(&body) {
+                Ok(items) => items,
+                Err(_) => return error_response(StatusCode::OK, Value::Null, code::PARSE_ERROR, "Parse error"),
+            }
+        } else {
+            match serde_json::from_slice::<&RawValue>(&body) {
+                Ok(item) => vec![item],
+                Err(_) => return error_response(StatusCode::OK, Value::Null, code::PARSE_ERROR, "Parse error"),
+            }
+        };
+        if is_batch && items.is_empty() {
+            return error_response(StatusCode::OK, Value::Null, code::INVALID_REQUEST, "invalid request: empty batch");
+        }
+        if items.len() > config.max_batch {
+            let message = format!("batch of {} requests exceeds the limit of {}", items.len(), config.max_batch);
+            return error_response(StatusCode::OK, Value::Null, code::INVALID_REQUEST, &message);
+        }
+        let context = Context { config, node_head };
+        let classified: Vec<Item<'_>> = items.iter().map(|raw| classify(raw, &context)).collect();
+        if is_batch {
+            self.batch(url, &body, &classified).await
+        } else {
+            self.single(url, &body, &classified[0]).await
+        }
+    }
+
+    async fn single(&self, url: &str, body: &Bytes, item: &Item<'_>) -> hyper::Response<Body> {
+        if !item.forwarded() {
+            return match item.local_response() {
                 Some(value) => raw_json_response(StatusCode::OK, Bytes::from(value.to_string())),
                 None => raw_json_response(StatusCode::NO_CONTENT, Bytes::new()),
             };
         }
-        return match forward(client, url, body.clone(), config).await {
-            Ok((status, bytes)) => raw_json_response(status, bytes),
-            Err(message) => {
-                let id = item.id.map(|r| serde_json::from_str(r.get()).unwrap_or(Value::Null)).unwrap_or(Value::Null);
-                error_response(StatusCode::BAD_GATEWAY, id, code::UPSTREAM_UNAVAILABLE, &message)
-            }
+        let outgoing = match &item.action {
+            Action::Forward { rewritten: Some(text), .. } => Bytes::from(text.clone()),
+            _ => body.clone(),
         };
+        match self.forward(url, outgoing).await {
+            Ok(answer) => {
+                if item.checks_logs() {
+                    if let Some(message) = self.too_many_logs(&answer.bytes) {
+                        return error_response(StatusCode::OK, item.id_value(), code::LIMIT_EXCEEDED, &message);
+                    }
+                }
+                raw_json_response(answer.status, budgeted(answer.bytes, answer.permit))
+            }
+            Err(failure) => {
+                let (status, code, message) = failure.status_code_message();
+                error_response(status, item.id_value(), code, message)
+            }
+        }
     }
 
-    // A batch: forward the allowed requests (the original bytes when all are allowed), answer the rest locally.
-    let mut responses: Vec<Box<RawValue>> = Vec::new();
-    let mut status = StatusCode::OK;
-    if !forwarded.is_empty() {
-        let upstream_body = if forwarded.len() == classified.len() {
-            body.clone()
-        } else {
-            let parts: Vec<&str> = forwarded.iter().map(|i| i.raw.get()).collect();
-            Bytes::from(format!("[{}]", parts.join(",")))
-        };
-        match forward(client, url, upstream_body, config).await {
-            Ok((node_status, bytes)) if forwarded.len() == classified.len() => {
-                return raw_json_response(node_status, bytes);
-            }
-            Ok((node_status, bytes)) => match serde_json::from_slice::<Vec<Box<RawValue>>>(&bytes) {
-                Ok(node_responses) => responses.extend(node_responses),
-                // Not a batch answer (e.g. a single error object): pass it back as the node sent it.
-                Err(_) => return raw_json_response(node_status, bytes),
-            },
-            Err(message) => {
-                status = StatusCode::BAD_GATEWAY;
-                for item in &forwarded {
-                    if let Some(id) = item.id {
-                        let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
-                        let value = error_value(id, code::UPSTREAM_UNAVAILABLE, &message);
+    /// A batch: the forwarded requests go to the node in one batch (the original bytes when all are forwarded
+    /// unchanged), the rest are answered locally; the answers are returned together.
+    async fn batch(&self, url: &str, body: &Bytes, classified: &[Item<'_>]) -> hyper::Response<Body> {
+        let forwarded: Vec<&Item<'_>> = classified.iter().filter(|i| i.forwarded()).collect();
+        let checks_logs = forwarded.iter().any(|i| i.checks_logs());
+        let mut responses: Vec<Box<RawValue>> = Vec::new();
+        let mut status = StatusCode::OK;
+        let mut permit = None;
+        if !forwarded.is_empty() {
+            let verbatim = forwarded.len() == classified.len()
+                && forwarded.iter().all(|i| matches!(i.action, Action::Forward { rewritten: None, .. }));
+            let upstream_body = if verbatim {
+                body.clone()
+            } else {
+                let parts: Vec<&str> = forwarded.iter().map(|i| i.outgoing()).collect();
+                Bytes::from(format!("[{}]", parts.join(",")))
+            };
+            match self.forward(url, upstream_body).await {
+                Ok(answer) if verbatim && !checks_logs => {
+                    return raw_json_response(answer.status, budgeted(answer.bytes, answer.permit));
+                }
+                Ok(answer) => match serde_json::from_slice::<Vec<Box<RawValue>>>(&answer.bytes) {
+                    Ok(node_responses) => {
+                        let log_ids: Vec<&str> = forwarded
+                            .iter()
+                            .filter(|i| i.checks_logs())
+                            .filter_map(|i| i.id.map(|r| r.get()))
+                            .collect();
+                        for response in node_responses {
+                            responses.push(self.checked_batch_answer(response, &log_ids));
+                        }
+                        permit = answer.permit;
+                    }
+                    // Not a batch answer (e.g. a single error object): pass it back as the node sent it.
+                    Err(_) => return raw_json_response(answer.status, budgeted(answer.bytes, answer.permit)),
+                },
+                Err(failure) => {
+                    let (failure_status, code, message) = failure.status_code_message();
+                    status = failure_status;
+                    for item in forwarded.iter().filter(|i| i.id.is_some()) {
+                        let value = error_value(item.id_value(), code, message);
                         responses.push(RawValue::from_string(value.to_string()).expect("json"));
                     }
                 }
             }
         }
+        for item in classified.iter().filter(|i| !i.forwarded()) {
+            if let Some(value) = item.local_response() {
+                responses.push(RawValue::from_string(value.to_string()).expect("json"));
+            }
+        }
+        if responses.is_empty() {
+            return raw_json_response(StatusCode::NO_CONTENT, Bytes::new());
+        }
+        let parts: Vec<&str> = responses.iter().map(|r| r.get()).collect();
+        raw_json_response(status, budgeted(format!("[{}]", parts.join(",")).into_bytes(), permit))
     }
-    for item in classified.iter().filter(|i| i.decision != Decision::Forward) {
-        if let Some(value) = local_value(item) {
-            responses.push(RawValue::from_string(value.to_string()).expect("json"));
+
+    /// One answer of a batch, replaced by a limit error when it answers an `eth_getLogs` (by id) with too many logs.
+    fn checked_batch_answer(&self, response: Box<RawValue>, log_ids: &[&str]) -> Box<RawValue> {
+        #[derive(Deserialize)]
+        struct Id<'a> {
+            #[serde(borrow)]
+            id: Option<&'a RawValue>,
+        }
+        let id = serde_json::from_str::<Id<'_>>(response.get()).ok().and_then(|a| a.id);
+        let Some(id) = id.filter(|id| log_ids.contains(&id.get())) else { return response };
+        match self.too_many_logs(response.get().as_bytes()) {
+            Some(message) => {
+                let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
+                let value = error_value(id, code::LIMIT_EXCEEDED, &message);
+                RawValue::from_string(value.to_string()).expect("json")
+            }
+            None => response,
         }
     }
-    if responses.is_empty() {
-        return raw_json_response(StatusCode::NO_CONTENT, Bytes::new());
+
+    /// `Some(message)` when an `eth_getLogs` answer holds more logs than allowed.
+    fn too_many_logs(&self, answer: &[u8]) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Logs<'a> {
+            #[serde(borrow)]
+            result: Option<&'a RawValue>,
+        }
+        let result = serde_json::from_slice::<Logs<'_>>(answer).ok()?.result?;
+        let count = serde_json::from_str::<Vec<serde::de::IgnoredAny>>(result.get()).ok()?.len();
+        let max = self.config.max_log_results;
+        (count > max).then(|| {
+            format!(
+                "query returned more than {max} results; narrow the block range or the filter (the explorer's limit)"
+            )
+        })
     }
-    let parts: Vec<&str> = responses.iter().map(|r| r.get()).collect();
-    raw_json_response(status, Bytes::from(format!("[{}]", parts.join(","))))
 }
 
 #[cfg(test)]
@@ -309,13 +791,18 @@ mod tests {
             ("eth_chainId", true),
             ("eth_getBalance", true),
             ("eth_sendRawTransaction", true),
+            ("eth_sendRawTransactionSync", true),
             ("net_version", true),
             ("web3_clientVersion", true),
             ("eth_sendTransaction", false),
+            ("eth_sendTransactionSync", false),
+            ("eth_sendUnsignedTransaction", false),
             ("eth_sign", false),
             ("eth_signTransaction", false),
             ("eth_signTypedData_v4", false),
             ("eth_subscribe", false),
+            ("eth_newFilter", false),
+            ("eth_someFutureMethod", false),
             ("debug_traceTransaction", false),
             ("anvil_mine", false),
             ("hardhat_mine", false),
@@ -325,16 +812,124 @@ mod tests {
             ("miner_start", false),
             ("txpool_content", false),
             ("engine_newPayloadV3", false),
+            ("eth_chainId ", false),
+            ("eth_chainId\0", false),
+            ("eth_chainId\u{200b}", false),
+            ("ETH_CHAINID", false),
             ("eth", false),
             ("eth_", false),
             ("", false),
         ];
         for (method, forwarded) in cases {
-            assert_eq!(decide(method, &config) == Decision::Forward, *forwarded, "{method}");
+            assert_eq!(matches!(decide(method, &config), Decision::Forward(_)), *forwarded, "{method:?}");
         }
         assert_eq!(decide("eth_accounts", &config), Decision::Answer(json!([])));
+        assert_eq!(decide("eth_requestAccounts", &config), Decision::Answer(json!([])));
         let tracing = RpcConfig { allow_debug: true, allow_send_raw: false, ..RpcConfig::default() };
-        assert_eq!(decide("debug_traceTransaction", &tracing), Decision::Forward);
-        assert!(matches!(decide("eth_sendRawTransaction", &tracing), Decision::Refuse(_)));
+        assert_eq!(decide("debug_traceTransaction", &tracing), Decision::Forward(Guard::TraceTimeout(1)));
+        assert_eq!(decide("debug_getRawBlock", &tracing), Decision::Forward(Guard::None));
+        for refused in ["debug_setHead", "debug_chaindbCompact", "debug_setGCPercent", "eth_sendRawTransactionSync"] {
+            assert!(matches!(decide(refused, &tracing), Decision::Refuse(_)), "{refused}");
+        }
+        let Decision::Refuse(message) = decide("eth_sendTransaction\0", &config) else { panic!("refused") };
+        assert!(message.contains(r#""eth_sendTransaction\0""#), "{message}");
+    }
+
+    fn classify_text(text: &str, config: &RpcConfig, head: Option<u64>) -> Action {
+        let raw: Box<RawValue> = RawValue::from_string(text.into()).unwrap();
+        let context = Context { config, node_head: head };
+        let item = classify(&raw, &context);
+        item.action
+    }
+
+    fn rewritten(action: Action) -> Value {
+        match action {
+            Action::Forward { rewritten: Some(text), .. } => serde_json::from_str(&text).unwrap(),
+            other => panic!("not rewritten: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_or_case_variant_members_are_invalid_requests() {
+        let config = RpcConfig::default();
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId","METHOD":"eth_sendTransaction"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId","method":"eth_sendTransaction"}"#,
+        ] {
+            assert!(
+                matches!(classify_text(text, &config, None), Action::Refuse { code: code::INVALID_REQUEST, .. }),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn call_gas_is_capped() {
+        let config = RpcConfig { gas_cap: 1_000_000, ..RpcConfig::default() };
+        let call = |object: &str| {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":3,"method":"eth_call","params":[{object},"latest"]}}"#);
+            rewritten(classify_text(&text, &config, None))
+        };
+        assert_eq!(call(r#"{"to":"0x01"}"#)["params"][0], json!({"to": "0x01", "gas": "0xf4240"}));
+        assert_eq!(call(r#"{"gas":"0x3b9aca00"}"#)["params"][0]["gas"], "0xf4240");
+        assert_eq!(call(r#"{"gas":"0x5208"}"#)["params"][0]["gas"], "0x5208");
+        assert_eq!(call(r#"{"gas":21000}"#)["params"][0]["gas"], "0x5208");
+        assert_eq!(call(r#"{"gas":"lots"}"#)["params"][0]["gas"], "0xf4240");
+        assert_eq!(call(r#"{"gas":"0x5208","GAS":"0x3b9aca00"}"#)["params"][0], json!({"gas": "0x5208"}));
+        assert_eq!(call(r#"{"gasLimit":"0x3b9aca00"}"#)["params"][0], json!({"gas": "0xf4240"}));
+        let whole = call(r#"{"to":"0x01"}"#);
+        assert_eq!(whole["id"], 3);
+        assert_eq!(whole["params"][1], "latest");
+        let by_name = r#"{"jsonrpc":"2.0","id":3,"method":"eth_call","params":{"to":"0x01"}}"#;
+        assert!(matches!(classify_text(by_name, &config, None), Action::Refuse { code: code::INVALID_PARAMS, .. }));
+    }
+
+    #[test]
+    fn log_ranges_are_capped() {
+        let config = RpcConfig { max_log_range: 100, ..RpcConfig::default() };
+        let logs = |filter: &str, head| {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{filter}]}}"#);
+            classify_text(&text, &config, head)
+        };
+        let allowed = |a: &Action| matches!(a, Action::Forward { logs: true, .. });
+        let too_wide = |a: &Action| matches!(a, Action::Refuse { code: code::LIMIT_EXCEEDED, .. });
+        assert!(allowed(&logs(r#"{"fromBlock":"0x0","toBlock":"0x63"}"#, Some(500))));
+        assert!(too_wide(&logs(r#"{"fromBlock":"0x0","toBlock":"0x64"}"#, Some(500))));
+        assert!(too_wide(&logs(r#"{"fromBlock":"earliest"}"#, Some(500))));
+        assert!(allowed(&logs(r#"{"fromBlock":"earliest"}"#, Some(99))));
+        assert!(allowed(&logs(r#"{"fromBlock":"0x190","toBlock":"latest"}"#, Some(450))));
+        assert!(too_wide(&logs(r#"{"fromBlock":"0x0","toBlock":"latest"}"#, None)));
+        assert!(allowed(&logs(r#"{}"#, None)));
+        assert!(allowed(&logs(r#"{"blockHash":"0xab"}"#, Some(10_000))));
+        assert!(allowed(&logs(r#"{"fromBlock":"0x0","TOBLOCK":"0x1000","toBlock":"0x1"}"#, Some(10_000))));
+        assert!(too_wide(&logs(r#"{"fromBlock":"0x0","TOBLOCK":"0x1000"}"#, Some(10_000))));
+        assert!(matches!(logs(r#"{"fromBlock":"soon"}"#, Some(1)), Action::Refuse { code: code::INVALID_PARAMS, .. }));
+        let folded = rewritten(logs(r#"{"fromBlock":"0x0","TOBLOCK":"0x1000","toBlock":"0x1"}"#, Some(10)));
+        assert_eq!(folded["params"][0], json!({"fromBlock": "0x0", "toBlock": "0x1"}));
+    }
+
+    #[test]
+    fn trace_timeouts_are_capped() {
+        let config = RpcConfig { allow_debug: true, trace_timeout: Duration::from_secs(5), ..RpcConfig::default() };
+        let trace = |params: &str| {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"debug_traceTransaction","params":{params}}}"#);
+            rewritten(classify_text(&text, &config, None))["params"].clone()
+        };
+        assert_eq!(trace(r#"["0xab"]"#), json!(["0xab", {"timeout": "5000ms"}]));
+        assert_eq!(trace(r#"["0xab",null]"#), json!(["0xab", {"timeout": "5000ms"}]));
+        assert_eq!(trace(r#"["0xab",{"timeout":"1m"}]"#)[1]["timeout"], "5000ms");
+        assert_eq!(trace(r#"["0xab",{"timeout":"1.5s"}]"#)[1]["timeout"], "1500ms");
+        assert_eq!(trace(r#"["0xab",{"timeout":"forever"}]"#)[1]["timeout"], "5000ms");
+        assert_eq!(
+            trace(r#"["0xab",{"tracer":"callTracer"}]"#)[1],
+            json!({"tracer": "callTracer", "timeout": "5000ms"})
+        );
+        let text = r#"{"jsonrpc":"2.0","id":1,"method":"debug_traceCall","params":[{"gas":"0xffffffffff"},"latest"]}"#;
+        let call = rewritten(classify_text(text, &config, None));
+        assert_eq!(call["params"], json!([{"gas": "0x2faf080"}, "latest", {"timeout": "5000ms"}]));
+        assert_eq!(go_duration("1h2m3.5s"), Some(Duration::from_millis(3_723_500)));
+        assert_eq!(go_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(go_duration("5"), None);
+        assert_eq!(go_duration("-5s"), None);
     }
 }

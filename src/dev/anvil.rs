@@ -158,6 +158,11 @@ impl Anvil {
         self.port
     }
 
+    /// Process id (tests pause the node with SIGSTOP).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// HTTP JSON-RPC URL.
     pub fn http_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
