@@ -42,7 +42,11 @@ pub struct Activity {
 impl Activity {
     /// A connection that has just been accepted: idle from now.
     pub fn new() -> Arc<Activity> {
-        Arc::new(Activity { busy: AtomicUsize::new(0), idle_since: Mutex::new(Instant::now()), became_idle: Notify::new() })
+        Arc::new(Activity {
+            busy: AtomicUsize::new(0),
+            idle_since: Mutex::new(Instant::now()),
+            became_idle: Notify::new(),
+        })
     }
 
     /// Marks the connection busy until the returned guard is dropped.
@@ -160,7 +164,10 @@ impl<S> GuardedIo<S> {
         match deadline.as_mut().poll(cx) {
             Poll::Ready(()) => {
                 self.blocked = None;
-                Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "the client did not read for the write timeout")))
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the client did not read for the write timeout",
+                )))
             }
             Poll::Pending => Poll::Pending,
         }

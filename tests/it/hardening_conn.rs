@@ -45,7 +45,7 @@ async fn silent_partial_and_idle_h2c_connections_are_closed_so_new_clients_are_s
     trickle.write_all(b"P").await.unwrap();
 
     // Every slot is taken: the fifth client is served once the idle connections are cut.
-    let served = tokio::time::timeout(Duration::from_secs(20), http::get(addr, "/health")).await;
+    let served = tokio::time::timeout(Duration::from_secs(20), http::get(addr, "/api/v2/config/backend-version")).await;
     assert_eq!(served.expect("a new client is served once idle connections are closed").status, 200);
     for (stream, what) in [
         (&mut silent, "silent"),
@@ -82,7 +82,7 @@ async fn a_client_that_pipelines_and_never_reads_loses_its_slot() {
         }
         greedy
     });
-    let served = tokio::time::timeout(Duration::from_secs(30), http::get(addr, "/health")).await;
+    let served = tokio::time::timeout(Duration::from_secs(30), http::get(addr, "/api/v2/config/backend-version")).await;
     assert_eq!(served.expect("the stuck connection's slot is freed by the write timeout").status, 200);
     writer.abort();
     t.daemon.shutdown().await.unwrap();
@@ -103,7 +103,7 @@ async fn shutdown_closes_idle_h2c_and_undetected_connections_at_once() {
     idle_h2c.read_exact(&mut head).await.unwrap();
     let mut silent = TcpStream::connect(addr).await.unwrap();
     // The silent connection has been accepted once a request after it is served.
-    assert_eq!(http::get(addr, "/health").await.status, 200);
+    assert_eq!(http::get(addr, "/api/v2/config/backend-version").await.status, 200);
     let drained = t.daemon.shutdown_drained().await.unwrap();
     assert!(drained, "every connection closed within the grace period");
     closed_by_server(&mut idle_h2c, Duration::from_secs(5), "idle h2c").await;
@@ -305,11 +305,19 @@ async fn websocket_protocol_errors_close_with_1002_or_1007() {
         ("unknown opcode", vec![(FIN | 0x3, vec![], true)], 1002),
         ("continuation without a message", vec![(FIN | CONTINUATION, heartbeat.clone(), true)], 1002),
         ("unmasked frame", vec![(FIN | TEXT, heartbeat.clone(), false)], 1002),
-        ("new message inside a fragmented one", vec![(TEXT, b"[".to_vec(), true), (FIN | TEXT, b"[]".to_vec(), true)], 1002),
+        (
+            "new message inside a fragmented one",
+            vec![(TEXT, b"[".to_vec(), true), (FIN | TEXT, b"[]".to_vec(), true)],
+            1002,
+        ),
         ("fragmented ping", vec![(PING, b"x".to_vec(), true)], 1002),
         ("close code 1005", vec![(FIN | CLOSE, 1005u16.to_be_bytes().to_vec(), true)], 1002),
         ("invalid UTF-8", vec![(FIN | TEXT, vec![b'[', 0xff, b']'], true)], 1007),
-        ("invalid UTF-8 across fragments", vec![(TEXT, vec![b'[', 0xe2, 0x82], true), (FIN | CONTINUATION, b"]".to_vec(), true)], 1007),
+        (
+            "invalid UTF-8 across fragments",
+            vec![(TEXT, vec![b'[', 0xe2, 0x82], true), (FIN | CONTINUATION, b"]".to_vec(), true)],
+            1007,
+        ),
     ];
     for (what, frames, code) in cases {
         let mut ws = RawWs::connect(addr).await;
@@ -372,11 +380,7 @@ async fn raw_exchange(addr: SocketAddr, request: &[u8]) -> String {
 async fn unparsable_request_heads_get_json_cors_and_rate_limit_headers() {
     let anvil = start_anvil();
     let t = start_daemon(&anvil.http_url(), |c| {
-        c.api.rate_limit = rockscout::api::limits::RateLimitConfig {
-            per_second: 100,
-            burst: 200,
-            ..Default::default()
-        }
+        c.api.rate_limit = rockscout::api::limits::RateLimitConfig { per_second: 100, burst: 200, ..Default::default() }
     })
     .await;
     let addr = t.daemon.addr();

@@ -148,7 +148,11 @@ fn read_error(error: &WebSocketError) -> Inbound {
 
 /// Reads frames one by one (no automatic pongs or closes: the session answers them at once) and hands every
 /// one of them to the session, so each frame counts as activity and pings never wait for a data frame.
-async fn read_loop(mut read: WebSocketRead<tokio::io::ReadHalf<Upgraded>>, limit: usize, inbound: mpsc::Sender<Inbound>) {
+async fn read_loop(
+    mut read: WebSocketRead<tokio::io::ReadHalf<Upgraded>>,
+    limit: usize,
+    inbound: mpsc::Sender<Inbound>,
+) {
     let mut assembler = frames::Assembler::new(limit);
     loop {
         // Automatic replies are off, so fastwebsockets never has a reply for this callback to send.
