@@ -37,6 +37,10 @@ pub struct Activity {
     busy: AtomicUsize,
     idle_since: Mutex<Instant>,
     became_idle: Notify,
+    /// Response bodies handed to hyper and not completely taken by it yet.
+    unsent: AtomicUsize,
+    /// Last time a response body or a write moved forward.
+    progressed: Mutex<Instant>,
 }
 
 impl Activity {
@@ -46,6 +50,8 @@ impl Activity {
             busy: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
             became_idle: Notify::new(),
+            unsent: AtomicUsize::new(0),
+            progressed: Mutex::new(Instant::now()),
         })
     }
 
@@ -53,6 +59,25 @@ impl Activity {
     pub fn busy(self: &Arc<Self>) -> Busy {
         self.busy.fetch_add(1, Ordering::SeqCst);
         Busy(self.clone())
+    }
+
+    fn progress(&self) {
+        *self.progressed.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    /// Resolves once a response has been waiting to be sent for `limit` with neither the response bodies nor the
+    /// writes moving forward: an HTTP/2 client that never opens its flow-control window (no write is even
+    /// attempted, so [`GuardedIo`]'s write timeout cannot see it). Checked every quarter of `limit`.
+    pub async fn stalled_for(&self, limit: Duration) {
+        let mut ticks = tokio::time::interval(limit / 4);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let progressed = *self.progressed.lock().unwrap_or_else(|p| p.into_inner());
+            if self.unsent.load(Ordering::SeqCst) > 0 && progressed.elapsed() >= limit {
+                return;
+            }
+        }
     }
 
     fn idle_since(&self) -> Instant {
@@ -94,17 +119,26 @@ impl Drop for Busy {
     }
 }
 
-/// A response body that keeps its connection busy until hyper has taken all of it.
+/// A response body that keeps its connection busy until hyper has taken all of it, and whose progress counts for
+/// [`Activity::stalled_for`].
 #[derive(Debug)]
 pub struct TrackedBody<B> {
     inner: B,
-    _busy: Busy,
+    busy: Busy,
 }
 
 impl<B> TrackedBody<B> {
     /// `inner`, keeping `busy` alive as long as it is.
     pub fn new(inner: B, busy: Busy) -> Self {
-        TrackedBody { inner, _busy: busy }
+        busy.0.unsent.fetch_add(1, Ordering::SeqCst);
+        busy.0.progress();
+        TrackedBody { inner, busy }
+    }
+}
+
+impl<B> Drop for TrackedBody<B> {
+    fn drop(&mut self) {
+        self.busy.0.unsent.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -113,7 +147,11 @@ impl<B: Body + Unpin> Body for TrackedBody<B> {
     type Error = B::Error;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if polled.is_ready() {
+            self.busy.0.progress();
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {
@@ -151,6 +189,13 @@ impl<S> GuardedIo<S> {
     /// Wraps `inner`.
     pub fn new(inner: S, activity: Arc<Activity>, write_timeout: Duration, responder: UnparsableResponder) -> Self {
         GuardedIo { inner, activity, write_timeout, blocked: None, responder, replacing: None }
+    }
+
+    /// Bytes written are progress (a flush that has nothing to do is not).
+    fn count_progress(&self, polled: &Poll<io::Result<usize>>) {
+        if let Poll::Ready(Ok(1..)) = polled {
+            self.activity.progress();
+        }
     }
 
     fn bound<T>(&mut self, cx: &mut Context<'_>, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
@@ -235,6 +280,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedIo<S> {
             return replaced;
         }
         let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.count_progress(&polled);
         self.bound(cx, polled)
     }
 
@@ -249,6 +295,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedIo<S> {
             return replaced;
         }
         let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.count_progress(&polled);
         self.bound(cx, polled)
     }
 
@@ -274,18 +321,20 @@ pub enum Ended {
     Finished,
     /// Closed after the idle timeout.
     Idle,
+    /// Closed because its responses made no progress for the write timeout.
+    Stalled,
     /// Closed on shutdown, once idle.
     ShutDown,
     /// Dropped on shutdown while still busy.
     Forced,
 }
 
-/// Serves `connection` until it ends, it has been idle for `idle_timeout`, or the server shuts down (`shutdown`:
-/// close once idle; `force`: close now).
+/// Serves `connection` until it ends, it has been idle for `idle_timeout`, its responses made no progress for
+/// `write_timeout`, or the server shuts down (`shutdown`: close once idle; `force`: close now).
 pub async fn drive<C>(
     connection: C,
     activity: &Activity,
-    idle_timeout: Duration,
+    [idle_timeout, write_timeout]: [Duration; 2],
     shutdown: &CancellationToken,
     force: &CancellationToken,
 ) -> Ended
@@ -303,6 +352,7 @@ where
     tokio::select! {
         result = connection.as_mut() => finished(result),
         _ = activity.idle_for(idle_timeout) => Ended::Idle,
+        _ = activity.stalled_for(write_timeout) => Ended::Stalled,
         _ = shutdown.cancelled() => {
             connection.as_mut().graceful_shutdown();
             tokio::select! {

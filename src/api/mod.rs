@@ -251,9 +251,10 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
             })
         };
         let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service).into_owned();
-        let (idle_timeout, cancel, force) = (state.config.idle_timeout, cancel.clone(), force.clone());
+        let timeouts = [state.config.idle_timeout, state.config.write_timeout];
+        let (cancel, force) = (cancel.clone(), force.clone());
         tracker.spawn(async move {
-            let ended = conn::drive(connection, &activity, idle_timeout, &cancel, &force).await;
+            let ended = conn::drive(connection, &activity, timeouts, &cancel, &force).await;
             tracing::debug!(%peer, ?ended, "connection closed");
             drop(permit);
         });

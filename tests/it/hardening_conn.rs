@@ -406,3 +406,35 @@ async fn unparsable_request_heads_get_json_cors_and_rate_limit_headers() {
     }
     t.daemon.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_client_that_never_opens_its_window_loses_its_slot() {
+    use http_body_util::Empty;
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.api.max_connections = 1;
+        c.api.write_timeout = Duration::from_secs(1);
+        c.api.idle_timeout = Duration::from_secs(600);
+    })
+    .await;
+    let addr = t.daemon.addr();
+    // An h2c client whose stream window is 0: the server can send response headers but no body byte.
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+        .initial_stream_window_size(0)
+        .handshake(hyper_util::rt::TokioIo::new(stream))
+        .await
+        .unwrap();
+    let client_connection = tokio::spawn(connection);
+    let request = hyper::Request::get(format!("http://{addr}/api/v2/config/backend-version"))
+        .body(Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), 200, "the headers arrive; the body cannot");
+    let served = tokio::time::timeout(Duration::from_secs(30), http::get(addr, "/api/v2/config/backend-version")).await;
+    assert_eq!(served.expect("the stalled HTTP/2 connection's slot is freed").status, 200);
+    let ended = tokio::time::timeout(Duration::from_secs(10), client_connection).await;
+    assert!(ended.is_ok(), "the server closed the stalled HTTP/2 connection");
+    drop(response);
+    t.daemon.shutdown().await.unwrap();
+}
