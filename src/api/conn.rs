@@ -7,7 +7,9 @@
 //!   HTTP/1-or-HTTP/2 detection, e.g. a partial HTTP/2 preface), between keep-alive requests, and on an idle
 //!   HTTP/2 connection, whatever the client sends or answers to pings in the meantime.
 //! - [`GuardedIo`] fails a write that makes no progress for the write timeout, which ends the connection: a client
-//!   that pipelines requests and never reads their responses.
+//!   that pipelines requests and never reads their responses. [`drive`] also closes a connection whose responses
+//!   have waited that long without a byte written ([`Activity::stalled_for`]): an HTTP/2 client that never opens
+//!   its flow-control window, so that no write is even attempted.
 //! - [`GuardedIo`] also gives hyper's own answers to unparsable request heads (400/414/431) a JSON body and the
 //!   CORS and rate-limit headers of every other response.
 //! - On shutdown, idle connections close at once; busy ones are asked to finish (HTTP/1 closes after the current
@@ -69,7 +71,7 @@ impl Activity {
     /// writes moving forward: an HTTP/2 client that never opens its flow-control window (no write is even
     /// attempted, so [`GuardedIo`]'s write timeout cannot see it). Checked every quarter of `limit`.
     pub async fn stalled_for(&self, limit: Duration) {
-        let mut ticks = tokio::time::interval(limit / 4);
+        let mut ticks = tokio::time::interval((limit / 4).max(Duration::from_millis(1)));
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
