@@ -161,6 +161,14 @@ pub struct DaemonArgs {
     /// (the default, as an idle devnet makes no blocks). Set it on chains with regular blocks.
     #[arg(long, env = "ROCKSCOUT_HEALTH_STALL_MS", default_value_t = 0)]
     pub health_stall_ms: u64,
+    /// Time a connection may stay open with no request in flight (before its first request, between keep-alive
+    /// requests, idle HTTP/2), in milliseconds.
+    #[arg(long, env = "ROCKSCOUT_IDLE_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub idle_timeout_ms: u64,
+    /// Time a write to a client may make no progress (the client does not read) before the connection is
+    /// dropped, in milliseconds.
+    #[arg(long, env = "ROCKSCOUT_WRITE_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub write_timeout_ms: u64,
 }
 
 /// The validated configuration of one daemon.
@@ -217,6 +225,8 @@ impl Config {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),
                 request_timeout: Duration::from_millis(args.request_timeout_ms),
                 max_connections: args.max_connections as usize,
+                idle_timeout: Duration::from_millis(args.idle_timeout_ms),
+                write_timeout: Duration::from_millis(args.write_timeout_ms),
                 rate_limit: RateLimitConfig {
                     per_second: args.rate_limit,
                     burst: args.rate_burst.unwrap_or(args.rate_limit.saturating_mul(2)),

@@ -74,7 +74,8 @@ pub struct Daemon {
     events: events::EventSender,
     cancel: CancellationToken,
     indexer: JoinHandle<Result<(), IndexerError>>,
-    server: JoinHandle<()>,
+    /// The HTTP server; `true` when every connection closed within the shutdown grace period.
+    server: JoinHandle<bool>,
     /// The pending-pool follower and the WebSocket publisher.
     helpers: TaskTracker,
 }
@@ -183,13 +184,19 @@ impl Daemon {
     /// Stops accepting requests, lets in-flight ones finish, stops the follower after its current commit and
     /// closes the store.
     pub async fn shutdown(self) -> Result<(), RunError> {
+        self.shutdown_drained().await.map(|_| ())
+    }
+
+    /// [`Daemon::shutdown`], also saying whether every HTTP and WebSocket connection closed within the grace
+    /// period (`false`: some were dropped).
+    pub async fn shutdown_drained(self) -> Result<bool, RunError> {
         self.cancel.cancel();
         let served = self.server.await;
         let indexed = flatten(self.indexer.await);
         self.helpers.wait().await;
         close_store(self.store);
-        served.map_err(|e| RunError::Task(e.to_string()))?;
-        indexed
+        let drained = served.map_err(|e| RunError::Task(e.to_string()))?;
+        indexed.map(|()| drained)
     }
 }
 

@@ -4,12 +4,14 @@
 //! function that, for every request: resolves the client IP and takes a token from its rate-limit bucket (refusing
 //! with 429 when it is empty, CORS preflights included; a JSON-RPC error on `/api/eth`), answers CORS preflights,
 //! parses a [`Route`], dispatches it with one `match` under a per-request timeout, turns any [`ApiError`] into a
-//! response, and adds the CORS and `x-ratelimit-*` headers. Connections are drained gracefully on shutdown.
+//! response, and adds the CORS and `x-ratelimit-*` headers. Every connection is bounded in idle time and write
+//! progress and drained on shutdown (`conn.rs`).
 //!
 //! Surfaces (see `docs/api.md`): `GET /health`; Blockscout's REST API under `/api/v2`; the JSON-RPC passthrough
 //! `POST /api/eth`; the Phoenix V2 WebSocket `GET /socket/v2/websocket`.
 
 mod body;
+mod conn;
 mod cursor;
 mod error;
 mod health;
@@ -39,7 +41,6 @@ use hyper::header::{HeaderValue, CONTENT_LENGTH};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use limits::{RateLimitConfig, RateLimiter, Verdict};
 use rest::stats::ChainStats;
 use rpc::RpcConfig;
@@ -56,6 +57,11 @@ use tokio_util::sync::CancellationToken;
 pub struct ApiConfig {
     /// Time a client has to send its request headers, also between keep-alive requests (slowloris guard).
     pub header_read_timeout: Duration,
+    /// Time a connection may stay open without a request in flight (before the first one, during the protocol
+    /// detection, between requests, idle HTTP/2); upgraded WebSockets have their own.
+    pub idle_timeout: Duration,
+    /// Time a write to a client may make no progress before the connection is dropped.
+    pub write_timeout: Duration,
     /// Time one request may take.
     pub request_timeout: Duration,
     /// Time in-flight requests get to finish on shutdown.
@@ -76,6 +82,8 @@ impl Default for ApiConfig {
     fn default() -> Self {
         ApiConfig {
             header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
             max_connections: 1024,
@@ -209,14 +217,20 @@ impl std::ops::Deref for AppState {
     }
 }
 
-/// Serves HTTP on `listener` until `cancel` fires, then stops accepting, closes WebSocket connections (1001) and
-/// lets in-flight requests finish within the grace period.
-pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationToken) {
-    let graceful = GracefulShutdown::new();
+/// Serves HTTP on `listener` until `cancel` fires, then stops accepting, closes WebSocket connections (1001),
+/// closes idle connections and lets in-flight requests finish within the grace period. Returns whether every
+/// connection ended within it (connections still open then are dropped).
+pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationToken) -> bool {
     let connections = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
+    let tracker = tokio_util::task::TaskTracker::new();
+    let force = CancellationToken::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(state.config.header_read_timeout).keep_alive(true);
-    builder.http2().timer(TokioTimer::new()).max_concurrent_streams(256);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(HTTP2_MAX_STREAMS)
+        .max_header_list_size(HTTP2_MAX_HEADER_LIST);
     loop {
         let permit = tokio::select! {
             _ = cancel.cancelled() => break,
@@ -234,28 +248,76 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
                 }
             },
         };
-        let state = state.clone();
-        let service = hyper::service::service_fn(move |req| handle(req, state.clone(), peer));
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection.into_owned());
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
+        let activity = conn::Activity::new();
+        let responder: conn::UnparsableResponder = {
+            let state = state.clone();
+            Arc::new(move |status| unparsable_request_response(&state, peer, status))
+        };
+        let io = conn::GuardedIo::new(stream, activity.clone(), state.config.write_timeout, responder);
+        let service = {
+            let (state, activity) = (state.clone(), activity.clone());
+            hyper::service::service_fn(move |req| {
+                let busy = activity.busy();
+                let response = handle(req, state.clone(), peer);
+                async move { Ok::<_, Infallible>(response.await?.map(|body| conn::TrackedBody::new(body, busy))) }
+            })
+        };
+        let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service).into_owned();
+        let timeouts = [state.config.idle_timeout, state.config.write_timeout];
+        let (cancel, force) = (cancel.clone(), force.clone());
+        tracker.spawn(async move {
+            let ended = conn::drive(connection, &activity, timeouts, &cancel, &force).await;
+            tracing::debug!(%peer, ?ended, "connection closed");
             drop(permit);
         });
     }
     drop(listener);
     state.ws.shutdown.cancel();
     state.ws.tracker.close();
+    tracker.close();
     let drained = async {
-        graceful.shutdown().await;
+        tracker.wait().await;
         state.ws.tracker.wait().await;
     };
-    tokio::select! {
-        _ = drained => tracing::debug!("http and websocket connections drained"),
-        _ = tokio::time::sleep(state.config.shutdown_grace) => tracing::warn!("connections still open after the grace period"),
+    let clean = tokio::time::timeout(state.config.shutdown_grace, drained).await.is_ok();
+    if clean {
+        tracing::info!("http and websocket connections drained");
+    } else {
+        tracing::warn!("connections still open after the grace period: closing them");
+        force.cancel();
+        tracker.wait().await;
     }
+    clean
+}
+
+/// Most concurrent HTTP/2 streams per connection.
+const HTTP2_MAX_STREAMS: u32 = 256;
+
+/// Largest HTTP/2 header list of one request, in bytes.
+const HTTP2_MAX_HEADER_LIST: u32 = 64 << 10;
+
+/// The whole HTTP/1.1 response that replaces hyper's bare answer to a request head it could not parse (bad request
+/// line or header, URI or headers too long): a JSON message with the CORS and rate-limit headers of every response;
+/// the connection closes after it.
+fn unparsable_request_response(state: &AppState, peer: SocketAddr, status: StatusCode) -> Vec<u8> {
+    let client = limits::client_ip(peer.ip(), &hyper::HeaderMap::new(), state.limiter.trusted_proxies());
+    let verdict = state.limiter.check(client, Instant::now());
+    let message = match status {
+        StatusCode::URI_TOO_LONG => "URI too long",
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => "Request header fields too large",
+        _ => "Malformed HTTP request",
+    };
+    let body = serde_json::json!({ "message": message }).to_string();
+    let mut response = Response::new(Body::default());
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, body::JSON);
+    add_cors(&mut response);
+    limits::set_headers(response.headers_mut(), &verdict);
+    let mut head = format!("HTTP/1.1 {} {}\r\n", status.as_u16(), status.canonical_reason().unwrap_or_default());
+    for (name, value) in response.headers() {
+        head.push_str(&format!("{name}: {}\r\n", String::from_utf8_lossy(value.as_bytes())));
+    }
+    head.push_str(&format!("content-length: {}\r\nconnection: close\r\n\r\n{body}", body.len()));
+    head.into_bytes()
 }
 
 /// Headers every response carries for browsers (Blockscout's frontend calls the API cross-origin).

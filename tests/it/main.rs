@@ -5,6 +5,7 @@ mod api;
 mod core;
 mod crash;
 mod dev;
+mod hardening_conn;
 mod hardening_rpc;
 mod outage;
 mod pending;

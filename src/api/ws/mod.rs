@@ -1,18 +1,20 @@
 //! `/socket/v2/websocket`: Blockscout's Phoenix V2 channel socket, on fastwebsockets over hyper's upgrade.
 //!
-//! Each connection runs two tasks: a reader that turns WebSocket frames into messages (answering pings and
-//! closes through the writer), and the session loop that owns the writer and serves the protocol
-//! (`protocol.rs`), queued broadcasts from the [`hub::Hub`], the 45 s idle timeout, the hub's kick of a slow
-//! connection (close 1013) and the server's shutdown (close 1001, which every Phoenix client reconnects on).
-//! Every write is bounded in time, so a client that stops reading is dropped rather than holding its task.
+//! Each connection runs two tasks: a reader that reads raw frames and assembles them into bounded messages
+//! (`frames.rs`: RFC 6455 checks, close 1002/1007/1009 on violations), and the session loop that owns the writer
+//! and serves the protocol (`protocol.rs`), answers pings at once, queued broadcasts from the [`hub::Hub`], the
+//! 45 s idle timeout (reset by every inbound frame, pings and pongs included), the hub's kick of a slow connection
+//! (close 1013) and the server's shutdown (close 1001, which every Phoenix client reconnects on). Every write is
+//! bounded in time, so a client that stops reading is dropped rather than holding its task.
 
+mod frames;
 pub mod hub;
 pub mod protocol;
 pub mod publish;
 
 use super::body::Body;
 use super::{ApiError, AppState};
-use fastwebsockets::{FragmentCollectorRead, Frame, OpCode, Payload, WebSocketError};
+use fastwebsockets::{Frame, Payload, WebSocketError, WebSocketRead};
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use hyper::{Request, Response, StatusCode};
@@ -26,7 +28,7 @@ use tokio::time::Instant;
 pub struct WsConfig {
     /// Close a connection that sent nothing for this long (Phoenix clients heartbeat every 30 s).
     pub idle_timeout: Duration,
-    /// Largest inbound message.
+    /// Largest inbound message in bytes, however it is fragmented: a message of exactly this size is accepted.
     pub max_message: usize,
     /// Most topics one connection may join.
     pub max_topics: usize,
@@ -61,8 +63,6 @@ mod close {
     pub const UNSUPPORTED: u16 = 1003;
     /// A text frame that is not a Phoenix message.
     pub const INVALID_DATA: u16 = 1007;
-    /// A message over the size limit.
-    pub const TOO_BIG: u16 = 1009;
     /// The connection could not keep up with its broadcasts.
     pub const TRY_AGAIN_LATER: u16 = 1013;
 }
@@ -107,50 +107,72 @@ pub fn upgrade(mut req: Request<Incoming>, state: &AppState) -> Result<Response<
 
 /// What the reader task hands to the session loop.
 enum Inbound {
-    /// A text message.
-    Text(String),
-    /// A control frame the protocol obliges us to send (pong, close reply).
-    Reply(Frame<'static>),
-    /// Any other activity (ping, pong) that keeps the connection alive.
+    /// A frame that changes nothing by itself but shows the client is alive (pong, message fragment).
     Activity,
-    /// A binary message.
+    /// A complete text message.
+    Text(String),
+    /// A ping, to be answered with a pong carrying this payload.
+    Ping(Vec<u8>),
+    /// The client started a binary message.
     Binary,
-    /// The client closed the connection or it broke.
-    Closed,
-    /// A message over the size limit.
-    TooBig,
+    /// The client closed, with its status code if it sent one.
+    Close(Option<u16>),
+    /// The client broke the protocol: close with this code and reason.
+    Violation(frames::Violation),
+    /// The connection ended without a close frame.
+    Ended,
 }
 
 type Upgraded = hyper_util::rt::TokioIo<hyper::upgrade::Upgraded>;
 
-async fn read_loop(mut read: FragmentCollectorRead<tokio::io::ReadHalf<Upgraded>>, inbound: mpsc::Sender<Inbound>) {
+/// Whether the client set the mask bit (fastwebsockets keeps the key private but writes it into a frame head).
+fn is_masked(frame: &mut Frame<'_>) -> bool {
+    let mut head = [0u8; 16];
+    frame.fmt_head(&mut head);
+    head[1] & 0x80 != 0
+}
+
+/// What a read error means: a protocol violation to answer with a close frame, or a connection that is gone.
+fn read_error(error: &WebSocketError) -> Inbound {
+    use frames::Violation;
+    match error {
+        WebSocketError::ReservedBitsNotZero => Inbound::Violation(Violation::Protocol("reserved bits set")),
+        WebSocketError::InvalidValue => Inbound::Violation(Violation::Protocol("unknown opcode")),
+        WebSocketError::ControlFrameFragmented => Inbound::Violation(Violation::Protocol("fragmented control frame")),
+        WebSocketError::PingFrameTooLarge => Inbound::Violation(Violation::Protocol("control frame over 125 bytes")),
+        WebSocketError::FrameTooLarge => Inbound::Violation(Violation::TooBig),
+        WebSocketError::InvalidUTF8 => Inbound::Violation(Violation::InvalidUtf8),
+        _ => Inbound::Ended,
+    }
+}
+
+/// Reads frames one by one (no automatic pongs or closes: the session answers them at once) and hands every
+/// one of them to the session, so each frame counts as activity and pings never wait for a data frame.
+async fn read_loop(
+    mut read: WebSocketRead<tokio::io::ReadHalf<Upgraded>>,
+    limit: usize,
+    inbound: mpsc::Sender<Inbound>,
+) {
+    let mut assembler = frames::Assembler::new(limit);
     loop {
-        let mut obliged: Vec<Frame<'static>> = Vec::new();
-        let result = read
-            .read_frame(&mut |frame: Frame<'_>| {
-                obliged.push(Frame::new(true, frame.opcode, None, Payload::Owned(frame.payload.to_vec())));
-                std::future::ready(Ok::<(), WebSocketError>(()))
-            })
-            .await;
-        for frame in obliged {
-            if inbound.send(Inbound::Reply(frame)).await.is_err() {
-                return;
+        // Automatic replies are off, so fastwebsockets never has a reply for this callback to send.
+        let no_replies = &mut |_: Frame<'_>| std::future::ready(Ok::<(), WebSocketError>(()));
+        let message = match read.read_frame(no_replies).await {
+            Ok(mut frame) => {
+                let masked = is_masked(&mut frame);
+                let raw = frames::RawFrame { fin: frame.fin, opcode: frame.opcode, masked, payload: &frame.payload };
+                match assembler.push(raw) {
+                    Ok(frames::Event::Text(text)) => Inbound::Text(text),
+                    Ok(frames::Event::Binary) => Inbound::Binary,
+                    Ok(frames::Event::Ping(payload)) => Inbound::Ping(payload),
+                    Ok(frames::Event::Pong | frames::Event::Fragment) => Inbound::Activity,
+                    Ok(frames::Event::Close(code)) => Inbound::Close(code),
+                    Err(violation) => Inbound::Violation(violation),
+                }
             }
-        }
-        let message = match result {
-            Ok(frame) => match frame.opcode {
-                OpCode::Text => match String::from_utf8(frame.payload.to_vec()) {
-                    Ok(text) => Inbound::Text(text),
-                    Err(_) => Inbound::Binary,
-                },
-                OpCode::Binary => Inbound::Binary,
-                OpCode::Close => Inbound::Closed,
-                _ => Inbound::Activity,
-            },
-            Err(WebSocketError::FrameTooLarge) => Inbound::TooBig,
-            Err(_) => Inbound::Closed,
+            Err(e) => read_error(&e),
         };
-        let last = matches!(message, Inbound::Closed | Inbound::TooBig | Inbound::Binary);
+        let last = matches!(message, Inbound::Binary | Inbound::Close(_) | Inbound::Violation(_) | Inbound::Ended);
         if inbound.send(message).await.is_err() || last {
             return;
         }
@@ -178,12 +200,14 @@ async fn write_bounded(
 async fn session(ws: fastwebsockets::WebSocket<Upgraded>, state: AppState, _permit: OwnedSemaphorePermit) {
     let config = state.config.ws.clone();
     let mut ws = ws;
-    ws.set_max_message_size(config.max_message);
-    ws.set_auto_pong(true);
-    ws.set_auto_close(true);
+    // fastwebsockets refuses frames of `max_message_size` bytes or more; messages of exactly `max_message` bytes
+    // are accepted, and the assembler bounds the sum of a message's fragments.
+    ws.set_max_message_size(config.max_message.saturating_add(1));
+    ws.set_auto_pong(false);
+    ws.set_auto_close(false);
     let (read, mut write) = ws.split(tokio::io::split);
     let (inbound_tx, mut inbound) = mpsc::channel(16);
-    let reader = tokio::spawn(read_loop(FragmentCollectorRead::new(read), inbound_tx));
+    let reader = tokio::spawn(read_loop(read, config.max_message, inbound_tx));
     let hub = state.ws.hub.clone();
     let mut attached = hub.attach();
     let mut channels = Channels::new(config.max_topics);
@@ -224,18 +248,17 @@ async fn session(ws: fastwebsockets::WebSocket<Upgraded>, state: AppState, _perm
                         }
                         Err(_) => break Some((close::INVALID_DATA, "malformed Phoenix message")),
                     },
-                    Some(Inbound::Reply(frame)) => {
-                        let is_close = frame.opcode == OpCode::Close;
-                        if !write_bounded(&mut write, frame, [&attached.kicked, &shutdown], config.write_timeout).await
-                            || is_close
-                        {
+                    Some(Inbound::Ping(payload)) => {
+                        let pong = Frame::pong(Payload::Owned(payload));
+                        if !write_bounded(&mut write, pong, [&attached.kicked, &shutdown], config.write_timeout).await {
                             break None;
                         }
                     }
                     Some(Inbound::Activity) => {}
                     Some(Inbound::Binary) => break Some((close::UNSUPPORTED, "binary frames are not supported")),
-                    Some(Inbound::TooBig) => break Some((close::TOO_BIG, "message too big")),
-                    Some(Inbound::Closed) | None => break None,
+                    Some(Inbound::Close(code)) => break Some((code.unwrap_or(close::NORMAL), "")),
+                    Some(Inbound::Violation(violation)) => break Some((violation.close_code(), violation.reason())),
+                    Some(Inbound::Ended) | None => break None,
                 }
             }
         }

@@ -1,6 +1,9 @@
 //! The Phoenix V2 channel protocol as Blockscout speaks it: 5-element JSON array frames
 //! `[join_ref, ref, topic, event, payload]`, topic classification, and the per-connection state machine for
 //! `phx_join`, `phx_leave` and `heartbeat`. Pure: no sockets here.
+//!
+//! What a connection keeps is bounded: at most `max_topics` joined topics, each at most [`MAX_TOPIC_BYTES`] long
+//! with a join_ref of at most [`MAX_JOIN_REF_BYTES`] (as JSON); longer joins are refused and nothing is stored.
 
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -19,6 +22,23 @@ pub struct Message {
     pub event: String,
     /// The payload object.
     pub payload: Value,
+}
+
+/// Longest topic a connection may join, in bytes (the longest real topic, `addresses:<address>`, has 52).
+pub const MAX_TOPIC_BYTES: usize = 256;
+
+/// Longest join_ref a joined topic keeps, in bytes of JSON (clients send short counters such as `"3"`).
+pub const MAX_JOIN_REF_BYTES: usize = 64;
+
+/// Why a join is refused before its topic is looked at, if it is.
+fn oversized_join(m: &Message) -> Option<String> {
+    if m.topic.len() > MAX_TOPIC_BYTES {
+        return Some(format!("topic too long (at most {MAX_TOPIC_BYTES} bytes)"));
+    }
+    if m.join_ref.to_string().len() > MAX_JOIN_REF_BYTES {
+        return Some(format!("join_ref too long (at most {MAX_JOIN_REF_BYTES} bytes)"));
+    }
+    None
 }
 
 /// A client frame that is not a Phoenix V2 message.
@@ -168,6 +188,10 @@ impl Channels {
         };
         match (m.topic.as_str(), m.event.as_str()) {
             ("phoenix", "heartbeat") => ok(&mut out, &m),
+            (_, "phx_join") if oversized_join(&m).is_some() => {
+                let reason = oversized_join(&m).unwrap_or_default();
+                out.frames.push(reply(&m.join_ref, &m.msg_ref, &m.topic, "error", json!({"reason": reason})));
+            }
             (_, "phx_join") => match classify(&m.topic) {
                 TopicKind::Unmatched => out.frames.push(reply(
                     &Value::Null,
@@ -366,5 +390,20 @@ mod tests {
         let refused = frames(&mut c, r#"["8","8","blocks:indexing","phx_join",{}]"#);
         assert_eq!(refused[0][4]["status"], "error");
         assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn long_topics_and_join_refs_are_refused_and_not_kept() {
+        let mut c = Channels::new(10);
+        let longest = format!("transactions:{}", "a".repeat(MAX_TOPIC_BYTES - "transactions:".len()));
+        let join = |topic: &str, join_ref: &str| json!([join_ref, "1", topic, "phx_join", {}]).to_string();
+        assert_eq!(frames(&mut c, &join(&longest, "1"))[0][4]["status"], "ok");
+        let too_long = format!("{longest}a");
+        let refused = frames(&mut c, &join(&too_long, "2"));
+        assert_eq!(refused[0][4]["response"]["reason"], "topic too long (at most 256 bytes)");
+        let long_ref = "r".repeat(MAX_JOIN_REF_BYTES);
+        let refused = frames(&mut c, &join("blocks:new_block", &long_ref));
+        assert_eq!(refused[0][4]["response"]["reason"], "join_ref too long (at most 64 bytes)");
+        assert_eq!(c.len(), 1, "only the join within the bounds is kept");
     }
 }

@@ -1,0 +1,440 @@
+//! Connection and WebSocket hardening: idle connections in every state are cut so new clients get a slot, a
+//! client that never reads loses its slot, shutdown does not wait for idle HTTP/2 connections, and the
+//! WebSocket bounds whole messages, answers pings at once, closes protocol errors with 1002/1007 and bounds
+//! topics. WebSocket frames are written by hand over a raw TCP stream to send what real clients never do.
+
+use crate::support::ws::WsClient;
+use crate::support::*;
+use serde_json::json;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const PATH: &str = "/socket/v2/websocket?vsn=2.0.0";
+
+/// The client connection preface of HTTP/2 followed by an empty SETTINGS frame (prior knowledge, h2c).
+const H2C_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+
+/// Reads until the server closes the connection (EOF or reset), failing after `timeout`.
+async fn closed_by_server(stream: &mut TcpStream, timeout: Duration, what: &str) {
+    let mut sink = Vec::new();
+    let read = tokio::time::timeout(timeout, stream.read_to_end(&mut sink)).await;
+    assert!(read.is_ok(), "the server closed the {what} connection within {timeout:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_partial_and_idle_h2c_connections_are_closed_so_new_clients_are_served() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.api.max_connections = 4;
+        c.api.idle_timeout = Duration::from_millis(1500);
+    })
+    .await;
+    let addr = t.daemon.addr();
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let mut partial_preface = TcpStream::connect(addr).await.unwrap();
+    partial_preface.write_all(b"PRI * HTTP/2.0\r\n").await.unwrap();
+    let mut idle_h2c = TcpStream::connect(addr).await.unwrap();
+    idle_h2c.write_all(H2C_PREFACE).await.unwrap();
+    // The server's SETTINGS frame: the connection is past detection and speaks HTTP/2.
+    let mut head = [0u8; 9];
+    idle_h2c.read_exact(&mut head).await.unwrap();
+    assert_eq!(head[3], 0x4, "the server sends SETTINGS first");
+    let mut trickle = TcpStream::connect(addr).await.unwrap();
+    trickle.write_all(b"P").await.unwrap();
+
+    // Every slot is taken: the fifth client is served once the idle connections are cut.
+    let served = tokio::time::timeout(Duration::from_secs(20), http::get(addr, "/api/v2/config/backend-version")).await;
+    assert_eq!(served.expect("a new client is served once idle connections are closed").status, 200);
+    for (stream, what) in [
+        (&mut silent, "silent"),
+        (&mut partial_preface, "partial preface"),
+        (&mut idle_h2c, "idle h2c"),
+        (&mut trickle, "1-byte"),
+    ] {
+        closed_by_server(stream, Duration::from_secs(10), what).await;
+    }
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_pipelines_and_never_reads_loses_its_slot() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.api.max_connections = 1;
+        c.api.write_timeout = Duration::from_secs(1);
+        // Long enough that only the write timeout can free the slot within the test's deadline.
+        c.api.idle_timeout = Duration::from_secs(600);
+        c.api.header_read_timeout = Duration::from_secs(600);
+    })
+    .await;
+    let addr = t.daemon.addr();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut greedy = socket.connect(addr).await.unwrap();
+    let requests = b"GET /api/v2/stats HTTP/1.1\r\nHost: x\r\n\r\n".repeat(100);
+    // Pipelines until the server stops reading (its writes are stuck behind the unread responses).
+    let writer = tokio::spawn(async move {
+        let mut sent = 0usize;
+        while sent < 100_000 && greedy.write_all(&requests).await.is_ok() {
+            sent += 100;
+        }
+        greedy
+    });
+    let served = tokio::time::timeout(Duration::from_secs(30), http::get(addr, "/api/v2/config/backend-version")).await;
+    assert_eq!(served.expect("the stuck connection's slot is freed by the write timeout").status, 200);
+    writer.abort();
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_idle_h2c_and_undetected_connections_at_once() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.api.idle_timeout = Duration::from_secs(600);
+        c.api.shutdown_grace = Duration::from_secs(10);
+    })
+    .await;
+    let addr = t.daemon.addr();
+    let mut idle_h2c = TcpStream::connect(addr).await.unwrap();
+    idle_h2c.write_all(H2C_PREFACE).await.unwrap();
+    let mut head = [0u8; 9];
+    idle_h2c.read_exact(&mut head).await.unwrap();
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    // The silent connection has been accepted once a request after it is served.
+    assert_eq!(http::get(addr, "/api/v2/config/backend-version").await.status, 200);
+    let drained = t.daemon.shutdown_drained().await.unwrap();
+    assert!(drained, "every connection closed within the grace period");
+    closed_by_server(&mut idle_h2c, Duration::from_secs(5), "idle h2c").await;
+    closed_by_server(&mut silent, Duration::from_secs(5), "silent").await;
+}
+
+/// A WebSocket connection after a hand-made upgrade, for writing frames real clients never send.
+struct RawWs {
+    stream: TcpStream,
+}
+
+/// One frame from the server.
+#[derive(Debug, PartialEq)]
+enum ServerFrame {
+    Text(String),
+    Pong(Vec<u8>),
+    Close(u16),
+    /// The connection ended without a close frame.
+    Ended,
+}
+
+const FIN: u8 = 0x80;
+const TEXT: u8 = 0x1;
+const CONTINUATION: u8 = 0x0;
+const CLOSE: u8 = 0x8;
+const PING: u8 = 0x9;
+
+impl RawWs {
+    async fn connect(addr: SocketAddr) -> RawWs {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "GET {PATH} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = Vec::new();
+        while !response.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            stream.read_exact(&mut byte).await.unwrap();
+            response.push(byte[0]);
+        }
+        let response = String::from_utf8(response).unwrap();
+        assert!(response.starts_with("HTTP/1.1 101"), "{response}");
+        RawWs { stream }
+    }
+
+    /// Sends one frame; `first` is the first header byte (FIN, RSV bits and opcode).
+    async fn send(&mut self, first: u8, payload: &[u8], masked: bool) {
+        let mut frame = vec![first];
+        let mask_bit = if masked { 0x80 } else { 0 };
+        match payload.len() {
+            n if n < 126 => frame.push(mask_bit | n as u8),
+            n if n <= 0xffff => {
+                frame.push(mask_bit | 126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(mask_bit | 127);
+                frame.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        if masked {
+            let key = [0x12, 0x34, 0x56, 0x78];
+            frame.extend_from_slice(&key);
+            frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+        } else {
+            frame.extend_from_slice(payload);
+        }
+        // The server may close while a frame is still being written: the next read reports it.
+        let _ = self.stream.write_all(&frame).await;
+    }
+
+    async fn send_masked(&mut self, first: u8, payload: &[u8]) {
+        self.send(first, payload, true).await;
+    }
+
+    /// The next frame from the server, failing after `timeout`.
+    async fn recv(&mut self, timeout: Duration) -> ServerFrame {
+        tokio::time::timeout(timeout, self.read_frame()).await.expect("a server frame within the deadline")
+    }
+
+    async fn read_frame(&mut self) -> ServerFrame {
+        let mut head = [0u8; 2];
+        if self.stream.read_exact(&mut head).await.is_err() {
+            return ServerFrame::Ended;
+        }
+        assert_eq!(head[1] & 0x80, 0, "server frames are not masked");
+        let len = match head[1] & 0x7f {
+            126 => {
+                let mut n = [0u8; 2];
+                self.stream.read_exact(&mut n).await.unwrap();
+                u16::from_be_bytes(n) as usize
+            }
+            127 => {
+                let mut n = [0u8; 8];
+                self.stream.read_exact(&mut n).await.unwrap();
+                u64::from_be_bytes(n) as usize
+            }
+            n => n as usize,
+        };
+        let mut payload = vec![0u8; len];
+        if self.stream.read_exact(&mut payload).await.is_err() {
+            return ServerFrame::Ended;
+        }
+        match head[0] & 0x0f {
+            0x1 => ServerFrame::Text(String::from_utf8(payload).unwrap()),
+            0xa => ServerFrame::Pong(payload),
+            0x8 => ServerFrame::Close(u16::from_be_bytes([payload[0], payload[1]])),
+            other => panic!("unexpected opcode {other:#x}"),
+        }
+    }
+}
+
+/// A Phoenix heartbeat with ref `msg_ref` padded to exactly `size` bytes.
+fn heartbeat_of_size(msg_ref: &str, size: usize) -> Vec<u8> {
+    let empty = json!([null, msg_ref, "phoenix", "heartbeat", {"pad": ""}]).to_string();
+    let text = json!([null, msg_ref, "phoenix", "heartbeat", {"pad": "x".repeat(size - empty.len())}]).to_string();
+    assert_eq!(text.len(), size);
+    text.into_bytes()
+}
+
+fn reply_ref(frame: &ServerFrame) -> Option<String> {
+    let ServerFrame::Text(text) = frame else { return None };
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    value[1].as_str().map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_messages_are_bounded_as_a_whole_at_exactly_65536_bytes() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let limit = 65_536;
+    let wait = Duration::from_secs(10);
+
+    // One frame of exactly the limit is accepted.
+    let mut ws = RawWs::connect(addr).await;
+    ws.send_masked(FIN | TEXT, &heartbeat_of_size("single", limit)).await;
+    assert_eq!(reply_ref(&ws.recv(wait).await).as_deref(), Some("single"));
+
+    // The same size in three fragments is accepted too.
+    let message = heartbeat_of_size("fragmented", limit);
+    ws.send_masked(TEXT, &message[..30_000]).await;
+    ws.send_masked(CONTINUATION, &message[30_000..60_000]).await;
+    ws.send_masked(FIN | CONTINUATION, &message[60_000..]).await;
+    assert_eq!(reply_ref(&ws.recv(wait).await).as_deref(), Some("fragmented"));
+
+    // One byte more, in fragments each well under the limit, is refused with 1009 before the message ends.
+    let message = heartbeat_of_size("over", limit + 1);
+    ws.send_masked(TEXT, &message[..30_000]).await;
+    ws.send_masked(CONTINUATION, &message[30_000..60_000]).await;
+    ws.send_masked(CONTINUATION, &message[60_000..]).await;
+    assert_eq!(ws.recv(wait).await, ServerFrame::Close(1009));
+
+    // An endless stream of 65,000-byte continuations is cut at the limit too.
+    let mut flood = RawWs::connect(addr).await;
+    flood.send_masked(TEXT, b"[").await;
+    let chunk = vec![b' '; 65_000];
+    flood.send_masked(CONTINUATION, &chunk).await;
+    flood.send_masked(CONTINUATION, &chunk).await;
+    assert_eq!(flood.recv(wait).await, ServerFrame::Close(1009));
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_pings_are_answered_at_once_and_keep_the_connection_open() {
+    let anvil = start_anvil();
+    let idle = Duration::from_millis(1500);
+    let t = start_daemon(&anvil.http_url(), |c| c.api.ws.idle_timeout = idle).await;
+    let mut ws = RawWs::connect(t.daemon.addr()).await;
+    // Keep-alive pings only, for three idle timeouts: every ping gets its pong without any data frame.
+    let mut elapsed = Duration::ZERO;
+    let mut n = 0u32;
+    while elapsed < idle * 3 {
+        let payload = format!("ping {n}");
+        ws.send_masked(FIN | PING, payload.as_bytes()).await;
+        assert_eq!(ws.recv(Duration::from_secs(5)).await, ServerFrame::Pong(payload.into_bytes()));
+        tokio::time::sleep(idle / 3).await;
+        elapsed += idle / 3;
+        n += 1;
+    }
+    // Still open: a heartbeat is answered.
+    ws.send_masked(FIN | TEXT, json!([null, "alive", "phoenix", "heartbeat", {}]).to_string().as_bytes()).await;
+    assert_eq!(reply_ref(&ws.recv(Duration::from_secs(5)).await).as_deref(), Some("alive"));
+    // A close from the client is answered with its code.
+    ws.send_masked(FIN | CLOSE, &1000u16.to_be_bytes()).await;
+    assert_eq!(ws.recv(Duration::from_secs(5)).await, ServerFrame::Close(1000));
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_protocol_errors_close_with_1002_or_1007() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let heartbeat = json!([null, "1", "phoenix", "heartbeat", {}]).to_string().into_bytes();
+    let cases: Vec<(&str, Vec<(u8, Vec<u8>, bool)>, u16)> = vec![
+        ("RSV1 set", vec![(FIN | 0x40 | TEXT, heartbeat.clone(), true)], 1002),
+        ("unknown opcode", vec![(FIN | 0x3, vec![], true)], 1002),
+        ("continuation without a message", vec![(FIN | CONTINUATION, heartbeat.clone(), true)], 1002),
+        ("unmasked frame", vec![(FIN | TEXT, heartbeat.clone(), false)], 1002),
+        (
+            "new message inside a fragmented one",
+            vec![(TEXT, b"[".to_vec(), true), (FIN | TEXT, b"[]".to_vec(), true)],
+            1002,
+        ),
+        ("fragmented ping", vec![(PING, b"x".to_vec(), true)], 1002),
+        ("close code 1005", vec![(FIN | CLOSE, 1005u16.to_be_bytes().to_vec(), true)], 1002),
+        ("invalid UTF-8", vec![(FIN | TEXT, vec![b'[', 0xff, b']'], true)], 1007),
+        (
+            "invalid UTF-8 across fragments",
+            vec![(TEXT, vec![b'[', 0xe2, 0x82], true), (FIN | CONTINUATION, b"]".to_vec(), true)],
+            1007,
+        ),
+    ];
+    for (what, frames, code) in cases {
+        let mut ws = RawWs::connect(addr).await;
+        for (first, payload, masked) in frames {
+            ws.send(first, &payload, masked).await;
+        }
+        assert_eq!(ws.recv(Duration::from_secs(5)).await, ServerFrame::Close(code), "{what}");
+        assert_eq!(ws.recv(Duration::from_secs(5)).await, ServerFrame::Ended, "{what}: closed after the close frame");
+    }
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_topics_are_bounded_in_length() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let mut c = WsClient::connect(t.daemon.addr(), PATH).await;
+    let longest = format!("transactions:{}", "a".repeat(256 - "transactions:".len()));
+    c.send(&json!(["1", "1", longest, "phx_join", {}])).await;
+    assert_eq!(c.frame().await[4]["status"], "ok", "a 256-byte topic is joined");
+    let too_long = format!("{longest}a");
+    c.send(&json!(["2", "2", too_long, "phx_join", {}])).await;
+    assert_eq!(
+        c.frame().await[4],
+        json!({"status": "error", "response": {"reason": "topic too long (at most 256 bytes)"}})
+    );
+    let huge = format!("transactions:{}", "a".repeat(65_000));
+    c.send(&json!(["3", "3", huge, "phx_join", {}])).await;
+    assert_eq!(c.frame().await[4]["status"], "error");
+    let long_ref = "r".repeat(100);
+    c.send(&json!([long_ref, "4", "blocks:new_block", "phx_join", {}])).await;
+    assert_eq!(
+        c.frame().await[4],
+        json!({"status": "error", "response": {"reason": "join_ref too long (at most 64 bytes)"}})
+    );
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// Sends `request` as raw bytes and reads the whole answer (the server closes after an unparsable head).
+async fn raw_exchange(addr: SocketAddr, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    // The server may answer and close before it has read everything.
+    let _ = stream.write_all(request).await;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "the server answers and closes");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unparsable_request_heads_get_json_cors_and_rate_limit_headers() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.api.rate_limit = rockscout::api::limits::RateLimitConfig { per_second: 100, burst: 200, ..Default::default() }
+    })
+    .await;
+    let addr = t.daemon.addr();
+    // Whole requests the server reads to the end (so closing never resets the socket before the answer is read).
+    let many_headers: String = (0..150).map(|i| format!("x-h{i}: v\r\n")).collect();
+    let many_headers = format!("GET /health HTTP/1.1\r\nHost: x\r\n{many_headers}\r\n");
+    let long_uri = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000));
+    let cases: [(&str, &[u8], u16, &str); 3] = [
+        ("bad request line", b"NOT A REQUEST\r\n\r\n", 400, "Malformed HTTP request"),
+        ("150 headers", many_headers.as_bytes(), 431, "Request header fields too large"),
+        ("long URI", long_uri.as_bytes(), 414, "URI too long"),
+    ];
+    for (what, request, status, message) in cases {
+        let answer = raw_exchange(addr, request).await;
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{what}: {answer:?}"));
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{what}: {head}");
+        let head = head.to_ascii_lowercase();
+        for header in ["content-type: application/json", "access-control-allow-origin: *", "x-ratelimit-limit: 200"] {
+            assert!(head.contains(header), "{what}: {header} in {head}");
+        }
+        let body: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{what}: {e}: {body}"));
+        assert_eq!(body, json!({ "message": message }), "{what}");
+    }
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_client_that_never_opens_its_window_loses_its_slot() {
+    use http_body_util::Empty;
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.api.max_connections = 1;
+        c.api.write_timeout = Duration::from_secs(1);
+        c.api.idle_timeout = Duration::from_secs(600);
+    })
+    .await;
+    let addr = t.daemon.addr();
+    // An h2c client whose stream window is 0: the server can send response headers but no body byte.
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+        .initial_stream_window_size(0)
+        .handshake(hyper_util::rt::TokioIo::new(stream))
+        .await
+        .unwrap();
+    let client_connection = tokio::spawn(connection);
+    let request = hyper::Request::get(format!("http://{addr}/api/v2/config/backend-version"))
+        .body(Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), 200, "the headers arrive; the body cannot");
+    let served = tokio::time::timeout(Duration::from_secs(30), http::get(addr, "/api/v2/config/backend-version")).await;
+    assert_eq!(served.expect("the stalled HTTP/2 connection's slot is freed").status, 200);
+    let ended = tokio::time::timeout(Duration::from_secs(10), client_connection).await;
+    assert!(ended.is_ok(), "the server closed the stalled HTTP/2 connection");
+    drop(response);
+    t.daemon.shutdown().await.unwrap();
+}
