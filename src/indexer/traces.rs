@@ -8,8 +8,9 @@
 //! what was written, recomputed from the stored call frames; the follower does that inside its revert batch.
 
 use super::bundle::Bundle;
+use super::pause::Pauser;
 use super::rows::RowSink;
-use super::Status;
+use super::{Status, Writer};
 use crate::events::EventSender;
 use crate::node::wire::RpcCallFrame;
 use crate::node::{Node, NodeError};
@@ -213,9 +214,20 @@ impl TraceFollower {
         }
         self.status.set_tracing(true);
         tracing::info!("tracing enabled: indexing internal transactions behind the head");
+        let mut pauser = Pauser::new(self.status.clone(), Writer::Traces);
         loop {
             let progressed = match self.round(&cancel).await {
-                Ok(progressed) => progressed,
+                Ok(progressed) => {
+                    // Committed, or nothing to commit (caught up, or the chain moved): nothing waits for the store.
+                    pauser.succeeded();
+                    progressed
+                }
+                Err(RoundError::Store(e)) if e.is_io() => {
+                    if !pauser.wait_after(&e, &cancel).await {
+                        return;
+                    }
+                    continue;
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "trace pass failed this round");
                     false
@@ -234,10 +246,10 @@ impl TraceFollower {
     }
 
     /// Traces the next blocks; returns whether any was committed.
-    async fn round(&self, cancel: &CancellationToken) -> Result<bool, String> {
+    async fn round(&self, cancel: &CancellationToken) -> Result<bool, RoundError> {
         let reader = self.store.reader();
-        let tip = reader.tip().map_err(|e| e.to_string())?;
-        let traced = reader.trace_tip().map_err(|e| e.to_string())?;
+        let tip = reader.tip()?;
+        let traced = reader.trace_tip()?;
         self.status.set_traced(traced.map(|t| t.number));
         let Some(tip) = tip else { return Ok(false) };
         let from = traced.map_or(0, |t| t.number + 1);
@@ -247,7 +259,7 @@ impl TraceFollower {
         let to = tip.number.min(from + ROUND - 1);
         let mut targets = Vec::new();
         for n in from..=to {
-            let Some(block) = super::apply::load_block(&reader, n).map_err(|e| e.to_string())? else { break };
+            let Some(block) = super::apply::load_block(&reader, n)? else { break };
             targets.push((n, block.header.hash, block.txs.iter().map(|t| t.hash).collect::<Vec<_>>()));
         }
         drop(reader);
@@ -266,13 +278,12 @@ impl TraceFollower {
             let traces = match traces {
                 Ok(Some(traces)) => traces,
                 Ok(None) => return Ok(committed), // the chain moved: the follower reverts, then we retry
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(RoundError::Node(e)),
             };
             let store = self.store.clone();
             let done = tokio::task::spawn_blocking(move || commit(&store, n, hash, &traces))
                 .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| RoundError::Task(e.to_string()))??;
             if !done {
                 return Ok(committed);
             }
@@ -281,6 +292,20 @@ impl TraceFollower {
         }
         Ok(committed)
     }
+}
+
+/// Why a round of the trace pass failed.
+#[derive(Debug, thiserror::Error)]
+enum RoundError {
+    /// Reading or writing the store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Tracing failed.
+    #[error(transparent)]
+    Node(NodeError),
+    /// The commit task failed.
+    #[error("trace commit task failed: {0}")]
+    Task(String),
 }
 
 /// Writes the traces of block `n` if the stored block is still the one traced and the trace tip is just below it.
