@@ -3,7 +3,8 @@
 //! Each writer (follower, trace pass, pending-pool follower, token metadata fetcher) records the pause in
 //! [`Status`] for `/health`, logs once when it pauses and once when it writes again (never per retry), and retries
 //! with capped backoff. A failed RocksDB write leaves nothing behind, and RocksDB recovers from a no-space error by
-//! itself once space is free (its file manager retries every 5 s), after which the next attempt succeeds.
+//! itself once 64 MiB (its largest memtable) are free (its file manager checks every 5 s), after which the next
+//! attempt succeeds.
 
 use super::status::{Status, Writer};
 use crate::node::Backoff;

@@ -55,7 +55,7 @@ impl StoreError {
     /// Whether the storage itself failed (disk full, I/O error) rather than the data: the same write can succeed once
     /// the operator frees space or fixes the disk, so writers pause and retry instead of stopping the daemon.
     /// RocksDB refuses every write after such an error until it recovers by itself (for a full disk: within 5 s of
-    /// space being freed).
+    /// 64 MiB, its largest memtable, being free).
     pub fn is_io(&self) -> bool {
         matches!(self, StoreError::Rocks(e) if e.kind() == rocksdb::ErrorKind::IOError)
     }

@@ -203,11 +203,15 @@ async fn full_disk_pauses_indexing_keeps_serving_and_resumes_when_space_is_freed
     assert!(filled > 0, "the filler took the free space");
     generate_traffic(&node, &accounts, 4, 4).await;
     let new_head = node.get_block_number().await.unwrap();
+    // A transaction left in the pool: the pending-pool follower cannot record it either.
+    transfer(&node, accounts[1], accounts[2], 12_345).await;
 
     // Paused, reported, retried: wait for a few failed retries of the follower.
     let health = daemon
-        .wait_health("/health to report the paused indexer", |health| {
-            let follower = health["paused_writers"].as_array()?.iter().find(|w| w["writer"] == "follower")?;
+        .wait_health("/health to report the paused follower and pending-pool follower", |health| {
+            let writers = health["paused_writers"].as_array()?;
+            let follower = writers.iter().find(|w| w["writer"] == "follower")?;
+            writers.iter().find(|w| w["writer"] == "pending")?;
             (follower["failures"].as_u64()? >= 4).then(|| health.clone())
         })
         .await;
@@ -233,6 +237,7 @@ async fn full_disk_pauses_indexing_keeps_serving_and_resumes_when_space_is_freed
     // The log says it, once per pause rather than per retry.
     let log = daemon.log();
     assert_eq!(count(&log, "indexing paused", "follower"), 1, "one pause line for the follower:\n{log}");
+    assert_eq!(count(&log, "indexing paused", "pending"), 1, "one pause line for the pool follower:\n{log}");
     assert!(log.contains("No space left on device"), "{log}");
 
     // Free the space: indexing resumes by itself.
@@ -248,6 +253,7 @@ async fn full_disk_pauses_indexing_keeps_serving_and_resumes_when_space_is_freed
         .await;
     let log = daemon.log();
     assert_eq!(count(&log, "indexing resumed", "follower"), 1, "one resume line for the follower:\n{log}");
+    assert_eq!(count(&log, "indexing resumed", "pending"), 1, "one resume line for the pool follower:\n{log}");
 
     daemon.stop();
     let store = Store::open(&data_dir, &StoreOptions::default()).unwrap();
