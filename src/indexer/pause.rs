@@ -73,10 +73,10 @@ mod tests {
     use super::*;
 
     fn io_error() -> StoreError {
-        // A real failure of the library: opening a path under a regular file fails with an I/O error.
-        let file = tempfile::NamedTempFile::new().unwrap();
-        let path = file.path().join("db");
-        crate::store::Store::open(&path, &crate::store::StoreOptions::default()).unwrap_err()
+        // A real I/O error of RocksDB: its lock file cannot be opened when a directory takes its name.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("LOCK")).unwrap();
+        crate::store::Store::open(dir.path(), &crate::store::StoreOptions::default()).unwrap_err()
     }
 
     #[test]
