@@ -123,9 +123,10 @@ impl Daemon {
         let server = tokio::spawn(api::serve(listener, state, cancel.clone()));
         let pool_interval =
             (config.indexer.poll_interval * 4).clamp(Duration::from_millis(200), Duration::from_secs(2));
-        let pool = PendingFollower::new(store.clone(), node.clone(), events.clone(), pool_interval);
+        let pool = PendingFollower::new(store.clone(), node.clone(), status.clone(), events.clone(), pool_interval);
         helpers.spawn(pool.run(cancel.clone()));
-        helpers.spawn(MetadataFetcher::new(store.clone(), node.clone(), events.clone()).run(cancel.clone()));
+        let metadata = MetadataFetcher::new(store.clone(), node.clone(), status.clone(), events.clone());
+        helpers.spawn(metadata.run(cancel.clone()));
         if config.tracing {
             let traces = TraceFollower::new(
                 store.clone(),

@@ -2,7 +2,52 @@
 //! head last moved, indexed tip), shared with the API for `/health` and the indexing-status endpoint.
 
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A task that writes to the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Writer {
+    /// The block follower (blocks, reorgs, the chain identity).
+    Follower,
+    /// The trace pass (`--tracing`).
+    Traces,
+    /// The pending-pool follower.
+    Pending,
+    /// The token metadata fetcher.
+    TokenMetadata,
+}
+
+impl Writer {
+    /// The name `/health` and the logs use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Writer::Follower => "follower",
+            Writer::Traces => "traces",
+            Writer::Pending => "pending",
+            Writer::TokenMetadata => "token_metadata",
+        }
+    }
+}
+
+/// A writer that cannot write to the store right now (disk full, I/O error) and retries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriterPause {
+    /// Who paused.
+    pub writer: Writer,
+    /// The latest write error.
+    pub error: String,
+    /// When the first failed write of this pause happened.
+    pub since: SystemTime,
+    /// Failed writes during this pause (the first one and the retries).
+    pub failures: u64,
+}
+
+impl WriterPause {
+    /// `since` in seconds after the Unix epoch.
+    pub fn since_unix_s(&self) -> u64 {
+        self.since.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
+    }
+}
 
 /// A copy of the follower's state at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,6 +69,8 @@ pub struct StatusSnapshot {
     pub node_answered_at: Option<Instant>,
     /// When the node's head was first seen at its current number.
     pub head_seen_at: Option<Instant>,
+    /// Writers paused because the store refuses writes, in the order they paused (empty while all can write).
+    pub paused: Vec<WriterPause>,
 }
 
 impl StatusSnapshot {
@@ -107,5 +154,33 @@ impl Status {
 
     pub(crate) fn set_traced(&self, tip: Option<u64>) {
         self.update(|s| s.traced = tip);
+    }
+
+    /// Records a failed write of `writer`; returns whether this starts a pause (it was not paused).
+    pub(crate) fn set_writer_paused(&self, writer: Writer, error: String) -> bool {
+        let mut started = false;
+        self.update(|s| match s.paused.iter_mut().find(|p| p.writer == writer) {
+            Some(pause) => {
+                pause.error = error;
+                pause.failures += 1;
+            }
+            None => {
+                started = true;
+                s.paused.push(WriterPause { writer, error, since: SystemTime::now(), failures: 1 });
+            }
+        });
+        started
+    }
+
+    /// Records a successful write of `writer`; returns how long it was paused, if it was.
+    pub(crate) fn set_writer_resumed(&self, writer: Writer) -> Option<Duration> {
+        let mut ended = None;
+        self.update(|s| {
+            if let Some(i) = s.paused.iter().position(|p| p.writer == writer) {
+                let pause = s.paused.remove(i);
+                ended = Some(pause.since.elapsed().unwrap_or_default());
+            }
+        });
+        ended
     }
 }

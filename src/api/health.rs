@@ -28,24 +28,35 @@ fn millis(duration: Option<Duration>) -> Option<u64> {
 
 /// 200 `ok` while the node answers (catching up included); 503 with `node_unreachable` when the last node request
 /// failed, `node_unresponsive` when the node has not answered for `unresponsive_after`, `node_stalled` when its head
-/// has not moved for `stalled_after`. The body tells the tips and lag, how long ago the node answered and its head
-/// moved, and with `--tracing` how far the trace pass is (`tracing`: `null` off, `false` when the node cannot trace).
+/// has not moved for `stalled_after`. While the store refuses writes (disk full) the status is `indexer_paused`
+/// with the error, still 200: the API keeps serving what is indexed, so a load balancer should keep routing to it.
+/// The body tells the tips and lag, how long ago the node answered and its head moved, the paused writers, and
+/// with `--tracing` how far the trace pass is (`tracing`: `null` off, `false` when the node cannot trace).
 pub fn health(state: &AppState) -> Response<Body> {
     let status = state.status.snapshot();
     let config = &state.config.health;
     let now = Instant::now();
     let since_answer = status.node_answered_at.map(|t| now.saturating_duration_since(t));
     let since_new_head = status.head_seen_at.map(|t| now.saturating_duration_since(t));
-    let verdict = if !status.node_reachable {
-        "node_unreachable"
+    let paused = !status.paused.is_empty();
+    let (verdict, code) = if !status.node_reachable {
+        ("node_unreachable", StatusCode::SERVICE_UNAVAILABLE)
     } else if since_answer.is_some_and(|d| d > config.unresponsive_after) {
-        "node_unresponsive"
+        ("node_unresponsive", StatusCode::SERVICE_UNAVAILABLE)
     } else if config.stalled_after.is_some_and(|limit| since_new_head.is_some_and(|d| d > limit)) {
-        "node_stalled"
+        ("node_stalled", StatusCode::SERVICE_UNAVAILABLE)
+    } else if paused {
+        ("indexer_paused", StatusCode::OK)
     } else {
-        "ok"
+        ("ok", StatusCode::OK)
     };
-    let code = if verdict == "ok" { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let paused_writers: Vec<_> = status
+        .paused
+        .iter()
+        .map(
+            |p| json!({"writer": p.writer.name(), "error": p.error, "since": p.since_unix_s(), "failures": p.failures}),
+        )
+        .collect();
     json_response(
         code,
         &json!({
@@ -60,6 +71,9 @@ pub fn health(state: &AppState) -> Response<Body> {
             "tracing": status.tracing,
             "traced_tip": status.traced,
             "trace_lag": status.trace_lag(),
+            "indexer_paused": paused,
+            "indexer_error": status.paused.first().map(|p| &p.error),
+            "paused_writers": paused_writers,
         }),
     )
 }

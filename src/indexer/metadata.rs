@@ -2,11 +2,14 @@
 //! `eth_call`, off the block path, so slow or hostile contracts never stall indexing. Answers are tolerated in
 //! every shape seen in the wild: ABI strings, bytes32 strings (MKR-style), reverts, missing methods and garbage
 //! (which give nothing). Results go to `token_metadata` and the prefix index `token_search`; they are not chain
-//! state and are never reverted.
+//! state and are never reverted. While the store refuses writes (disk full) the fetcher pauses (see `pause`) and
+//! keeps the unsaved tokens for a retry.
 
+use super::pause::Pauser;
 use crate::chain::block_tokens;
 use crate::events::{ChainEvent, EventSender};
 use crate::node::Node;
+use crate::status::{Status, Writer};
 use crate::store::keys::SearchKey;
 use crate::store::records::TokenMetadata;
 use crate::store::tables::{TokenMetadatas, TokenSearch};
@@ -55,12 +58,21 @@ pub struct MetadataFetcher {
     store: Arc<Store>,
     node: Node,
     events: EventSender,
+    pauser: Pauser,
+    /// Set while the store refuses writes: when to try saving again.
+    store_retry: Option<Duration>,
 }
 
 impl MetadataFetcher {
-    /// A fetcher for tokens of `store`, reading from `node`.
-    pub fn new(store: Arc<Store>, node: Node, events: EventSender) -> Self {
-        MetadataFetcher { store, node, events }
+    /// A fetcher for tokens of `store`, reading from `node`, reporting pauses through `status`.
+    pub fn new(store: Arc<Store>, node: Node, status: Arc<Status>, events: EventSender) -> Self {
+        let pauser = Pauser::new(status, Writer::TokenMetadata);
+        MetadataFetcher { store, node, events, pauser, store_retry: None }
+    }
+
+    /// How long to wait before retrying the tokens of the last fetch that failed.
+    fn retry_delay(&self) -> Duration {
+        self.store_retry.unwrap_or(RETRY_EVERY)
     }
 
     async fn read(&self, token: Address) -> Result<TokenMetadata, crate::node::NodeError> {
@@ -82,10 +94,17 @@ impl MetadataFetcher {
         self.store.write(batch, Durability::Buffered)
     }
 
-    /// Fetches what is missing among `tokens`; returns the ones the node could not answer for.
-    async fn fetch(&self, tokens: BTreeSet<Address>) -> BTreeSet<Address> {
+    /// Fetches what is missing among `tokens`; returns the ones the node could not answer for or the store could
+    /// not save.
+    async fn fetch(&mut self, tokens: BTreeSet<Address>) -> BTreeSet<Address> {
         let mut failed = BTreeSet::new();
+        self.store_retry = None;
         for token in tokens {
+            if self.store_retry.is_some() {
+                // The store refuses writes: keep the rest for the retry without asking the node.
+                failed.insert(token);
+                continue;
+            }
             match self.store.reader().get::<TokenMetadatas>(&token) {
                 Ok(Some(_)) => continue,
                 Ok(None) => {}
@@ -97,8 +116,13 @@ impl MetadataFetcher {
             match self.read(token).await {
                 Ok(metadata) => {
                     tracing::debug!(%token, ?metadata, "token metadata");
-                    if let Err(e) = self.save(token, &metadata) {
-                        tracing::warn!(error = %e, %token, "saving token metadata failed");
+                    match self.save(token, &metadata) {
+                        Ok(()) => self.pauser.succeeded(),
+                        Err(e) if e.is_io() => {
+                            self.store_retry = Some(self.pauser.failed(&e));
+                            failed.insert(token);
+                        }
+                        Err(e) => tracing::warn!(error = %e, %token, "saving token metadata failed"),
                     }
                 }
                 Err(e) => {
@@ -111,7 +135,7 @@ impl MetadataFetcher {
     }
 
     /// Runs until cancelled: first tokens indexed before a restart, then each block's new tokens.
-    pub async fn run(self, cancel: CancellationToken) {
+    pub async fn run(mut self, cancel: CancellationToken) {
         let mut events = self.events.subscribe();
         let mut retry: BTreeSet<Address> = match self.known_tokens() {
             Ok(tokens) => tokens,
@@ -126,7 +150,7 @@ impl MetadataFetcher {
                 _ = cancel.cancelled() => return,
                 _ = tokio::time::sleep_until(next_retry), if !retry.is_empty() => {
                     retry = self.fetch(std::mem::take(&mut retry)).await;
-                    next_retry = tokio::time::Instant::now() + RETRY_EVERY;
+                    next_retry = tokio::time::Instant::now() + self.retry_delay();
                     continue;
                 }
                 event = events.recv() => event,
@@ -136,6 +160,7 @@ impl MetadataFetcher {
                     let tokens = block_tokens(&block);
                     if !tokens.is_empty() {
                         retry.extend(self.fetch(tokens).await);
+                        next_retry = next_retry.min(tokio::time::Instant::now() + self.retry_delay());
                     }
                 }
                 Ok(_) => {}

@@ -4,17 +4,19 @@
 //! either fetch the missing range (several blocks in flight, committed strictly in order, in chunks), resolve a
 //! fork (walk back to the common ancestor, revert newest first, re-apply), or wait for the next head. The tip moves
 //! only inside the batch that writes its block, so a kill at any moment loses nothing and duplicates nothing.
+//! When the store refuses a write (disk full), the follower pauses (see `pause`) and retries from the stored tip.
 
 pub mod apply;
 pub mod bundle;
 pub mod metadata;
+mod pause;
 pub mod pending;
 pub mod rows;
 pub mod traces;
 
 use crate::events::{ChainEvent, EventSender};
-use crate::node::{Backoff, Node, NodeError};
-use crate::status::Status;
+use crate::node::{Backoff, HeadSignal, Node, NodeError};
+use crate::status::{Status, Writer};
 use crate::store::keys::BlockKey;
 use crate::store::records::Bundle;
 use crate::store::records::Meta;
@@ -23,6 +25,7 @@ use crate::store::{Durability, Store, StoreError};
 use alloy::primitives::B256;
 use apply::{revert_block, RevertError};
 use futures_util::StreamExt;
+use pause::Pauser;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -126,17 +129,66 @@ impl Indexer {
         Indexer { store, node, config, status, events }
     }
 
-    /// Follows the chain until `cancel` fires (`Ok`) or an unrecoverable error occurs.
+    /// Follows the chain until `cancel` fires (`Ok`) or an unrecoverable error occurs. While the store refuses
+    /// writes (disk full, I/O error) it pauses and retries from the stored tip, so a failed commit is neither lost
+    /// nor applied twice.
     pub async fn run(self, cancel: CancellationToken) -> Result<(), IndexerError> {
-        if let Some(tip) = self.store.reader().tip()? {
-            self.status.set_indexed(Some(tip.number));
-        }
-        if !self.check_chain(&cancel).await? {
-            return Ok(());
+        let mut pauser = Pauser::new(self.status.clone(), Writer::Follower);
+        loop {
+            match self.start(&cancel).await {
+                Ok(true) => break,
+                Ok(false) => return Ok(()),
+                Err(e) => {
+                    if !self.pause(&mut pauser, e, &cancel).await? {
+                        return Ok(());
+                    }
+                }
+            }
         }
         let mut signal = self.node.head_signal(self.config.poll_interval, cancel.clone());
         loop {
-            let Some(head) = self.ask("head", &cancel, || self.node.head()).await else {
+            match self.follow(&mut signal, &cancel).await {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    if !self.pause(&mut pauser, e, &cancel).await? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits out a store that refuses writes; any other error is returned. `Ok(false)` on cancellation.
+    async fn pause(
+        &self,
+        pauser: &mut Pauser,
+        error: IndexerError,
+        cancel: &CancellationToken,
+    ) -> Result<bool, IndexerError> {
+        match error {
+            IndexerError::Store(e) if e.is_io() => Ok(pauser.wait_after(&e, cancel).await),
+            other => Err(other),
+        }
+    }
+
+    /// Records a successful write.
+    fn wrote(&self) {
+        pause::resumed(&self.status, Writer::Follower);
+    }
+
+    /// Reads the stored tip and checks the node serves the indexed chain. `Ok(false)` on cancellation.
+    async fn start(&self, cancel: &CancellationToken) -> Result<bool, IndexerError> {
+        if let Some(tip) = self.store.reader().tip()? {
+            self.status.set_indexed(Some(tip.number));
+        }
+        self.check_chain(cancel).await
+    }
+
+    /// The follow loop proper: returns `Ok` on cancellation, or the first error. Every pass starts from the tip
+    /// the store holds.
+    async fn follow(&self, signal: &mut HeadSignal, cancel: &CancellationToken) -> Result<(), IndexerError> {
+        loop {
+            let Some(head) = self.ask("head", cancel, || self.node.head()).await else {
                 return Ok(());
             };
             let head_number = head.number.to::<u64>();
@@ -150,10 +202,10 @@ impl Indexer {
                 Some(_) => Step::Idle,
             };
             match step {
-                Step::Sync { from, to } => match self.sync(from, to, &cancel).await? {
+                Step::Sync { from, to } => match self.sync(from, to, cancel).await? {
                     SyncEnd::Done => {}
                     SyncEnd::Fork => {
-                        if !self.resolve_fork(&cancel).await? {
+                        if !self.resolve_fork(cancel).await? {
                             return Ok(());
                         }
                     }
@@ -164,14 +216,18 @@ impl Indexer {
                     SyncEnd::Cancelled => return Ok(()),
                 },
                 Step::Fork => {
-                    if !self.resolve_fork(&cancel).await? {
+                    if !self.resolve_fork(cancel).await? {
                         return Ok(());
                     }
                 }
-                Step::Idle => tokio::select! {
-                    _ = cancel.cancelled() => return Ok(()),
-                    _ = signal.wait() => {}
-                },
+                Step::Idle => {
+                    // At the node's head nothing waits to be written: no pause to report.
+                    self.wrote();
+                    tokio::select! {
+                        _ = cancel.cancelled() => return Ok(()),
+                        _ = signal.wait() => {}
+                    }
+                }
             }
         }
     }
@@ -226,7 +282,9 @@ impl Indexer {
         }
         batch.put_meta(&Meta::ChainId(chain_id))?;
         batch.put_meta(&Meta::Genesis(genesis))?;
-        self.store.write(batch, Durability::Sync)
+        self.store.write(batch, Durability::Sync)?;
+        self.wrote();
+        Ok(())
     }
 
     /// Applies the reset policy: wipe and start over, or stop with a clear error.
@@ -295,6 +353,7 @@ impl Indexer {
             if !chunk.is_empty() {
                 let last = chunk.last().map(|b| b.number()).unwrap_or(from);
                 let blocks = self.commit(chunk, to).await?;
+                self.wrote();
                 self.status.set_indexed(Some(last));
                 progress.record(&blocks, to);
                 for block in blocks {
@@ -364,6 +423,7 @@ impl Indexer {
         for number in (ancestor + 1..=tip.number).rev() {
             match self.revert(number).await? {
                 Ok(hash) => {
+                    self.wrote();
                     self.status.set_indexed(number.checked_sub(1));
                     let _ = self.events.send(ChainEvent::Reverted { number, hash });
                 }

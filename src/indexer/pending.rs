@@ -1,8 +1,11 @@
 //! The pending-pool follower: mirrors the node's transaction pool (`txpool_content`) into the `pending` tables,
 //! so `/transactions?filter=pending` lists it, and announces newly seen transactions. A transaction leaves the
 //! tables when it leaves the pool (mined, replaced or dropped). Pending rows are not chain state: they are written
-//! by this task alone, outside block batches.
+//! by this task alone, outside block batches. A store that refuses writes (disk full) pauses the follower (see
+//! `pause`).
 
+use super::pause::Pauser;
+use super::{Status, Writer};
 use crate::events::{ChainEvent, EventSender};
 use crate::node::{Node, NodeError};
 use crate::store::keys::PendingKey;
@@ -27,28 +30,40 @@ fn now_ms() -> u64 {
 pub struct PendingFollower {
     store: Arc<Store>,
     node: Node,
+    status: Arc<Status>,
     events: EventSender,
     interval: Duration,
 }
 
 impl PendingFollower {
-    /// A follower polling every `interval`.
-    pub fn new(store: Arc<Store>, node: Node, events: EventSender, interval: Duration) -> Self {
-        PendingFollower { store, node, events, interval }
+    /// A follower polling every `interval`, reporting pauses through `status`.
+    pub fn new(store: Arc<Store>, node: Node, status: Arc<Status>, events: EventSender, interval: Duration) -> Self {
+        PendingFollower { store, node, status, events, interval }
     }
 
-    /// Polls until cancelled. A node without `txpool_content` is noted once and left alone.
+    /// Polls until cancelled. A node without `txpool_content` is noted once and left alone. While the store refuses
+    /// writes (disk full) the follower pauses and retries.
     pub async fn run(self, cancel: CancellationToken) {
+        let mut pauser = Pauser::new(self.status.clone(), Writer::Pending);
         loop {
             match self.node.pool().await {
                 Ok(pool) => {
                     let store = self.store.clone();
                     let round = tokio::task::spawn_blocking(move || sync_pool(&store, pool, now_ms())).await;
                     match round {
-                        Ok(Ok(new)) if !new.is_empty() => {
-                            let _ = self.events.send(ChainEvent::Pending(Arc::new(new)));
+                        Ok(Ok(new)) => {
+                            // Written, or nothing left to write: either way nothing waits for the store.
+                            pauser.succeeded();
+                            if !new.is_empty() {
+                                let _ = self.events.send(ChainEvent::Pending(Arc::new(new)));
+                            }
                         }
-                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) if e.is_io() => {
+                            if !pauser.wait_after(&e, &cancel).await {
+                                return;
+                            }
+                            continue;
+                        }
                         Ok(Err(e)) => tracing::warn!(error = %e, "updating pending transactions failed"),
                         Err(e) => tracing::warn!(error = %e, "pending task failed"),
                     }

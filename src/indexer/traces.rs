@@ -7,11 +7,12 @@
 //! is. Trace rows are a pure function of a block's traces ([`trace_rows`]), so reverting a block deletes exactly
 //! what was written, recomputed from the stored call frames; the follower does that inside its revert batch.
 
+use super::pause::Pauser;
 use super::rows::RowSink;
 use crate::events::EventSender;
 use crate::node::wire::RpcCallFrame;
 use crate::node::{Node, NodeError};
-use crate::status::Status;
+use crate::status::{Status, Writer};
 use crate::store::keys::{AddressTracePos, BlockKey, MetaKey, TracePos};
 use crate::store::records::{role, Bundle, CallKind, InternalCreation, InternalTxRecord, Meta, Tip, TraceSummary};
 use crate::store::tables::{AddressInternal, Headers, InternalCreations, InternalTxs, TraceBlocks};
@@ -211,9 +212,20 @@ impl TraceFollower {
         }
         self.status.set_tracing(true);
         tracing::info!("tracing enabled: indexing internal transactions behind the head");
+        let mut pauser = Pauser::new(self.status.clone(), Writer::Traces);
         loop {
             let progressed = match self.round(&cancel).await {
-                Ok(progressed) => progressed,
+                Ok(progressed) => {
+                    // Committed, or nothing to commit (caught up, or the chain moved): nothing waits for the store.
+                    pauser.succeeded();
+                    progressed
+                }
+                Err(RoundError::Store(e)) if e.is_io() => {
+                    if !pauser.wait_after(&e, &cancel).await {
+                        return;
+                    }
+                    continue;
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "trace pass failed this round");
                     false
@@ -232,10 +244,10 @@ impl TraceFollower {
     }
 
     /// Traces the next blocks; returns whether any was committed.
-    async fn round(&self, cancel: &CancellationToken) -> Result<bool, String> {
+    async fn round(&self, cancel: &CancellationToken) -> Result<bool, RoundError> {
         let reader = self.store.reader();
-        let tip = reader.tip().map_err(|e| e.to_string())?;
-        let traced = reader.trace_tip().map_err(|e| e.to_string())?;
+        let tip = reader.tip()?;
+        let traced = reader.trace_tip()?;
         self.status.set_traced(traced.map(|t| t.number));
         let Some(tip) = tip else { return Ok(false) };
         let from = traced.map_or(0, |t| t.number + 1);
@@ -245,7 +257,7 @@ impl TraceFollower {
         let to = tip.number.min(from + ROUND - 1);
         let mut targets = Vec::new();
         for n in from..=to {
-            let Some(block) = reader.load_block(n).map_err(|e| e.to_string())? else { break };
+            let Some(block) = reader.load_block(n)? else { break };
             targets.push((n, block.header.hash, block.txs.iter().map(|t| t.hash).collect::<Vec<_>>()));
         }
         drop(reader);
@@ -264,13 +276,12 @@ impl TraceFollower {
             let traces = match traces {
                 Ok(Some(traces)) => traces,
                 Ok(None) => return Ok(committed), // the chain moved: the follower reverts, then we retry
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(RoundError::Node(e)),
             };
             let store = self.store.clone();
             let done = tokio::task::spawn_blocking(move || commit(&store, n, hash, &traces))
                 .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| RoundError::Task(e.to_string()))??;
             if !done {
                 return Ok(committed);
             }
@@ -279,6 +290,20 @@ impl TraceFollower {
         }
         Ok(committed)
     }
+}
+
+/// Why a round of the trace pass failed.
+#[derive(Debug, thiserror::Error)]
+enum RoundError {
+    /// Reading or writing the store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Tracing failed.
+    #[error(transparent)]
+    Node(NodeError),
+    /// The commit task failed.
+    #[error("trace commit task failed: {0}")]
+    Task(String),
 }
 
 /// Writes the traces of block `n` if the stored block is still the one traced and the trace tip is just below it.

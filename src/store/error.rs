@@ -54,5 +54,15 @@ pub enum StoreError {
     Inconsistent(String),
 }
 
+impl StoreError {
+    /// Whether the storage itself failed (disk full, I/O error) rather than the data: the same write can succeed once
+    /// the operator frees space or fixes the disk, so writers pause and retry instead of stopping the daemon.
+    /// RocksDB refuses every write after such an error until it recovers by itself (for a full disk: within 5 s of
+    /// 64 MiB, its largest memtable, being free).
+    pub fn is_io(&self) -> bool {
+        matches!(self, StoreError::Rocks(e) if e.kind() == rocksdb::ErrorKind::IOError)
+    }
+}
+
 /// Result alias of the store.
 pub type StoreResult<T> = Result<T, StoreError>;
