@@ -11,6 +11,7 @@ mod frames;
 pub mod hub;
 pub mod protocol;
 pub mod publish;
+pub mod topic;
 
 use super::body::Body;
 use super::{ApiError, AppState};

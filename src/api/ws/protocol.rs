@@ -5,6 +5,7 @@
 //! What a connection keeps is bounded: at most `max_topics` joined topics, each at most [`MAX_TOPIC_BYTES`] long
 //! with a join_ref of at most [`MAX_JOIN_REF_BYTES`] (as JSON); longer joins are refused and nothing is stored.
 
+use super::topic::{Refusal, Topic};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -97,29 +98,14 @@ pub enum TopicKind {
     Unmatched,
 }
 
-fn is_address(s: &str) -> bool {
-    s.len() == 42 && s.starts_with("0x") && s[2..].bytes().all(|b| b.is_ascii_hexdigit())
-}
-
 /// Classifies a topic as Blockscout's V2 socket does. Address and hash suffixes are case-insensitive and
 /// published under their lowercase form.
 pub fn classify(topic: &str) -> TopicKind {
-    let Some((prefix, suffix)) = topic.split_once(':') else {
-        return TopicKind::Unmatched;
-    };
-    let lower = || TopicKind::Joinable(format!("{prefix}:{}", suffix.to_ascii_lowercase()));
-    match prefix {
-        "blocks" => match suffix {
-            "new_block" | "indexing" | "indexing_internal_transactions" => TopicKind::Joinable(topic.to_owned()),
-            s if is_address(s) => lower(),
-            _ => TopicKind::InvalidAddress,
-        },
-        "addresses" | "rewards" if is_address(suffix) => lower(),
-        "addresses" | "rewards" => TopicKind::InvalidAddress,
-        "transactions" | "tokens" | "token_instances" => lower(),
-        "exchange_rate" if suffix == "new_rate" => TopicKind::Joinable(topic.to_owned()),
-        "exchange_rate" => TopicKind::JoinCrashed,
-        _ => TopicKind::Unmatched,
+    match Topic::parse(topic) {
+        Ok(topic) => TopicKind::Joinable(topic.to_string()),
+        Err(Refusal::InvalidAddress) => TopicKind::InvalidAddress,
+        Err(Refusal::JoinCrashed) => TopicKind::JoinCrashed,
+        Err(Refusal::Unmatched) => TopicKind::Unmatched,
     }
 }
 

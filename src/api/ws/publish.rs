@@ -20,6 +20,7 @@ use super::super::json::{hash_hex, iso_timestamp, BlockJson, BlockKind};
 use super::super::rest::tokens::transfer_items;
 use super::super::rest::{chain_stats, contracts, transactions::pending_items, tx_items};
 use super::super::AppState;
+use super::topic::Topic;
 use crate::chain::{block_transfers, transfer_parties, tx_participants};
 use crate::events::ChainEvent;
 use crate::store::keys::{BlockPos, TransferPos};
@@ -40,7 +41,7 @@ pub const LIVE_WINDOW: u64 = 10;
 const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
 
 fn address_topic(address: &Address) -> String {
-    format!("addresses:{address:#x}")
+    Topic::Address(*address).to_string()
 }
 
 /// Publishes chain events until `cancel` fires.
@@ -75,35 +76,38 @@ fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
         return Ok(());
     }
     let status = state.status.snapshot();
-    if hub.wants("blocks:indexing") {
+    let indexing = Topic::BlockIndexing.to_string();
+    if hub.wants(&indexing) {
         let ratio = match status.node_head {
             Some(head) => ((block.number() + 1) as f64 / (head + 1) as f64).min(1.0),
             None => 1.0,
         };
         let finished = status.node_head.is_some_and(|head| block.number() + 2 >= head);
-        hub.publish("blocks:indexing", "index_status", &json!({"ratio": format!("{ratio:.4}"), "finished": finished}));
+        hub.publish(&indexing, "index_status", &json!({"ratio": format!("{ratio:.4}"), "finished": finished}));
     }
-    if let (Some(ratio), true) = (status.trace_ratio(), hub.wants("blocks:indexing_internal_transactions")) {
+    let internal_indexing = Topic::InternalIndexing.to_string();
+    if let (Some(ratio), true) = (status.trace_ratio(), hub.wants(&internal_indexing)) {
         let finished = status.trace_lag().is_some_and(|lag| lag <= 2);
         let payload = json!({"ratio": format!("{ratio:.4}"), "finished": finished});
-        hub.publish("blocks:indexing_internal_transactions", "index_status", &payload);
+        hub.publish(&internal_indexing, "index_status", &payload);
     }
     if status.node_head.is_some_and(|head| block.number() + LIVE_WINDOW < head) {
         return Ok(());
     }
     let number = block.number();
     let reader = state.store.reader();
-    let miner_topic = format!("blocks:{:#x}", block.header.miner);
-    if hub.wants("blocks:new_block") || hub.wants(&miner_topic) {
+    let (new_block, miner_topic) = (Topic::NewBlock.to_string(), Topic::MinedBy(block.header.miner).to_string());
+    if hub.wants(&new_block) || hub.wants(&miner_topic) {
         let average = chain_stats(state, &reader).map(|s| s.average_block_time_ms).unwrap_or(0.0);
         let miner = contracts(&reader, [block.header.miner])?.address(&block.header.miner);
         let item = BlockJson::new(&block.header, BlockKind::Block, miner, block.header.blob_tx_count, false);
         let payload = json!({"average_block_time": format!("{average:?}"), "block": item});
-        hub.publish("blocks:new_block", "new_block", &payload);
+        hub.publish(&new_block, "new_block", &payload);
         hub.publish(&miner_topic, "new_block", &payload);
     }
     if !block.txs.is_empty() {
-        hub.publish("transactions:new_transaction", "transaction", &json!({"transaction": block.txs.len()}));
+        let topic = Topic::NewTransaction.to_string();
+        hub.publish(&topic, "transaction", &json!({"transaction": block.txs.len()}));
     }
     // Per address: the block's transactions it took part in, for subscribed addresses only.
     let mut per_address: BTreeMap<Address, Vec<(BlockPos, TxRecord)>> = BTreeMap::new();
@@ -114,7 +118,7 @@ fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
                 per_address.entry(address).or_default().push((pos, tx.clone()));
             }
         }
-        let tx_topic = format!("transactions:{}", hash_hex(&tx.hash));
+        let tx_topic = Topic::transaction(&tx.hash).to_string();
         if hub.wants(&tx_topic) {
             hub.publish(&tx_topic, "collated", &json!({}));
         }
@@ -132,7 +136,7 @@ fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
         }
     }
     for (token, count) in per_token {
-        let topic = format!("tokens:{token:#x}");
+        let topic = Topic::token(&token).to_string();
         if hub.wants(&topic) {
             hub.publish(&topic, "token_transfer", &json!({"token_transfer": count}));
         }
@@ -202,7 +206,7 @@ fn publish_pending(state: &AppState, txs: &[PendingTxRecord]) -> StoreResult<()>
         return Ok(());
     }
     hub.publish(
-        "transactions:new_pending_transaction",
+        &Topic::NewPendingTransaction.to_string(),
         "pending_transaction",
         &json!({"pending_transaction": txs.len()}),
     );
