@@ -546,7 +546,7 @@ impl Route {
                 // Held until the answer is built: a client has a bounded number of passthrough requests in flight.
                 let _slot = match state.rpc.admit(client) {
                     Ok(slot) => slot,
-                    Err(refused) => return Ok(refused),
+                    Err(refused) => return Ok(*refused),
                 };
                 let limit = state.rpc.config().max_body;
                 match read_body(req, limit).await {

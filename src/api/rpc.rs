@@ -567,13 +567,13 @@ impl Passthrough {
     }
 
     /// Takes one of `client`'s passthrough slots (held while the returned guard lives), or answers 429.
-    pub fn admit(&self, client: IpAddr) -> Result<super::limits::Slot, hyper::Response<Body>> {
+    pub fn admit(&self, client: IpAddr) -> Result<super::limits::Slot, Box<hyper::Response<Body>>> {
         self.slots.try_acquire(client).ok_or_else(|| {
             let message = format!(
                 "too many concurrent requests from this client (limit {}); wait for an answer before sending more",
                 self.config.max_concurrent_per_client
             );
-            error_response(StatusCode::TOO_MANY_REQUESTS, Value::Null, code::LIMIT_EXCEEDED, &message)
+            Box::new(error_response(StatusCode::TOO_MANY_REQUESTS, Value::Null, code::LIMIT_EXCEEDED, &message))
         })
     }
 

@@ -587,7 +587,7 @@ mod tests {
         assert_eq!(AddressPos::LEN, 32);
         assert_eq!(AddressTransferPos::LEN, 34);
         assert_eq!(AddressTracePos::LEN, 36);
-        assert!(AddressTracePos::LEN <= KeyBytes::CAPACITY);
+        const { assert!(AddressTracePos::LEN <= KeyBytes::CAPACITY) };
         let key = AddressTracePos { address: Address::repeat_byte(7), pos: TracePos { block: 1, tx: 2, index: 3 } };
         assert_eq!(key.encode().as_ref().len(), 36);
     }

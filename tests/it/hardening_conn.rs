@@ -294,13 +294,16 @@ async fn websocket_pings_are_answered_at_once_and_keep_the_connection_open() {
     t.daemon.shutdown().await.unwrap();
 }
 
+/// One raw frame a test sends: first byte (FIN, RSV and opcode), payload, whether it is masked.
+type RawFrame = (u8, Vec<u8>, bool);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websocket_protocol_errors_close_with_1002_or_1007() {
     let anvil = start_anvil();
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let addr = t.daemon.addr();
     let heartbeat = json!([null, "1", "phoenix", "heartbeat", {}]).to_string().into_bytes();
-    let cases: Vec<(&str, Vec<(u8, Vec<u8>, bool)>, u16)> = vec![
+    let cases: Vec<(&str, Vec<RawFrame>, u16)> = vec![
         ("RSV1 set", vec![(FIN | 0x40 | TEXT, heartbeat.clone(), true)], 1002),
         ("unknown opcode", vec![(FIN | 0x3, vec![], true)], 1002),
         ("continuation without a message", vec![(FIN | CONTINUATION, heartbeat.clone(), true)], 1002),
