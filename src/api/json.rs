@@ -333,14 +333,10 @@ pub struct TxJson {
 }
 
 impl TxJson {
-    /// What a transaction shows from its body alone: the whole pool form, and the base of the mined form.
-    fn from_body(tx: &TxBody, contracts: &Contracts) -> Self {
+    /// What a transaction shows from its body, given the fields whose pool and mined forms differ and that cost
+    /// work to build (`to`, the fee, the gas price): the base of both constructors.
+    fn from_body(tx: &TxBody, contracts: &Contracts, to: AddressJson, fee: FeeJson, gas_price: Option<String>) -> Self {
         let to_is_contract = tx.to.is_some_and(|a| contracts.is_contract(&a));
-        let to = match tx.to {
-            Some(to) => contracts.address(&to),
-            None => AddressJson::new(&tx.creation_address(), false),
-        };
-        let max_price = tx.max_fee_per_gas.or(tx.gas_price).unwrap_or(0);
         TxJson {
             hash: hash_hex(&tx.hash),
             result: "pending".into(),
@@ -353,8 +349,8 @@ impl TxJson {
             confirmations: 0,
             confirmation_duration: [],
             value: tx.value.to_string(),
-            fee: FeeJson { kind: "maximum", value: (U256::from(tx.gas_limit) * U256::from(max_price)).to_string() },
-            gas_price: tx.gas_price.or(tx.max_fee_per_gas).map(|p| p.to_string()),
+            fee,
+            gas_price,
             tx_type: Some(tx.tx_type),
             gas_used: None,
             gas_limit: tx.gas_limit.to_string(),
@@ -395,16 +391,15 @@ impl TxJson {
         };
         let to_is_contract = tx.to.is_some_and(|a| contracts.is_contract(&a));
         let gas_used = U256::from(tx.gas_used);
+        let fee = FeeJson { kind: "actual", value: tx.fee().to_string() };
+        let gas_price = Some(tx.effective_gas_price.to_string());
         TxJson {
             result: if tx.succeeded() { "success".into() } else { "Reverted".into() },
             status: Some(if tx.succeeded() { "ok" } else { "error" }),
             block_number: Some(pos.block),
             timestamp: Some(iso_timestamp(header.timestamp)),
-            to,
             created_contract: created,
             confirmations: tip.saturating_sub(pos.block) + 1,
-            fee: FeeJson { kind: "actual", value: tx.fee().to_string() },
-            gas_price: Some(tx.effective_gas_price.to_string()),
             gas_used: Some(tx.gas_used.to_string()),
             base_fee_per_gas: base_fee.map(|f| f.to_string()),
             priority_fee: base_fee
@@ -413,13 +408,20 @@ impl TxJson {
             position: Some(pos.index),
             transaction_types: TxTypes::of_mined(tx, to_is_contract),
             authorization_list: tx.authorizations.iter().map(AuthorizationJson::new).collect(),
-            ..TxJson::from_body(&tx.body, contracts)
+            ..TxJson::from_body(&tx.body, contracts, to, fee, gas_price)
         }
     }
 
     /// A transaction still in the node's pool.
     pub fn pending(tx: &PendingTxRecord, contracts: &Contracts) -> Self {
-        TxJson::from_body(&tx.body, contracts)
+        let to = match tx.to {
+            Some(to) => contracts.address(&to),
+            None => AddressJson::new(&tx.creation_address(), false),
+        };
+        let max_price = tx.max_fee_per_gas.or(tx.gas_price).unwrap_or(0);
+        let fee = FeeJson { kind: "maximum", value: (U256::from(tx.gas_limit) * U256::from(max_price)).to_string() };
+        let gas_price = tx.gas_price.or(tx.max_fee_per_gas).map(|p| p.to_string());
+        TxJson::from_body(&tx.body, contracts, to, fee, gas_price)
     }
 
     /// Adds what only the detail view carries: token transfers (first 10) and the revert reason.

@@ -566,7 +566,9 @@ impl Route {
             Route::Address(address) => addresses::detail(state, address).await,
             Route::StateChanges { hash, offset } => traces::state_changes(state, hash, offset).await,
             Route::RawTrace(hash) => traces::raw_trace(state, hash).await,
-            Route::CoinBalanceHistory { address, page } => addresses::coin_balance_history(state, address, page).await,
+            Route::CoinBalanceHistory { address, page } => {
+                addresses::coin_balance_history(state, address, page, deadline).await
+            }
             Route::IndexingStatus => Ok(stats::indexing_status(state)),
             Route::BackendVersion => Ok(stats::backend_version()),
             // Everything that scans runs on the blocking pool under the request's deadline.

@@ -12,7 +12,7 @@ use crate::node::Node;
 use crate::status::{Status, Writer};
 use crate::store::keys::SearchKey;
 use crate::store::records::TokenMetadata;
-use crate::store::tables::{TokenMetadatas, TokenSearch};
+use crate::store::tables::{TokenMetadatas, TokenSearch, Tokens};
 use crate::store::{Durability, Store, StoreResult};
 use alloy::primitives::{Address, Bytes, U256};
 use alloy::sol_types::SolValue;
@@ -175,7 +175,7 @@ impl MetadataFetcher {
     fn known_tokens(&self) -> StoreResult<BTreeSet<Address>> {
         let reader = self.store.reader();
         let mut missing = BTreeSet::new();
-        for row in reader.tokens() {
+        for row in reader.rows::<Tokens>() {
             let (token, _) = row?;
             if reader.get::<TokenMetadatas>(&token)?.is_none() {
                 missing.insert(token);

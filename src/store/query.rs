@@ -5,14 +5,14 @@
 
 use super::keys::{
     AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderRankKey,
-    InstanceKey, Key, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos, SEARCH_TEXT,
+    InstanceKey, Key, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
 };
-use super::records::{BlockRecord, Bundle, InternalCreation, PendingTxRecord, TxRecord};
+use super::records::{BlockRecord, Bundle, InternalCreation, PendingTxRecord, TraceSummary, TxRecord};
 use super::tables::Table;
 use super::tables::{
     AddressInternal, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, Daily, Headers, HolderRanks,
     InternalCreations, InternalTxs, Logs, NftInstances, Pending, PendingByTime, Reorged, TokenBalances, TokenRanks,
-    TokenSearch, TokenTransfers, Tokens, Transactions, Transfers, TxHashes,
+    TokenSearch, TokenTransfers, TraceBlocks, Transactions, Transfers, TxHashes,
 };
 use super::{Direction, KeyRange, Reader, Scan, StoreError, StoreResult};
 use alloy::primitives::{Address, B256, U256};
@@ -44,18 +44,6 @@ fn block_rows(number: u64) -> KeyRange {
     KeyRange::prefix(&BlockKey(number).encode())
 }
 
-/// The rows of an address-prefixed table in `order`, continuing past `cursor` (keys sort newest first within
-/// the address, so oldest first is a reverse scan).
-fn history<K: Key>(address: &Address, cursor: Option<K>, order: Order) -> (KeyRange, Direction) {
-    let range = KeyRange::prefix(address.as_slice());
-    match (cursor, order) {
-        (None, Order::NewestFirst) => (range, Direction::Forward),
-        (None, Order::OldestFirst) => (range, Direction::Reverse),
-        (Some(key), Order::NewestFirst) => (range.after(key.encode().as_ref()), Direction::Forward),
-        (Some(key), Order::OldestFirst) => (range.before(key.encode().as_ref()), Direction::Reverse),
-    }
-}
-
 /// A newest-first table from its start, or strictly after `cursor`.
 fn after<K: Key>(cursor: Option<K>) -> KeyRange {
     match cursor {
@@ -74,7 +62,19 @@ fn prefixed_after<K: Key>(address: &Address, cursor: Option<K>) -> KeyRange {
 }
 
 impl Reader<'_> {
-    /// Every row of table `T` in key order (tools and tests that compare whole tables).
+    /// The rows of an address-prefixed table in `order`, continuing past `cursor` (keys sort newest first within
+    /// the address, so oldest first is a reverse scan).
+    fn history<T: Table>(&self, address: &Address, cursor: Option<T::Key>, order: Order) -> Scan<'_, T> {
+        let range = KeyRange::prefix(address.as_slice());
+        match (cursor, order) {
+            (None, Order::NewestFirst) => self.scan(range, Direction::Forward),
+            (None, Order::OldestFirst) => self.scan(range, Direction::Reverse),
+            (Some(key), Order::NewestFirst) => self.scan(range.after(key.encode().as_ref()), Direction::Forward),
+            (Some(key), Order::OldestFirst) => self.scan(range.before(key.encode().as_ref()), Direction::Reverse),
+        }
+    }
+
+    /// Every row of table `T` in key order.
     pub fn rows<T: Table>(&self) -> Scan<'_, T> {
         self.scan(KeyRange::all(), Direction::Forward)
     }
@@ -195,15 +195,13 @@ impl Reader<'_> {
     /// The transactions an address sent, received or created (role bits), in `order`, continuing past `after`.
     pub fn address_txs(&self, address: Address, after: Option<BlockPos>, order: Order) -> Scan<'_, AddressTxs> {
         let cursor = after.map(|pos| AddressPos { address, pos });
-        let (range, direction) = history(&address, cursor, order);
-        self.scan(range, direction)
+        self.history(&address, cursor, order)
     }
 
     /// The logs an address emitted, newest first, after `after`.
     pub fn address_logs(&self, address: Address, after: Option<BlockPos>) -> Scan<'_, AddressLogs> {
         let cursor = after.map(|pos| AddressPos { address, pos });
-        let (range, direction) = history(&address, cursor, Order::NewestFirst);
-        self.scan(range, direction)
+        self.history(&address, cursor, Order::NewestFirst)
     }
 
     /// Whether an address emitted any log.
@@ -214,15 +212,13 @@ impl Reader<'_> {
     /// The token transfers an address sent or received (direction bits), newest first, after `after`.
     pub fn address_transfers(&self, address: Address, after: Option<TransferPos>) -> Scan<'_, AddressTransfers> {
         let cursor = after.map(|pos| AddressTransferPos { address, pos });
-        let (range, direction) = history(&address, cursor, Order::NewestFirst);
-        self.scan(range, direction)
+        self.history(&address, cursor, Order::NewestFirst)
     }
 
     /// The internal calls from, to or creating an address (role bits), newest first, after `after`.
     pub fn address_calls(&self, address: Address, after: Option<TracePos>) -> Scan<'_, AddressInternal> {
         let cursor = after.map(|pos| AddressTracePos { address, pos });
-        let (range, direction) = history(&address, cursor, Order::NewestFirst);
-        self.scan(range, direction)
+        self.history(&address, cursor, Order::NewestFirst)
     }
 
     /// How a contract was created inside transactions, newest first.
@@ -266,13 +262,7 @@ impl Reader<'_> {
     /// A token's transfers, newest first, after `after`.
     pub fn token_transfers(&self, token: Address, after: Option<TransferPos>) -> Scan<'_, TokenTransfers> {
         let cursor = after.map(|pos| AddressTransferPos { address: token, pos });
-        let (range, direction) = history(&token, cursor, Order::NewestFirst);
-        self.scan(range, direction)
-    }
-
-    /// Every token contract the index knows, in address order.
-    pub fn tokens(&self) -> Scan<'_, Tokens> {
-        self.scan(KeyRange::all(), Direction::Forward)
+        self.history(&token, cursor, Order::NewestFirst)
     }
 
     /// Tokens by holder count, most held first, after `after`.
@@ -283,7 +273,6 @@ impl Reader<'_> {
     /// Tokens whose name or symbol starts with `text` (lowercased, cut at 32 bytes), after `after`.
     pub fn token_search(&self, text: &str, after: Option<SearchKey>) -> Scan<'_, TokenSearch> {
         let (padded, len) = super::keys::search_text(text);
-        debug_assert!(len <= SEARCH_TEXT);
         let mut range = KeyRange::prefix(&padded[..len]);
         if let Some(key) = after {
             range = range.after(&key.encode());
@@ -327,6 +316,11 @@ impl Reader<'_> {
         let prefix = at(0).encode();
         let range = KeyRange::prefix(&prefix[..12]).before(&at(after.unwrap_or(0)).encode());
         self.scan(range, Direction::Reverse)
+    }
+
+    /// Per transaction of a traced block: `(internal calls, some call failed)`; `None` until it is traced.
+    pub fn trace_summary(&self, number: u64) -> StoreResult<Option<TraceSummary>> {
+        self.get::<TraceBlocks>(&BlockKey(number))
     }
 
     // Statistics.

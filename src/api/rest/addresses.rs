@@ -182,9 +182,9 @@ pub async fn coin_balance_history(
     state: &AppState,
     address: Address,
     page: Page<BlockCursor>,
+    deadline: tokio::time::Instant,
 ) -> Result<Response<Body>, ApiError> {
     // One entry per block: (block, timestamp, hash of the address's first transaction in it).
-    let deadline = tokio::time::Instant::now() + state.config.request_timeout;
     let (entries, more) = crate::api::blocking_read(state, deadline, move |reader| {
         let cursor = page.after.map(|c| BlockPos { block: c.0, index: 0 });
         let mut entries: Vec<(u64, u64, B256)> = Vec::new();

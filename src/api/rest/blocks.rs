@@ -8,9 +8,8 @@ use crate::api::json::{BlockJson, BlockKind, Envelope};
 use crate::api::router::{BlockId, Page};
 use crate::api::{ApiError, AppState};
 use crate::chain::TxTypes;
-use crate::store::keys::BlockKey;
 use crate::store::records::{BlockRecord, TxRecord};
-use crate::store::tables::{Accounts, TraceBlocks};
+use crate::store::tables::Accounts;
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::Address;
 use hyper::Response;
@@ -63,7 +62,7 @@ pub fn detail(state: &AppState, id: BlockId) -> Result<Response<Body>, ApiError>
         Some((block, kind)) => {
             let item = block_items(&reader, std::slice::from_ref(&block), kind, true)?.remove(0);
             let internal = match kind {
-                BlockKind::Block => reader.get::<TraceBlocks>(&BlockKey(block.number))?.map(|s| s.internal_count()),
+                BlockKind::Block => reader.trace_summary(block.number)?.map(|s| s.internal_count()),
                 _ => None,
             };
             Ok(ok(&item.with_internal_count(internal)))

@@ -17,7 +17,7 @@ use super::json::{Contracts, Envelope, TxJson};
 use super::{ApiError, AppState};
 use crate::store::keys::{BlockKey, BlockPos};
 use crate::store::records::{BlockRecord, TxRecord};
-use crate::store::tables::{Accounts, Headers, TraceBlocks};
+use crate::store::tables::{Accounts, Headers};
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::Address;
 use serde_json::Value;
@@ -128,7 +128,7 @@ pub fn tx_items(reader: &Reader<'_>, rows: &[(BlockPos, TxRecord)]) -> StoreResu
         let summary = match summaries.entry(pos.block) {
             std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
             std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(reader.get::<TraceBlocks>(&BlockKey(pos.block))?.map(|s| s.txs))
+                slot.insert(reader.trace_summary(pos.block)?.map(|s| s.txs))
             }
         };
         let has_error = summary.as_ref().and_then(|s| s.get(pos.index as usize)).map(|(_, e)| *e);
