@@ -14,6 +14,7 @@ mod body;
 mod conn;
 mod cursor;
 mod error;
+mod etherscan;
 mod health;
 pub mod json;
 pub mod limits;

@@ -55,6 +55,17 @@ impl Query {
         Query { pairs }
     }
 
+    /// The pairs of `first` and then those of `second`: [`Query::get`] finds a key of `first` before the same key of
+    /// `second`.
+    pub fn merged(first: Query, second: Query) -> Query {
+        Query { pairs: first.pairs.into_iter().chain(second.pairs).collect() }
+    }
+
+    /// A query made of `pairs`, in order.
+    pub fn from_pairs(pairs: Vec<(String, String)>) -> Query {
+        Query { pairs }
+    }
+
     /// The first value of `key`, treating `""` and `"null"` as absent.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty() && *v != "null")

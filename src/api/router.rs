@@ -233,6 +233,8 @@ pub enum Route {
         /// Items already shown (Blockscout's `items_count` cursor).
         offset: usize,
     },
+    /// `/api?module=…&action=…` (also `/api/v1`): the Etherscan-style API, GET or POST.
+    Etherscan,
     /// `GET /api/v2/transactions/:hash/raw-trace` (a bare array).
     RawTrace(B256),
     /// `GET /api/v2/addresses/:a`.
@@ -392,6 +394,8 @@ impl Route {
                     _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
                 }
             }
+            // The Etherscan-style API: any method (clients GET and POST alike), parameters read when served.
+            ["api"] | ["api", "v1"] => return Ok(Route::Etherscan),
             ["api", "v2", rest @ ..] => match Self::parse_v2(rest, &q)? {
                 Some(route) => route,
                 None if method == Method::GET => return Err(ApiError::UnknownAction),
@@ -560,6 +564,7 @@ impl Route {
                     Err(e) => Err(e),
                 }
             }
+            Route::Etherscan => super::etherscan::serve(req, state, deadline).await,
             // Single objects: a few point reads, served inline.
             Route::Block(id) => blocks::detail(state, id),
             Route::Transaction(hash) => transactions::detail(state, hash).await,

@@ -16,7 +16,7 @@ use super::tables::{
 };
 use super::{Direction, KeyRange, Reader, Scan, StoreError, StoreResult};
 use alloy::primitives::{Address, B256, U256};
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 
 /// Order of an address history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +58,25 @@ fn prefixed_after<K: Key>(address: &Address, cursor: Option<K>) -> KeyRange {
     match cursor {
         Some(key) => range.after(key.encode().as_ref()),
         None => range,
+    }
+}
+
+/// The rows under `prefix` whose position lies in `blocks` (positions of every keyed-by-position table start with
+/// the block number, newest first).
+fn block_window(prefix: &[u8], blocks: &RangeInclusive<u64>) -> KeyRange {
+    let at = |number: u64| [prefix, &BlockKey(number).encode()[..]].concat();
+    let lower = at(*blocks.end());
+    match super::next_prefix(&at(*blocks.start())) {
+        Some(upper) => KeyRange::between(&lower, &upper),
+        None => KeyRange { lower, upper: None, prefix: false },
+    }
+}
+
+/// `Forward` for newest first, `Reverse` for oldest first (every block-ordered key sorts newest first).
+fn scan_direction(order: Order) -> Direction {
+    match order {
+        Order::NewestFirst => Direction::Forward,
+        Order::OldestFirst => Direction::Reverse,
     }
 }
 
@@ -324,6 +343,64 @@ impl Reader<'_> {
     }
 
     // Statistics.
+
+    // Block windows (the Etherscan-style API's `startblock`/`endblock`): a list of rows inside a block range, in
+    // either order, without a cursor.
+
+    /// The transactions of an address (role bits) in blocks `blocks`, in `order`.
+    pub fn address_txs_in(&self, address: Address, blocks: RangeInclusive<u64>, order: Order) -> Scan<'_, AddressTxs> {
+        self.scan(block_window(address.as_slice(), &blocks), scan_direction(order))
+    }
+
+    /// The logs an address emitted in blocks `blocks`, oldest first.
+    pub fn address_logs_in(&self, address: Address, blocks: RangeInclusive<u64>) -> Scan<'_, AddressLogs> {
+        self.scan(block_window(address.as_slice(), &blocks), Direction::Reverse)
+    }
+
+    /// Every log of blocks `blocks`, oldest first.
+    pub fn logs_in(&self, blocks: RangeInclusive<u64>) -> Scan<'_, Logs> {
+        self.scan(block_window(&[], &blocks), Direction::Reverse)
+    }
+
+    /// The token transfers an address sent or received (direction bits) in blocks `blocks`, in `order`.
+    pub fn address_transfers_in(
+        &self,
+        address: Address,
+        blocks: RangeInclusive<u64>,
+        order: Order,
+    ) -> Scan<'_, AddressTransfers> {
+        self.scan(block_window(address.as_slice(), &blocks), scan_direction(order))
+    }
+
+    /// A token's transfers in blocks `blocks`, in `order`.
+    pub fn token_transfers_in(
+        &self,
+        token: Address,
+        blocks: RangeInclusive<u64>,
+        order: Order,
+    ) -> Scan<'_, TokenTransfers> {
+        self.scan(block_window(token.as_slice(), &blocks), scan_direction(order))
+    }
+
+    /// The internal calls from, to or creating an address (role bits) in blocks `blocks`, in `order`.
+    pub fn address_calls_in(
+        &self,
+        address: Address,
+        blocks: RangeInclusive<u64>,
+        order: Order,
+    ) -> Scan<'_, AddressInternal> {
+        self.scan(block_window(address.as_slice(), &blocks), scan_direction(order))
+    }
+
+    /// Every stored call frame of blocks `blocks`, in `order` (top-level calls included: index 0).
+    pub fn calls_in(&self, blocks: RangeInclusive<u64>, order: Order) -> Scan<'_, InternalTxs> {
+        self.scan(block_window(&[], &blocks), scan_direction(order))
+    }
+
+    /// Block headers of blocks `blocks`, in `order`.
+    pub fn blocks_in(&self, blocks: RangeInclusive<u64>, order: Order) -> Scan<'_, Headers> {
+        self.scan(block_window(&[], &blocks), scan_direction(order))
+    }
 
     /// Day statistics of days `first..=last`, newest first.
     pub fn days(&self, first: u32, last: u32) -> Scan<'_, Daily> {

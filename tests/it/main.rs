@@ -5,6 +5,7 @@ mod api;
 mod core;
 mod crash;
 mod dev;
+mod etherscan;
 mod full_disk;
 mod hardening_conn;
 mod hardening_rpc;

@@ -1,0 +1,537 @@
+//! `module=logs`, `token`, `stats`, `block`, `transaction` and the read actions of `contract`.
+
+use super::account::{tx_item, CumulativeGas};
+use super::{bad, lower, read, Answer, Outcome, Params, Refusal};
+use crate::api::rest::headers;
+use crate::api::rest::tokens::token_json;
+use crate::api::rest::transactions::revert_reason;
+use crate::api::AppState;
+use crate::store::keys::BlockPos;
+use crate::store::records::LogRecord;
+use crate::store::tables::{Accounts, Logs, Tokens};
+use crate::store::{Order, Reader, StoreResult};
+use alloy::primitives::{Address, B256};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Blocks looked back over for the average block time of `getblockcountdown`.
+const BLOCK_TIME_SAMPLE: u64 = 100;
+/// How long a failed transaction's revert reason is waited for from the node.
+const REVERT_LOOKUP: Duration = Duration::from_secs(2);
+/// Logs per page of `gettxinfo`.
+const TX_INFO_LOGS: usize = 50;
+
+/// Which side of a timestamp `getblocknobytime` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Closest {
+    /// The last block at or before the time.
+    Before,
+    /// The first block at or after the time.
+    After,
+}
+
+/// The block nearest `time` on the `closest` side among the indexed blocks (timestamps never decrease along the
+/// chain), by binary search over headers.
+pub(super) fn block_at_time(r: &Reader<'_>, time: u64, closest: Closest) -> StoreResult<Option<u64>> {
+    let Some(tip) = r.tip()?.map(|t| t.number) else { return Ok(None) };
+    let Some((_, first)) = r.blocks_in(0..=tip, Order::OldestFirst).next().transpose()? else { return Ok(None) };
+    let timestamp = |n: u64| -> StoreResult<u64> { Ok(r.block(n)?.map_or(u64::MAX, |h| h.timestamp)) };
+    // The first block whose timestamp is past `time` (Before) or at least `time` (After).
+    let (mut lo, mut hi) = (first.number, tip + 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let t = timestamp(mid)?;
+        let past = match closest {
+            Closest::Before => t > time,
+            Closest::After => t >= time,
+        };
+        if past {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Ok(match closest {
+        Closest::Before => lo.checked_sub(1).filter(|n| *n >= first.number),
+        Closest::After => (lo <= tip).then_some(lo),
+    })
+}
+
+/// A `fromBlock`/`toBlock` value: a number or `latest`.
+fn block_param(params: &Params, key: &str, tip: u64) -> Result<Option<u64>, Refusal> {
+    match params.get(key) {
+        None => Ok(None),
+        Some("latest") => Ok(Some(tip)),
+        Some(raw) => raw.parse::<u64>().map(Some).map_err(|_| bad(format!("Invalid {key} format"))),
+    }
+}
+
+fn hex_u64(n: u64) -> String {
+    format!("{n:#x}")
+}
+
+/// `getLogs`: logs of a block range (default: every indexed block) by emitter and topics (`topicX_Y_opr` joins two
+/// topic conditions), oldest first, at most [`super::MAX_LOGS`].
+pub(super) async fn getlogs(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let tip = state.store.view().tip()?.map(|t| t.number).unwrap_or(0);
+    let from = block_param(&params, "fromBlock", tip)?;
+    let to = block_param(&params, "toBlock", tip)?;
+    let address = params.opt_address("address", "Invalid address format")?;
+    let mut topics: [Option<B256>; 4] = [None; 4];
+    for (i, slot) in topics.iter_mut().enumerate() {
+        let key = format!("topic{i}");
+        if let Some(raw) = params.get(&key) {
+            *slot = Some(super::parse_hash(raw).ok_or_else(|| bad(format!("Invalid {key} format")))?);
+        }
+    }
+    // Blockscout requires both block bounds; clients that leave one out (blockparty sends no `toBlock` by default)
+    // get the whole indexed chain on that side instead of a refusal.
+    let mut missing = Vec::new();
+    if address.is_none() && topics.iter().all(Option::is_none) {
+        missing.push("address and/or topic{x}".to_string());
+    }
+    // Every pair of given topics needs its operator.
+    let mut operators = Vec::new();
+    for a in 0..4 {
+        for b in a + 1..4 {
+            if topics[a].is_none() || topics[b].is_none() {
+                continue;
+            }
+            let key = format!("topic{a}_{b}_opr");
+            match params.get(&key) {
+                None => missing.push(key),
+                Some("and") => operators.push((a, b, true)),
+                Some("or") => operators.push((a, b, false)),
+                Some(_) => return Err(bad(format!("Invalid {key} format"))),
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(bad(format!("Required query parameters missing: {}", missing.join(", "))));
+    }
+    let (from, to) = (from.unwrap_or(0), to.unwrap_or(tip).min(tip));
+    let matches = move |log: &LogRecord| -> bool {
+        if address.is_some_and(|a| a != log.address) {
+            return false;
+        }
+        let hit = |i: usize| topics[i].is_none_or(|t| log.topics.get(i) == Some(&t));
+        let given: Vec<usize> = (0..4).filter(|i| topics[*i].is_some()).collect();
+        match given.as_slice() {
+            [] => true,
+            [only] => hit(*only),
+            // Blockscout joins the given topics pairwise in order; a missing pair defaults to `and`.
+            _ => {
+                let mut result = hit(given[0]);
+                for pair in given.windows(2) {
+                    let and = operators.iter().find(|(a, b, _)| *a == pair[0] && *b == pair[1]).is_none_or(|o| o.2);
+                    result = if and { result && hit(pair[1]) } else { result || hit(pair[1]) };
+                }
+                result
+            }
+        }
+    };
+    read(state, deadline, move |r| {
+        if from > to {
+            return Ok(Answer::list(vec![], "No logs found"));
+        }
+        let mut found: Vec<(BlockPos, LogRecord)> = Vec::new();
+        match address {
+            Some(address) => {
+                for row in r.address_logs_in(address, from..=to) {
+                    let (key, ()) = row?;
+                    let Some(log) = r.get::<Logs>(&key.pos)? else { continue };
+                    if matches(&log) {
+                        found.push((key.pos, log));
+                        if found.len() == super::MAX_LOGS {
+                            break;
+                        }
+                    }
+                }
+            }
+            None => {
+                for row in r.logs_in(from..=to) {
+                    let (pos, log) = row?;
+                    if matches(&log) {
+                        found.push((pos, log));
+                        if found.len() == super::MAX_LOGS {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let headers = headers(r, found.iter().map(|(p, _)| p.block))?;
+        let mut txs = std::collections::HashMap::new();
+        let mut items = Vec::with_capacity(found.len());
+        for (pos, log) in &found {
+            let Some(header) = headers.get(&pos.block) else { continue };
+            let tx_pos = BlockPos { block: pos.block, index: log.tx_index };
+            if let std::collections::hash_map::Entry::Vacant(slot) = txs.entry(tx_pos) {
+                slot.insert(r.get::<crate::store::tables::Transactions>(&tx_pos)?);
+            }
+            let tx = txs.get(&tx_pos).and_then(|t| t.as_ref());
+            // Only the topics the log has (Etherscan's form; Blockscout pads to four with nulls, which typed
+            // Etherscan clients refuse).
+            let topics: Vec<String> = log.topics.iter().map(|t| format!("{t:#x}")).collect();
+            items.push(json!({
+                "address": lower(&log.address),
+                "topics": topics,
+                "data": format!("0x{}", alloy::hex::encode(&log.data)),
+                "blockNumber": hex_u64(pos.block),
+                "timeStamp": hex_u64(header.timestamp),
+                "gasPrice": tx.map(|t| format!("{:#x}", t.effective_gas_price)).unwrap_or_default(),
+                "gasUsed": tx.map(|t| hex_u64(t.gas_used)).unwrap_or_default(),
+                "logIndex": hex_u64(pos.index as u64),
+                "transactionHash": format!("{:#x}", log.tx_hash),
+                "transactionIndex": hex_u64(log.tx_index as u64),
+                "blockHash": format!("{:#x}", header.hash),
+            }));
+        }
+        Ok(Answer::list(items, "No logs found"))
+    })
+    .await
+}
+
+fn contract_param(params: &Params, invalid: &str) -> Result<Address, Refusal> {
+    params.address("contractaddress", "Query parameter contract address is required", invalid)
+}
+
+/// `getToken`: a token's kind, name, symbol, supply and decimals.
+pub(super) async fn gettoken(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let token = contract_param(&params, "Invalid contract address hash")?;
+    read(state, deadline, move |r| {
+        let Some(json) = token_json(r, &token)? else { return Ok(Answer::refuse("Contract address not found")) };
+        let meta = serde_json::to_value(json).unwrap_or_default();
+        Ok(Answer::Ok(json!({
+            "type": meta["type"],
+            "name": meta["name"],
+            "symbol": meta["symbol"],
+            "totalSupply": meta["total_supply"],
+            "decimals": meta["decimals"],
+            "contractAddress": lower(&token),
+            "cataloged": true,
+        })))
+    })
+    .await
+}
+
+/// `getTokenHolders`: holders, largest first (default page of 10).
+pub(super) async fn gettokenholders(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let token = contract_param(&params, "Invalid contract address hash")?;
+    let paging = params.paging(10, false)?;
+    read(state, deadline, move |r| {
+        if r.get::<Tokens>(&token)?.is_none() {
+            return Ok(Answer::refuse("Contract address not found"));
+        }
+        let rows = paging.page(r.holders(token, None), |_| true)?;
+        let items =
+            rows.iter().map(|(k, ())| json!({"address": lower(&k.holder), "value": k.amount.to_string()})).collect();
+        Ok(Answer::Ok(Value::Array(items)))
+    })
+    .await
+}
+
+/// `stats/tokensupply`.
+pub(super) async fn tokensupply(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let token = contract_param(&params, "Invalid contract address format")?;
+    read(state, deadline, move |r| match r.get::<Tokens>(&token)? {
+        Some(record) => Ok(Answer::Ok(json!(record.total_supply.to_string()))),
+        None => Ok(Answer::refuse("contract address not found")),
+    })
+    .await
+}
+
+/// `stats/coinprice`: this explorer has no price feed, so every price is `null` (as Blockscout answers without one).
+pub(super) fn coinprice() -> Answer {
+    Answer::Ok(json!({"coin_btc": null, "coin_btc_timestamp": null, "coin_usd": null, "coin_usd_timestamp": null}))
+}
+
+/// `stats/ethprice` (Etherscan's name, gone from newest Blockscout): `null` prices, no feed.
+pub(super) fn ethprice() -> Answer {
+    Answer::Ok(json!({"ethbtc": null, "ethbtc_timestamp": null, "ethusd": null, "ethusd_timestamp": null}))
+}
+
+fn blockno(params: &Params) -> Result<u64, Refusal> {
+    let raw = params.get("blockno").ok_or_else(|| bad("Query parameter 'blockno' is required"))?;
+    raw.parse::<u64>().map_err(|_| bad("Invalid block number"))
+}
+
+/// `getblockreward`: the fee recipient and what it earned in priority fees (no issuance is known to the index).
+pub(super) async fn getblockreward(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let number = blockno(&params)?;
+    read(state, deadline, move |r| {
+        let Some(h) = r.block(number)? else { return Ok(Answer::refuse("Block does not exist")) };
+        Ok(Answer::Ok(json!({
+            "blockNumber": h.number.to_string(),
+            "timeStamp": h.timestamp,
+            "blockMiner": lower(&h.miner),
+            "blockReward": h.priority_fees.to_string(),
+            "uncles": [],
+            "uncleInclusionReward": "0",
+        })))
+    })
+    .await
+}
+
+/// `getblocknobytime`: the block nearest a unix time, before or after it.
+pub(super) async fn getblocknobytime(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let raw = params.get("timestamp").ok_or_else(|| bad("Query parameter 'timestamp' is required"))?;
+    let time = raw.parse::<u64>().map_err(|_| bad("Invalid `timestamp` param"))?;
+    let closest = match params.get("closest") {
+        None => return Err(bad("Query parameter 'closest' is required")),
+        Some("before") => Closest::Before,
+        Some("after") => Closest::After,
+        Some(_) => return Err(bad("Invalid `closest` param")),
+    };
+    read(state, deadline, move |r| match block_at_time(r, time, closest)? {
+        Some(number) => Ok(Answer::Ok(json!(number.to_string()))),
+        None => Ok(Answer::refuse("Block does not exist")),
+    })
+    .await
+}
+
+/// `getblockcountdown`: blocks and estimated seconds until a future block, from the recent average block time.
+pub(super) async fn getblockcountdown(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let target = blockno(&params)?;
+    read(state, deadline, move |r| {
+        let Some(tip) = r.tip()?.map(|t| t.number) else {
+            return Ok(Answer::refuse("Chain is indexing now, try again later"));
+        };
+        if target <= tip {
+            return Ok(Answer::refuse("Error! Block number already pass"));
+        }
+        let back = tip.saturating_sub(BLOCK_TIME_SAMPLE);
+        let (Some(newest), Some(oldest)) = (r.block(tip)?, r.block(back)?) else {
+            return Ok(Answer::refuse("Chain is indexing now, try again later"));
+        };
+        let span = (tip - back).max(1);
+        let average = newest.timestamp.saturating_sub(oldest.timestamp) as f64 / span as f64;
+        let remaining = target - tip;
+        Ok(Answer::Ok(json!({
+            "CurrentBlock": tip.to_string(),
+            "CountdownBlock": target.to_string(),
+            "RemainingBlock": remaining.to_string(),
+            "EstimateTimeInSec": format!("{:.1}", average * remaining as f64),
+        })))
+    })
+    .await
+}
+
+/// `eth_block_number`: the indexed tip, JSON-RPC style.
+pub(super) fn eth_block_number(params: &Params, state: &AppState) -> Outcome {
+    let tip = state.store.view().tip()?.map(|t| t.number).unwrap_or(0);
+    let id = params.get("id").map_or(json!(1), |raw| raw.parse::<u64>().map_or(json!(raw), |n| json!(n)));
+    Ok(Answer::Rpc(json!({"jsonrpc": "2.0", "result": hex_u64(tip), "id": id})))
+}
+
+/// The revert reason of a failed transaction, replayed on the node (empty when it gives none in time).
+async fn replay_revert(state: &AppState, call: Value, block: u64) -> String {
+    match tokio::time::timeout(REVERT_LOOKUP, state.node.revert_data(call, block)).await {
+        Ok(Ok(Some(data))) => match revert_reason(&data) {
+            Some(reason) => {
+                reason["parameters"][0]["value"].as_str().map_or_else(|| reason.to_string(), str::to_string)
+            }
+            None => String::new(),
+        },
+        _ => String::new(),
+    }
+}
+
+/// `gettxinfo`: a mined transaction with its logs (50 per page, `index` continues).
+pub(super) async fn gettxinfo(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let hash = params.tx_hash()?;
+    let after = params.lenient_u64("index");
+    let found = read(state, deadline, move |r| {
+        let Some((pos, tx)) = r.tx(hash)? else { return Ok(Answer::refuse("Transaction not found")) };
+        let Some(header) = r.block(pos.block)? else { return Ok(Answer::refuse("Transaction not found")) };
+        let tip = r.tip()?.map(|t| t.number).unwrap_or(0);
+        let start = after.map_or(tx.first_log, |i| (i as u32).saturating_add(1).max(tx.first_log));
+        let end = tx.first_log.saturating_add(tx.log_count);
+        let keys: Vec<BlockPos> =
+            (start..end).take(TX_INFO_LOGS + 1).map(|index| BlockPos { block: pos.block, index }).collect();
+        let logs: Vec<(BlockPos, LogRecord)> =
+            keys.iter().copied().zip(r.multi_get::<Logs>(&keys)?).filter_map(|(k, l)| Some((k, l?))).collect();
+        let more = logs.len() > TX_INFO_LOGS;
+        let shown = &logs[..logs.len().min(TX_INFO_LOGS)];
+        let log_items: Vec<Value> = shown
+            .iter()
+            .map(|(k, log)| {
+                let topics: Vec<Value> =
+                    (0..4).map(|i| log.topics.get(i).map_or(Value::Null, |t| json!(format!("{t:#x}")))).collect();
+                json!({
+                    "address": lower(&log.address),
+                    "data": format!("0x{}", alloy::hex::encode(&log.data)),
+                    "topics": topics,
+                    "index": k.index.to_string(),
+                })
+            })
+            .collect();
+        let next = shown.last().filter(|_| more).map(|(k, _)| {
+            json!({"action": "gettxinfo", "index": k.index, "module": "transaction", "txhash": format!("{hash:#x}")})
+        });
+        let replay = (!tx.succeeded()).then(|| {
+            (json!({"from": tx.from, "to": tx.to, "data": tx.input, "value": tx.value, "gas": tx.gas_limit}), pos.block)
+        });
+        Ok(Answer::Ok(json!({
+            "hash": format!("{hash:#x}"),
+            "timeStamp": header.timestamp.to_string(),
+            "blockNumber": pos.block.to_string(),
+            "confirmations": tip.saturating_sub(pos.block).to_string(),
+            "success": tx.succeeded(),
+            "from": lower(&tx.from),
+            "to": tx.to.as_ref().map(lower).unwrap_or_default(),
+            "value": tx.value.to_string(),
+            "input": format!("0x{}", alloy::hex::encode(&tx.input)),
+            "gasLimit": tx.gas_limit.to_string(),
+            "gasUsed": tx.gas_used.to_string(),
+            "gasPrice": tx.effective_gas_price.to_string(),
+            "revertReason": "",
+            "logs": log_items,
+            "next_page_params": next,
+            "replay": replay.map(|(call, block)| json!([call, block])),
+        })))
+    })
+    .await?;
+    with_revert_reason(found, state, "revertReason").await
+}
+
+/// Replaces the `replay` member a read left (the call and block of a failed transaction) by the node's revert
+/// reason in `field`.
+async fn with_revert_reason(answer: Answer, state: &AppState, field: &str) -> Outcome {
+    let Answer::Ok(mut value) = answer else { return Ok(answer) };
+    let replay = value.as_object_mut().and_then(|o| o.remove("replay")).unwrap_or(Value::Null);
+    if let Value::Array(parts) = replay {
+        if let (Some(call), Some(block)) = (parts.first(), parts.get(1).and_then(Value::as_u64)) {
+            value[field] = json!(replay_revert(state, call.clone(), block).await);
+        }
+    }
+    Ok(Answer::Ok(value))
+}
+
+/// `getstatus`: whether a transaction failed and why.
+pub(super) async fn getstatus(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let hash = params.tx_hash()?;
+    let found = read(state, deadline, move |r| {
+        let Some((pos, tx)) = r.tx(hash)? else {
+            return Ok(Answer::Ok(json!({"isError": "0", "errDescription": ""})));
+        };
+        let replay = (!tx.succeeded()).then(|| {
+            json!([{"from": tx.from, "to": tx.to, "data": tx.input, "value": tx.value, "gas": tx.gas_limit}, pos.block])
+        });
+        Ok(Answer::Ok(json!({
+            "isError": if tx.succeeded() { "0" } else { "1" },
+            "errDescription": if tx.succeeded() { "" } else { "Reverted" },
+            "replay": replay,
+        })))
+    })
+    .await?;
+    let mut answer = with_revert_reason(found, state, "errDescription").await?;
+    // A failure the node gives no reason for keeps the generic description.
+    if let Answer::Ok(value) = &mut answer {
+        if value["errDescription"] == json!("") && value["isError"] == json!("1") {
+            value["errDescription"] = json!("Reverted");
+        }
+    }
+    Ok(answer)
+}
+
+/// `gettxreceiptstatus`: `"1"` success, `"0"` failure, `""` unknown or pending.
+pub(super) async fn gettxreceiptstatus(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let hash = params.tx_hash()?;
+    read(state, deadline, move |r| {
+        let status = match r.tx(hash)?.map(|(_, tx)| tx.status) {
+            Some(Some(true)) => "1",
+            Some(Some(false)) => "0",
+            _ => "",
+        };
+        Ok(Answer::Ok(json!({"status": status})))
+    })
+    .await
+}
+
+/// Most addresses of one `getcontractcreation`.
+const CREATION_LIMIT: usize = 10;
+
+/// `getcontractcreation`: creator, creation transaction and creation input of up to 10 contracts.
+pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    const MISSING: &str = "Query parameter contractaddresses is required";
+    let raw = params
+        .get("contractaddresses")
+        .ok_or_else(|| Refusal::Answer(Answer::NotOk(MISSING.into(), json!(MISSING))))?;
+    let addresses: Vec<Address> = raw
+        .split(',')
+        .take(CREATION_LIMIT)
+        .map(|a| super::parse_address(a.trim()).ok_or_else(|| bad("Invalid address format")))
+        .collect::<Result<_, _>>()?;
+    read(state, deadline, move |r| {
+        let mut items = Vec::new();
+        let mut cumulative = CumulativeGas::default();
+        let tip = r.tip()?.map(|t| t.number).unwrap_or(0);
+        for address in addresses {
+            let direct = r.get::<Accounts>(&address)?.and_then(|a| a.creation);
+            let (creator, tx_hash, factory) = match direct {
+                Some(c) => (c.creator, c.tx, None),
+                None => match crate::api::rest::traces::internal_creation(r, address)? {
+                    Some(c) => (c.creator, c.tx, Some(c.creator)),
+                    None => continue,
+                },
+            };
+            let Some((pos, tx)) = r.tx(tx_hash)? else { continue };
+            let Some(header) = r.block(pos.block)? else { continue };
+            let tx_from = tx.from;
+            let item = tx_item(&tx, pos, &header, tip, cumulative.at(r, pos)?);
+            items.push(json!({
+                "contractAddress": lower(&address),
+                "contractCreator": lower(&if factory.is_some() { tx_from } else { creator }),
+                "txHash": format!("{tx_hash:#x}"),
+                "blockNumber": pos.block.to_string(),
+                "timestamp": header.timestamp.to_string(),
+                "contractFactory": factory.as_ref().map(lower).unwrap_or_default(),
+                "creationBytecode": if factory.is_none() { item["input"].clone() } else { json!("") },
+            }));
+        }
+        Ok(Answer::Ok(Value::Array(items)))
+    })
+    .await
+}
+
+/// Etherscan's text for a contract without verified source (Foundry and Hardhat look for it).
+const NOT_VERIFIED: &str = "Contract source code not verified";
+
+/// `getabi`: no contract is verified on this explorer yet, so every address answers "not verified".
+pub(super) fn getabi(params: &Params) -> Outcome {
+    params.address("address", "Query parameter address is required", "Invalid address hash")?;
+    Ok(Answer::refuse(NOT_VERIFIED))
+}
+
+/// `getsourcecode`: the "not verified" record, in the full form Etherscan clients parse.
+pub(super) fn getsourcecode(params: &Params) -> Outcome {
+    let address = params.address("address", "Query parameter address is required", "Invalid address hash")?;
+    Ok(Answer::Ok(json!([{
+        "Address": lower(&address),
+        "SourceCode": "",
+        "ABI": NOT_VERIFIED,
+        "ContractName": "",
+        "CompilerVersion": "",
+        "OptimizationUsed": "",
+        "Runs": "",
+        "ConstructorArguments": "",
+        "EVMVersion": "",
+        "Library": "",
+        "LicenseType": "",
+        "Proxy": "0",
+        "Implementation": "",
+        "SwarmSource": "",
+    }])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_numbers_are_lowercase_and_zero_is_0x0() {
+        assert_eq!(hex_u64(0), "0x0");
+        assert_eq!(hex_u64(255), "0xff");
+    }
+}
