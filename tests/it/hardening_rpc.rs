@@ -244,11 +244,18 @@ async fn a_client_has_a_bounded_number_of_passthrough_requests_in_flight() {
     let addr = t.daemon.addr();
     let body = request(1, "eth_blockNumber", json!([]));
     let paused = Paused::new(&anvil);
-    // Two requests of one client wait for the stopped node...
+    // Two requests of one client wait for the stopped node. A probe below may take a slot before them for up to
+    // its 500 ms timeout (its slot is given back when it disconnects), so each retries until it is admitted...
     let held: Vec<_> = (0..2)
         .map(|_| {
             let body = body.clone();
-            tokio::spawn(async move { rpc_as(addr, "10.0.0.1", &body).await })
+            tokio::spawn(async move {
+                poll_until("a held request to be admitted", Duration::from_secs(30), || async {
+                    let reply = rpc_as(addr, "10.0.0.1", &body).await;
+                    (reply.status != 429).then_some(reply)
+                })
+                .await
+            })
         })
         .collect();
     // ...so its next one is refused at once, while another client is still let through to the node.
