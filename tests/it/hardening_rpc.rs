@@ -311,6 +311,7 @@ async fn health_reports_a_stalled_and_an_unresponsive_node() {
     })
     .await;
     let addr = t.daemon.addr();
+    // `/health` (liveness) stays 200 and names the problem; `/health/ready` (readiness) turns 503 with it.
     let health_is = |wanted: &'static str| async move {
         poll_until(&format!("/health to say {wanted}"), Duration::from_secs(30), || async {
             let reply = http::get(addr, "/health").await;
@@ -318,19 +319,26 @@ async fn health_reports_a_stalled_and_an_unresponsive_node() {
         })
         .await
     };
+    let readiness = || async move {
+        let reply = http::get(addr, "/health/ready").await;
+        (reply.status.as_u16(), reply.json()["reason"].clone())
+    };
     mine(&node, 1).await;
     assert_eq!(health_is("ok").await.status, 200);
+    assert_eq!(readiness().await, (200, serde_json::Value::Null));
     // No block for longer than the stall threshold.
     let stalled = health_is("node_stalled").await;
-    assert_eq!(stalled.status, 503);
+    assert_eq!(stalled.status, 200);
     assert!(stalled.json()["ms_since_new_head"].as_u64().unwrap() >= 3000, "{}", stalled.json());
+    assert_eq!(readiness().await, (503, "node_stalled".into()));
     mine(&node, 1).await;
     assert_eq!(health_is("ok").await.status, 200);
     // A node that stops answering (paused) is noticed long before a request to it times out.
     let paused = Paused::new(&anvil);
     let silent = health_is("node_unresponsive").await;
-    assert_eq!(silent.status, 503);
+    assert_eq!(silent.status, 200);
     assert!(silent.json()["ms_since_node_answer"].as_u64().unwrap() >= 1000, "{}", silent.json());
+    assert_eq!(readiness().await, (503, "node_unresponsive".into()));
     drop(paused);
     mine(&node, 1).await;
     assert_eq!(health_is("ok").await.status, 200);

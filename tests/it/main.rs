@@ -8,6 +8,7 @@ mod dev;
 mod full_disk;
 mod hardening_conn;
 mod hardening_rpc;
+mod metrics;
 mod outage;
 mod pending;
 mod protection;
