@@ -163,7 +163,7 @@ impl Metrics {
         }
         r.register(
             "node_request_errors",
-            "Failed JSON-RPC requests to the node (transport, timeout or JSON-RPC error), by method",
+            "Failed JSON-RPC requests to the node (transport, timeout or JSON-RPC error; a reverted eth_call is an answer), by method",
             node_request_errors.clone(),
         );
         let http_requests = Family::default();

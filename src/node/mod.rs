@@ -99,7 +99,13 @@ impl Node {
             Ok(result) => result.map_err(NodeError::from),
             Err(_) => Err(NodeError::Timeout(self.timeout)),
         };
-        self.observe(method, started, result.is_ok());
+        // A reverted `eth_call` is the node's answer, not its failure.
+        let answered = match &result {
+            Ok(_) => true,
+            Err(NodeError::Rpc { .. }) => method == "eth_call",
+            Err(_) => false,
+        };
+        self.observe(method, started, answered);
         result
     }
 

@@ -1,8 +1,10 @@
 //! Operations (issue 20): a real Prometheus (Debian's `prometheus` package) scrapes a daemon indexing anvil and
 //! its query API agrees with the node and with the requests the test made; the monitoring examples pass
 //! `promtool` and the Grafana dashboard only charts metrics the daemon exports; `/metrics` lives on its own
-//! listener, and a taken metrics port is a clear startup error.
+//! listener, counts WebSocket connections, subscriptions and rate-limited requests, and a taken metrics port is a
+//! clear startup error.
 
+use crate::support::ws::WsClient;
 use crate::support::{generate_traffic, http, mine, poll_until, provider, start_anvil, start_daemon, wait_synced};
 use alloy::providers::Provider;
 use std::collections::BTreeSet;
@@ -181,14 +183,20 @@ async fn prometheus_scrapes_the_daemon_and_agrees_with_the_node_and_the_requests
     t.daemon.shutdown().await.unwrap();
 }
 
-/// The `rockscout_*` metric names a live daemon exports (histogram and counter suffixes included).
-async fn exported_names(metrics: SocketAddr) -> BTreeSet<String> {
+/// A scrape of `/metrics`.
+async fn metrics_text(metrics: SocketAddr) -> String {
     let reply = http::get(metrics, "/metrics").await;
     assert_eq!(reply.status, 200);
     let content_type = reply.headers["content-type"].to_str().unwrap();
     assert!(content_type.starts_with("application/openmetrics-text"), "{content_type}");
-    let text = String::from_utf8(reply.body.to_vec()).unwrap();
-    text.lines()
+    String::from_utf8(reply.body.to_vec()).unwrap()
+}
+
+/// The `rockscout_*` metric names a live daemon exports (histogram and counter suffixes included).
+async fn exported_names(metrics: SocketAddr) -> BTreeSet<String> {
+    metrics_text(metrics)
+        .await
+        .lines()
         .filter(|line| !line.starts_with('#') && !line.is_empty())
         .map(|line| line.split(['{', ' ']).next().unwrap().to_owned())
         .collect()
@@ -254,7 +262,7 @@ async fn monitoring_examples_pass_promtool_and_chart_only_exported_metrics() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_have_their_own_listener_and_a_taken_port_stops_startup() {
+async fn metrics_listener_is_separate_counts_websockets_and_refusals_and_a_taken_port_stops_startup() {
     let anvil = start_anvil();
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let metrics = t.daemon.metrics_addr().unwrap();
@@ -264,11 +272,45 @@ async fn metrics_have_their_own_listener_and_a_taken_port_stops_startup() {
     assert_eq!(http::get(metrics, "/api/v2/stats").await.status, 404);
     assert_eq!(http::request(metrics, hyper::Method::POST, "/metrics", &[], "").await.status, 405);
 
+    // WebSocket connections and subscriptions are read at scrape time.
+    let mut ws = WsClient::connect(t.daemon.addr(), "/socket/v2/websocket?vsn=2.0.0").await;
+    ws.send(&serde_json::json!(["1", "1", "blocks:new_block", "phx_join", {}])).await;
+    assert_eq!(ws.frame().await[4]["status"], "ok");
+    ws.send(&serde_json::json!(["2", "2", "transactions:new_transaction", "phx_join", {}])).await;
+    assert_eq!(ws.frame().await[4]["status"], "ok");
+    let text = metrics_text(metrics).await;
+    assert!(text.contains("\nrockscout_ws_connections 1\n"), "{text}");
+    assert!(text.contains("\nrockscout_ws_subscriptions 2\n"), "{text}");
+    drop(ws);
+    poll_until("the closed WebSocket to leave the gauge", Duration::from_secs(10), || async {
+        metrics_text(metrics).await.contains("\nrockscout_ws_connections 0\n").then_some(())
+    })
+    .await;
+
     let dir = tempfile::tempdir().unwrap();
     let mut config = crate::support::test_config(&anvil.http_url(), dir.path());
     config.metrics_listen = Some(metrics);
     let error = rockscout::Daemon::start(&config).await.expect_err("the metrics port is taken").to_string();
     assert!(error.contains(&metrics.to_string()) && error.contains("--metrics-listen"), "{error}");
+
+    // Requests the limiter refuses are counted, and answered 429 under their route's template.
+    let limited = start_daemon(&anvil.http_url(), |c| {
+        c.api.rate_limit.per_second = 1;
+        c.api.rate_limit.burst = 2;
+    })
+    .await;
+    let mut refused = 0;
+    for _ in 0..6 {
+        if http::get(limited.daemon.addr(), "/api/v2/stats").await.status == 429 {
+            refused += 1;
+        }
+    }
+    assert!(refused >= 3, "{refused} refused");
+    let text = metrics_text(limited.daemon.metrics_addr().unwrap()).await;
+    assert!(text.contains(&format!("\nrockscout_http_rate_limited_total {refused}\n")), "{text}");
+    let series = format!("\nrockscout_http_requests_total{{route=\"/api/v2/stats\",code=\"429\"}} {refused}\n");
+    assert!(text.contains(&series), "{text}");
+    limited.daemon.shutdown().await.unwrap();
 
     // Off: no listener.
     let off = start_daemon(&anvil.http_url(), |c| c.metrics_listen = None).await;
