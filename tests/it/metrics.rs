@@ -318,3 +318,32 @@ async fn metrics_listener_is_separate_counts_websockets_and_refusals_and_a_taken
     off.daemon.shutdown().await.unwrap();
     t.daemon.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reorg_is_counted_with_its_depth() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses();
+    generate_traffic(&node, &accounts, 6, 2).await;
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let tip = wait_synced(&t.daemon, &node).await;
+    let metrics = t.daemon.metrics_addr().unwrap();
+    assert!(metrics_text(metrics).await.contains("\nrockscout_reorgs_total 0\n"));
+
+    const DEPTH: u64 = 3;
+    let payee = alloy::primitives::Address::repeat_byte(0xa7);
+    let pairs = serde_json::json!([[{"from": accounts[1], "to": payee, "value": "0x309"}, 0]]);
+    let _: serde_json::Value = node.raw_request("anvil_reorg".into(), serde_json::json!([DEPTH, pairs])).await.unwrap();
+    wait_synced(&t.daemon, &node).await;
+    let text = poll_until("the reorg to be counted", Duration::from_secs(30), || async {
+        let text = metrics_text(metrics).await;
+        text.contains("\nrockscout_reorgs_total 1\n").then_some(text)
+    })
+    .await;
+    assert!(text.contains("\nrockscout_reorg_depth_blocks_count 1\n"), "{text}");
+    assert!(text.contains(&format!("\nrockscout_reorg_depth_blocks_sum {DEPTH}.0\n")), "{text}");
+    // The replaced blocks were committed twice: once on each branch.
+    let blocks = format!("\nrockscout_blocks_indexed_total {}\n", tip + 1 + DEPTH);
+    assert!(text.contains(&blocks), "{text}");
+    t.daemon.shutdown().await.unwrap();
+}
