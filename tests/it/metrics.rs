@@ -218,11 +218,16 @@ fn referenced_names(text: &str) -> BTreeSet<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitoring_examples_pass_promtool_and_chart_only_exported_metrics() {
     let promtool = prometheus_tool("promtool");
-    for (what, file) in [("config", "prometheus.yml"), ("rules", "alerts.yml")] {
-        let out = Command::new(&promtool).args(["check", what]).arg(monitoring_file(file)).output().unwrap();
+    // Syntax of the scrape config and the rules, then the rules' own unit tests (they fire when they should).
+    for (args, file) in [
+        (["check", "config"], "prometheus.yml"),
+        (["check", "rules"], "alerts.yml"),
+        (["test", "rules"], "alerts_test.yml"),
+    ] {
+        let out = Command::new(&promtool).args(args).arg(monitoring_file(file)).output().unwrap();
         assert!(
             out.status.success(),
-            "promtool check {what} {file}: {}{}",
+            "promtool {args:?} {file}: {}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
