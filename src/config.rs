@@ -161,6 +161,13 @@ pub struct DaemonArgs {
     /// (the default, as an idle devnet makes no blocks). Set it on chains with regular blocks.
     #[arg(long, env = "ROCKSCOUT_HEALTH_STALL_MS", default_value_t = 0)]
     pub health_stall_ms: u64,
+    /// /health/ready answers 503 ("lagging") while the index is more than this many blocks behind the node.
+    #[arg(long, env = "ROCKSCOUT_READY_MAX_LAG_BLOCKS", default_value_t = crate::api::DEFAULT_READY_MAX_LAG_BLOCKS)]
+    pub ready_max_lag_blocks: u64,
+    /// Address of the Prometheus /metrics listener, or "off" [default: 127.0.0.1:9100 for run, a free loopback
+    /// port (logged) for dev]. Keep it off the public interface unless scrapers need it there.
+    #[arg(long, env = "ROCKSCOUT_METRICS_LISTEN", value_parser = parse_metrics_listen)]
+    pub metrics_listen: Option<MetricsListen>,
     /// Time a connection may stay open with no request in flight (before its first request, between keep-alive
     /// requests, idle HTTP/2), in milliseconds.
     #[arg(long, env = "ROCKSCOUT_IDLE_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
@@ -169,6 +176,25 @@ pub struct DaemonArgs {
     /// dropped, in milliseconds.
     #[arg(long, env = "ROCKSCOUT_WRITE_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub write_timeout_ms: u64,
+}
+
+/// Where `/metrics` is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricsListen {
+    /// Not served.
+    Off,
+    /// Served on this address.
+    At(SocketAddr),
+}
+
+/// Default metrics address of `rockscout run`.
+pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9100);
+
+fn parse_metrics_listen(raw: &str) -> Result<MetricsListen, String> {
+    if raw.eq_ignore_ascii_case("off") {
+        return Ok(MetricsListen::Off);
+    }
+    raw.parse().map(MetricsListen::At).map_err(|e| format!("expected an address like 127.0.0.1:9100 or \"off\": {e}"))
 }
 
 /// The validated configuration of one daemon.
@@ -182,6 +208,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// HTTP listen address.
     pub listen: SocketAddr,
+    /// Address of the `/metrics` listener (`None`: not served).
+    pub metrics_listen: Option<SocketAddr>,
     /// Wipe the index before starting.
     pub reindex: bool,
     /// Index call traces (and allow `debug_*` on `/api/eth`).
@@ -195,13 +223,15 @@ pub struct Config {
 }
 
 impl Config {
-    /// A configuration for `rpc_url` with every other setting at its default.
+    /// A configuration for `rpc_url` with every other setting at its default, except metrics, which a library
+    /// user turns on by setting `metrics_listen` (the `run` command's default is [`DEFAULT_METRICS_LISTEN`]).
     pub fn new(rpc_url: impl Into<String>, data_dir: impl Into<PathBuf>) -> Config {
         Config {
             rpc_url: rpc_url.into(),
             ws_url: None,
             data_dir: data_dir.into(),
             listen: SocketAddr::from(([127, 0, 0, 1], 4000)),
+            metrics_listen: None,
             reindex: false,
             tracing: false,
             rpc_timeout: Duration::from_secs(10),
@@ -210,7 +240,8 @@ impl Config {
         }
     }
 
-    /// The configuration of `rockscout run`/`dev` from parsed flags.
+    /// The configuration of `rockscout run`/`dev` from parsed flags (metrics on [`DEFAULT_METRICS_LISTEN`] unless
+    /// `--metrics-listen` says otherwise).
     pub fn from_args(rpc_url: String, ws_url: Option<String>, args: &DaemonArgs) -> Config {
         let rpc_timeout = Duration::from_millis(args.rpc_timeout_ms);
         Config {
@@ -218,6 +249,11 @@ impl Config {
             ws_url,
             data_dir: args.data_dir.clone(),
             listen: args.listen,
+            metrics_listen: match args.metrics_listen {
+                None => Some(DEFAULT_METRICS_LISTEN),
+                Some(MetricsListen::Off) => None,
+                Some(MetricsListen::At(addr)) => Some(addr),
+            },
             reindex: args.reindex,
             tracing: args.tracing,
             rpc_timeout,
@@ -252,6 +288,7 @@ impl Config {
                     unresponsive_after: Duration::from_millis(args.health_unresponsive_ms)
                         .max(Duration::from_millis(args.poll_interval_ms) * 2),
                     stalled_after: (args.health_stall_ms > 0).then_some(Duration::from_millis(args.health_stall_ms)),
+                    ready_max_lag_blocks: args.ready_max_lag_blocks,
                 },
                 ..ApiConfig::default()
             },

@@ -11,6 +11,7 @@ pub mod config;
 pub mod dev;
 pub mod events;
 pub mod indexer;
+pub mod metrics;
 pub mod node;
 pub mod status;
 pub mod store;
@@ -57,6 +58,14 @@ pub enum RunError {
         /// Cause.
         source: std::io::Error,
     },
+    /// The metrics address is unavailable.
+    #[error("cannot listen for metrics on {addr}: {source} (choose another --metrics-listen address, or \"off\")")]
+    MetricsBind {
+        /// The address.
+        addr: SocketAddr,
+        /// Cause.
+        source: std::io::Error,
+    },
     /// The devnet could not start.
     #[error(transparent)]
     Anvil(#[from] dev::anvil::AnvilError),
@@ -69,6 +78,7 @@ pub enum RunError {
 #[derive(Debug)]
 pub struct Daemon {
     addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     store: Arc<Store>,
     status: Arc<Status>,
     events: events::EventSender,
@@ -76,7 +86,7 @@ pub struct Daemon {
     indexer: JoinHandle<Result<(), IndexerError>>,
     /// The HTTP server; `true` when every connection closed within the shutdown grace period.
     server: JoinHandle<bool>,
-    /// The pending-pool follower and the WebSocket publisher.
+    /// The pending-pool follower, the WebSocket publisher and the metrics server.
     helpers: TaskTracker,
 }
 
@@ -100,14 +110,27 @@ impl Daemon {
                 "the previous run did not stop cleanly; every commit is atomic, resuming from the stored tip"
             ),
         }
-        let node = Node::new(&config.rpc_url, config.ws_url.as_deref(), config.rpc_timeout)?;
+        let metrics = Arc::new(metrics::Metrics::new());
+        let node =
+            Node::new(&config.rpc_url, config.ws_url.as_deref(), config.rpc_timeout)?.with_metrics(metrics.clone());
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(|source| RunError::Bind { addr: config.listen, source })?;
         let addr = listener.local_addr().map_err(|source| RunError::Bind { addr: config.listen, source })?;
+        let metrics_listener = match config.metrics_listen {
+            Some(wanted) => {
+                let bind_error = |source| RunError::MetricsBind { addr: wanted, source };
+                let listener = tokio::net::TcpListener::bind(wanted).await.map_err(bind_error)?;
+                let bound = listener.local_addr().map_err(bind_error)?;
+                tracing::info!(addr = %bound, "metrics listening on /metrics");
+                Some((listener, bound))
+            }
+            None => None,
+        };
+        let metrics_addr = metrics_listener.as_ref().map(|(_, bound)| *bound);
         tracing::info!(%addr, "http server listening");
 
-        let status = Arc::new(Status::default());
+        let status = Arc::new(Status::with_metrics(metrics));
         let events = events::channel(1024);
         let cancel = CancellationToken::new();
         let state = api::AppState::new(
@@ -120,6 +143,9 @@ impl Daemon {
         );
         let helpers = TaskTracker::new();
         helpers.spawn(api::ws::publish::run(state.clone(), cancel.clone()));
+        if let Some((listener, _)) = metrics_listener {
+            helpers.spawn(api::serve_metrics(listener, state.clone(), cancel.clone()));
+        }
         let server = tokio::spawn(api::serve(listener, state, cancel.clone()));
         let pool_interval =
             (config.indexer.poll_interval * 4).clamp(Duration::from_millis(200), Duration::from_secs(2));
@@ -140,12 +166,17 @@ impl Daemon {
         helpers.close();
         let follower = Indexer::new(store.clone(), node, config.indexer.clone(), status.clone(), events.clone());
         let indexer = tokio::spawn(follower.run(cancel.clone()));
-        Ok(Daemon { addr, store, status, events, cancel, indexer, server, helpers })
+        Ok(Daemon { addr, metrics_addr, store, status, events, cancel, indexer, server, helpers })
     }
 
     /// The address the HTTP server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address `/metrics` is served on (`None`: metrics off).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// The store (for inspection by tests and tools).

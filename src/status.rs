@@ -1,7 +1,9 @@
 //! `Status`: what the follower knows right now (node head, reachability, when the node last answered and when its
-//! head last moved, indexed tip), shared with the API for `/health` and the indexing-status endpoint.
+//! head last moved, indexed tip), shared with the API for `/health`, `/health/ready`, the indexing-status endpoint
+//! and the metrics.
 
-use std::sync::Mutex;
+use crate::metrics::Metrics;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A task that writes to the store.
@@ -105,19 +107,33 @@ impl StatusSnapshot {
     }
 }
 
-/// Shared, updated by the follower.
+/// Shared, updated by the follower; also carries the daemon's [`Metrics`], which every task reporting here counts
+/// into.
 #[derive(Debug, Default)]
-pub struct Status(Mutex<StatusSnapshot>);
+pub struct Status {
+    state: Mutex<StatusSnapshot>,
+    metrics: Arc<Metrics>,
+}
 
 impl Status {
+    /// A status counting into `metrics`.
+    pub fn with_metrics(metrics: Arc<Metrics>) -> Status {
+        Status { state: Mutex::default(), metrics }
+    }
+
+    /// The daemon's metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
     fn update(&self, f: impl FnOnce(&mut StatusSnapshot)) {
-        let mut guard = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         f(&mut guard);
     }
 
     /// The current state.
     pub fn snapshot(&self) -> StatusSnapshot {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 
     pub(crate) fn set_node_head(&self, head: u64) {

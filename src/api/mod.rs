@@ -7,8 +7,10 @@
 //! response, and adds the CORS and `x-ratelimit-*` headers. Every connection is bounded in idle time and write
 //! progress and drained on shutdown (`conn.rs`).
 //!
-//! Surfaces (see `docs/api.md`): `GET /health`; Blockscout's REST API under `/api/v2`; the JSON-RPC passthrough
-//! `POST /api/eth`; the Phoenix V2 WebSocket `GET /socket/v2/websocket`.
+//! Surfaces (see `docs/api.md`): `GET /health` and `GET /health/ready`; Blockscout's REST API under `/api/v2`;
+//! the JSON-RPC passthrough `POST /api/eth`; the Phoenix V2 WebSocket `GET /socket/v2/websocket`. Every request
+//! is counted by route template and status code into the metrics, which `metrics.rs` serves as `GET /metrics` on
+//! a listener of its own, never on the API's.
 
 mod body;
 mod conn;
@@ -19,6 +21,7 @@ mod health;
 pub mod json;
 pub mod limits;
 mod methods;
+mod metrics;
 mod query;
 mod rest;
 mod router;
@@ -26,7 +29,8 @@ pub mod rpc;
 pub mod ws;
 
 pub use error::ApiError;
-pub use health::HealthConfig;
+pub use health::{HealthConfig, DEFAULT_READY_MAX_LAG_BLOCKS};
+pub use metrics::serve_metrics;
 pub use router::Route;
 
 use crate::events::EventSender;
@@ -170,6 +174,7 @@ impl AppState {
         events: EventSender,
         config: ApiConfig,
     ) -> Self {
+        let hub = ws::hub::Hub::new(config.ws.queue, status.metrics().clone());
         AppState(Arc::new(Shared {
             store,
             status,
@@ -177,7 +182,7 @@ impl AppState {
             rpc_url,
             events,
             ws: WsServer {
-                hub: Arc::new(ws::hub::Hub::new(config.ws.queue)),
+                hub: Arc::new(hub),
                 tracker: tokio_util::task::TaskTracker::new(),
                 permits: Arc::new(tokio::sync::Semaphore::new(config.ws.max_connections)),
                 shutdown: CancellationToken::new(),
@@ -266,9 +271,12 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
         let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service).into_owned();
         let timeouts = [state.config.idle_timeout, state.config.write_timeout];
         let (cancel, force) = (cancel.clone(), force.clone());
+        let metrics = state.status.metrics().clone();
+        metrics.connection(true);
         tracker.spawn(async move {
             let ended = conn::drive(connection, &activity, timeouts, &cancel, &force).await;
             tracing::debug!(%peer, ?ended, "connection closed");
+            metrics.connection(false);
             drop(permit);
         });
     }
@@ -349,11 +357,15 @@ fn preflight(req: &Request<Incoming>) -> Response<Body> {
 }
 
 async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Result<Response<Body>, Infallible> {
+    let started = Instant::now();
     let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
     let verdict = state.limiter.check(client, Instant::now());
+    let parsed = Route::parse(req.method(), req.uri().path(), req.uri().query());
+    let label = router::route_label(req.method(), &parsed);
     // Preflights take a token like any request, and are refused like any request once the bucket is empty.
     let mut response = if let Verdict::Limited(_) = verdict {
         tracing::debug!(%client, "rate limited");
+        state.status.metrics().rate_limited();
         if req.uri().path() == "/api/eth" {
             let message = "Too many requests";
             rpc::error_response(
@@ -368,7 +380,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     } else if req.method() == Method::OPTIONS {
         preflight(&req)
     } else {
-        match Route::parse(req.method(), req.uri().path(), req.uri().query()) {
+        match parsed {
             Ok(route) => {
                 match tokio::time::timeout(state.config.request_timeout, route.dispatch(req, &state, client)).await {
                     Ok(result) => result.unwrap_or_else(ApiError::into_response),
@@ -380,6 +392,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     };
     add_cors(&mut response);
     limits::set_headers(response.headers_mut(), &verdict);
+    state.status.metrics().http_request(label, response.status().as_u16(), started.elapsed());
     Ok(response)
 }
 

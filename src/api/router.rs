@@ -163,8 +163,10 @@ fn token_kinds(q: &Query) -> Result<Vec<TokenKind>, ApiError> {
 /// Every endpoint, with its typed parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
-    /// `GET /health`.
+    /// `GET /health`: liveness.
     Health,
+    /// `GET /health/ready`: readiness.
+    Ready,
     /// `POST /api/eth`: the JSON-RPC passthrough.
     Rpc,
     /// `GET /socket/v2/websocket`: the Phoenix V2 WebSocket.
@@ -387,6 +389,7 @@ impl Route {
         let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
         let route = match segments.as_slice() {
             ["health"] => Route::Health,
+            ["health", "ready"] => Route::Ready,
             ["socket", "v2", "websocket"] => Route::Socket,
             ["api", "eth"] => {
                 return match *method {
@@ -531,7 +534,68 @@ impl Route {
     }
 }
 
+/// The `route` label of the HTTP metrics for a request of `method` that parsed into `parsed`: the route's
+/// template, `preflight` for CORS preflights, `other` for every request no route accepts (unknown paths, bad
+/// parameters, wrong methods). Never a raw path.
+pub fn route_label(method: &Method, parsed: &Result<Route, ApiError>) -> &'static str {
+    match parsed {
+        _ if method == Method::OPTIONS => "preflight",
+        Ok(route) => route.template(),
+        Err(_) => "other",
+    }
+}
+
 impl Route {
+    /// The route's path template, the `route` label of the HTTP metrics: parameters are named, never valued, so
+    /// the label set stays finite whatever clients send.
+    pub fn template(&self) -> &'static str {
+        match self {
+            Route::Health => "/health",
+            Route::Ready => "/health/ready",
+            Route::Rpc => "/api/eth",
+            Route::Etherscan => "/api",
+            Route::Socket => "/socket/v2/websocket",
+            Route::Stats => "/api/v2/stats",
+            Route::Blocks { .. } => "/api/v2/blocks",
+            Route::Block(_) => "/api/v2/blocks/:number_or_hash",
+            Route::BlockTransactions { .. } => "/api/v2/blocks/:number_or_hash/transactions",
+            Route::BlockInternal { .. } => "/api/v2/blocks/:number_or_hash/internal-transactions",
+            Route::PendingTransactions { .. } => "/api/v2/transactions?filter=pending",
+            Route::Transactions { .. } => "/api/v2/transactions",
+            Route::Transaction(_) => "/api/v2/transactions/:hash",
+            Route::TransactionLogs { .. } => "/api/v2/transactions/:hash/logs",
+            Route::TransactionTokenTransfers { .. } => "/api/v2/transactions/:hash/token-transfers",
+            Route::TransactionInternal { .. } => "/api/v2/transactions/:hash/internal-transactions",
+            Route::StateChanges { .. } => "/api/v2/transactions/:hash/state-changes",
+            Route::RawTrace(_) => "/api/v2/transactions/:hash/raw-trace",
+            Route::InternalTransactions { .. } => "/api/v2/internal-transactions",
+            Route::Address(_) => "/api/v2/addresses/:address_hash",
+            Route::AddressTransactions { .. } => "/api/v2/addresses/:address_hash/transactions",
+            Route::AddressLogs { .. } => "/api/v2/addresses/:address_hash/logs",
+            Route::AddressCounters(_) => "/api/v2/addresses/:address_hash/counters",
+            Route::AddressTabsCounters(_) => "/api/v2/addresses/:address_hash/tabs-counters",
+            Route::CoinBalanceHistory { .. } => "/api/v2/addresses/:address_hash/coin-balance-history",
+            Route::AddressTokenTransfers { .. } => "/api/v2/addresses/:address_hash/token-transfers",
+            Route::AddressTokenBalances(_) => "/api/v2/addresses/:address_hash/token-balances",
+            Route::AddressTokens { .. } => "/api/v2/addresses/:address_hash/tokens",
+            Route::AddressInternal { .. } => "/api/v2/addresses/:address_hash/internal-transactions",
+            Route::Tokens { .. } => "/api/v2/tokens",
+            Route::Token(_) => "/api/v2/tokens/:address_hash",
+            Route::TokenTransfersOf { .. } => "/api/v2/tokens/:address_hash/transfers",
+            Route::TokenHolders { .. } => "/api/v2/tokens/:address_hash/holders",
+            Route::TokenCounters(_) => "/api/v2/tokens/:address_hash/counters",
+            Route::TokenInstances { .. } => "/api/v2/tokens/:address_hash/instances",
+            Route::Search(_) => "/api/v2/search",
+            Route::SearchQuick(_) => "/api/v2/search/quick",
+            Route::SearchRedirect(_) => "/api/v2/search/check-redirect",
+            Route::MainPageBlocks => "/api/v2/main-page/blocks",
+            Route::MainPageTransactions => "/api/v2/main-page/transactions",
+            Route::IndexingStatus => "/api/v2/main-page/indexing-status",
+            Route::BackendVersion => "/api/v2/config/backend-version",
+            Route::TransactionsChart => "/api/v2/stats/charts/transactions",
+        }
+    }
+
     /// Serves the route: the one `match` from endpoints to handlers. Handlers that scan run through [`read`] on
     /// the blocking pool under the request's deadline; single objects are a few point reads and stay inline.
     pub async fn dispatch(
@@ -545,6 +609,7 @@ impl Route {
         let deadline = tokio::time::Instant::now() + state.config.request_timeout;
         match self {
             Route::Health => Ok(health::health(state)),
+            Route::Ready => Ok(health::ready(state)),
             Route::Socket => ws::upgrade(req, state),
             Route::Rpc => {
                 // Held until the answer is built: a client has a bounded number of passthrough requests in flight.
@@ -797,5 +862,51 @@ mod tests {
         let Route::Transactions { kinds, .. } = route else { panic!("{route:?}") };
         assert!(kinds.contains(TxType::CoinTransfer) && kinds.contains(TxType::ContractCreation));
         assert!(!kinds.contains(TxType::ContractCall));
+    }
+
+    #[test]
+    fn metric_labels_are_templates_never_raw_paths() {
+        let hash = format!("0x{}", "ab".repeat(32));
+        let address = "0x000000000000000000000000000000000000dEaD";
+        let cases = [
+            (Method::GET, "/health".to_owned(), "/health"),
+            (Method::GET, "/health/ready".to_owned(), "/health/ready"),
+            (Method::POST, "/api/eth".to_owned(), "/api/eth"),
+            (Method::GET, "/api/v2/blocks/12345".to_owned(), "/api/v2/blocks/:number_or_hash"),
+            (Method::GET, format!("/api/v2/blocks/{hash}"), "/api/v2/blocks/:number_or_hash"),
+            (
+                Method::GET,
+                "/api/v2/blocks/77/transactions?items_count=3".to_owned(),
+                "/api/v2/blocks/:number_or_hash/transactions",
+            ),
+            (Method::GET, format!("/api/v2/transactions/{hash}/logs"), "/api/v2/transactions/:hash/logs"),
+            (
+                Method::GET,
+                format!("/api/v2/internal-transactions?transaction_hash={hash}"),
+                "/api/v2/transactions/:hash/internal-transactions",
+            ),
+            (Method::GET, "/api/v2/transactions?filter=pending".to_owned(), "/api/v2/transactions?filter=pending"),
+            (
+                Method::GET,
+                format!("/api/v2/addresses/{address}/transactions?filter=to"),
+                "/api/v2/addresses/:address_hash/transactions",
+            ),
+            (Method::GET, format!("/api/v2/tokens/{address}/holders"), "/api/v2/tokens/:address_hash/holders"),
+            (Method::GET, "/api/v2/search?q=secret-user-text".to_owned(), "/api/v2/search"),
+            // Unknown paths, bad parameters and wrong methods share one label.
+            (Method::GET, "/wp-admin/0xdeadbeef/../../etc/passwd".to_owned(), "other"),
+            (Method::GET, "/api/v2/no-such-thing/123".to_owned(), "other"),
+            (Method::GET, "/api/v2/blocks/not-a-number".to_owned(), "other"),
+            (Method::DELETE, "/api/v2/stats".to_owned(), "other"),
+            (Method::OPTIONS, format!("/api/v2/addresses/{address}"), "preflight"),
+        ];
+        for (method, raw, want) in cases {
+            let (path, query) = raw.split_once('?').map_or((raw.as_str(), None), |(p, q)| (p, Some(q)));
+            let label = route_label(&method, &Route::parse(&method, path, query));
+            assert_eq!(label, want, "{method} {raw}");
+            for value in [hash.as_str(), address, "12345", "77", "secret-user-text", "passwd"] {
+                assert!(!label.contains(value), "{label} carries {value}");
+            }
+        }
     }
 }

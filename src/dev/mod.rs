@@ -20,6 +20,10 @@ pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunErro
     // Every devnet is a new chain: start the index afresh and follow resets (`anvil_reset`) by reindexing.
     let mut config = Config::from_args(node.http_url(), Some(node.ws_url()), &args.daemon);
     config.reindex = true;
+    if args.daemon.metrics_listen.is_none() {
+        // Many devnets may run side by side (tests, several checkouts): a free port unless one is asked for.
+        config.metrics_listen = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+    }
     config.indexer.on_reset = ResetPolicy::Reindex;
     // anvil traces: the devnet shows internal transactions too.
     config.tracing = true;
@@ -31,6 +35,7 @@ pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunErro
         rest = %format!("{base}/api/v2/stats"),
         rpc = %format!("{base}/api/eth"),
         websocket = %format!("ws://{}/socket/v2/websocket?vsn=2.0.0", daemon.addr()),
+        metrics = %daemon.metrics_addr().map_or_else(|| "off".to_owned(), |a| format!("http://{a}/metrics")),
         "devnet running (chain id {}); Ctrl-C stops it",
         anvil::DEV_CHAIN_ID
     );

@@ -193,6 +193,7 @@ impl Indexer {
             };
             let head_number = head.number.to::<u64>();
             self.status.set_node_head(head_number);
+            self.status.metrics().node_head(head.timestamp.to());
             let step = match self.store.reader().tip()? {
                 None => Step::Sync { from: 0, to: head_number },
                 Some(tip) if head_number < tip.number || (head_number == tip.number && head.hash != tip.hash) => {
@@ -356,6 +357,10 @@ impl Indexer {
                 self.wrote();
                 self.status.set_indexed(Some(last));
                 progress.record(&blocks, to);
+                if let Some(newest) = blocks.last() {
+                    let txs = blocks.iter().map(|b| b.txs.len() as u64).sum();
+                    self.status.metrics().indexed(blocks.len() as u64, txs, newest.number(), newest.header.timestamp);
+                }
                 for block in blocks {
                     let _ = self.events.send(ChainEvent::Applied(Arc::new(block)));
                 }
@@ -438,6 +443,9 @@ impl Indexer {
                 }
                 Err(RevertError::Store(e)) => return Err(e.into()),
             }
+        }
+        if tip.number > ancestor {
+            self.status.metrics().reorg(tip.number - ancestor);
         }
         Ok(true)
     }

@@ -48,6 +48,7 @@ impl PendingFollower {
         loop {
             match self.node.pool().await {
                 Ok(pool) => {
+                    self.status.metrics().pending_pool(pool.len());
                     let store = self.store.clone();
                     let round = tokio::task::spawn_blocking(move || sync_pool(&store, pool, now_ms())).await;
                     match round {

@@ -3,10 +3,12 @@
 
 pub mod wire;
 
+use crate::metrics::Metrics;
 use alloy::primitives::{Address, Bytes, B256, U256, U64};
 use alloy::providers::{Provider, ProviderBuilder, RootProvider, WsConnect};
 use futures_util::StreamExt;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wire::{RpcBlock, RpcBlockTrace, RpcCallFrame, RpcHead, RpcPool, RpcReceipt, RpcTransaction};
 
@@ -60,6 +62,7 @@ pub struct Node {
     provider: RootProvider,
     ws_url: Option<String>,
     timeout: Duration,
+    metrics: Option<Arc<Metrics>>,
 }
 
 fn quantity(n: u64) -> String {
@@ -70,18 +73,40 @@ impl Node {
     /// A client for the node at `http_url` (and `ws_url` for head notifications, if given).
     pub fn new(http_url: &str, ws_url: Option<&str>, timeout: Duration) -> Result<Node, NodeError> {
         let url = http_url.parse().map_err(|e| NodeError::Invalid(format!("rpc url {http_url:?}: {e}")))?;
-        Ok(Node { provider: RootProvider::new_http(url), ws_url: ws_url.map(str::to_owned), timeout })
+        Ok(Node { provider: RootProvider::new_http(url), ws_url: ws_url.map(str::to_owned), timeout, metrics: None })
+    }
+
+    /// This client, timing every request and counting its failures into `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Node {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Records one finished request.
+    fn observe(&self, method: &str, started: Instant, ok: bool) {
+        if let Some(metrics) = &self.metrics {
+            metrics.node_request(method, started.elapsed(), ok);
+        }
     }
 
     async fn call<R>(&self, method: &'static str, params: serde_json::Value) -> Result<R, NodeError>
     where
         R: serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + Unpin + 'static,
     {
+        let started = Instant::now();
         let request = self.provider.raw_request::<_, R>(method.into(), params);
-        match tokio::time::timeout(self.timeout, request).await {
-            Ok(result) => Ok(result?),
+        let result = match tokio::time::timeout(self.timeout, request).await {
+            Ok(result) => result.map_err(NodeError::from),
             Err(_) => Err(NodeError::Timeout(self.timeout)),
-        }
+        };
+        // A reverted `eth_call` is the node's answer, not its failure.
+        let answered = match &result {
+            Ok(_) => true,
+            Err(NodeError::Rpc { .. }) => method == "eth_call",
+            Err(_) => false,
+        };
+        self.observe(method, started, answered);
+        result
     }
 
     /// `eth_chainId`.
@@ -174,8 +199,13 @@ impl Node {
     /// node gives no data), `None` when it succeeds.
     pub async fn revert_data(&self, call: serde_json::Value, number: u64) -> Result<Option<Bytes>, NodeError> {
         let params = serde_json::json!([call, quantity(number.saturating_sub(1))]);
+        let started = Instant::now();
         let request = self.provider.raw_request::<_, Bytes>("eth_call".into(), params);
-        match tokio::time::timeout(self.timeout, request).await {
+        let answer = tokio::time::timeout(self.timeout, request).await;
+        // A revert is an answer, not a failure of the node.
+        let answered = matches!(answer, Ok(Ok(_)) | Ok(Err(alloy::transports::RpcError::ErrorResp(_))));
+        self.observe("eth_call", started, answered);
+        match answer {
             Err(_) => Err(NodeError::Timeout(self.timeout)),
             Ok(Ok(_)) => Ok(None),
             Ok(Err(alloy::transports::RpcError::ErrorResp(payload))) => {

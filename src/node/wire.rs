@@ -168,6 +168,9 @@ pub struct RpcHead {
     pub hash: B256,
     /// Parent hash.
     pub parent_hash: B256,
+    /// Unix seconds.
+    #[serde(default)]
+    pub timestamp: U64,
 }
 
 /// `txpool_content`: the node's pool, by sender and nonce.

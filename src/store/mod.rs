@@ -267,6 +267,28 @@ impl Store {
         Ok(out)
     }
 
+    /// Size on disk and RocksDB's stall and compaction figures, summed over every table (for `/metrics`).
+    pub fn disk_figures(&self) -> StoreResult<DiskFigures> {
+        let db_int = |name: &str| -> StoreResult<u64> { Ok(self.db.property_int_value(name)?.unwrap_or(0)) };
+        let sum_cfs = |name: &str| -> StoreResult<u64> {
+            let mut total = 0u64;
+            for def in tables::ALL {
+                total = total.saturating_add(self.db.property_int_value_cf(self.cf(def.name), name)?.unwrap_or(0));
+            }
+            Ok(total)
+        };
+        Ok(DiskFigures {
+            disk_bytes: directory_bytes(&self.path),
+            sst_bytes: sum_cfs("rocksdb.total-sst-files-size")?,
+            memtable_bytes: sum_cfs("rocksdb.cur-size-all-mem-tables")?,
+            pending_compaction_bytes: sum_cfs("rocksdb.estimate-pending-compaction-bytes")?,
+            running_compactions: db_int("rocksdb.num-running-compactions")?,
+            running_flushes: db_int("rocksdb.num-running-flushes")?,
+            write_stopped: db_int("rocksdb.is-write-stopped")? != 0,
+            delayed_write_rate: db_int("rocksdb.actual-delayed-write-rate")?,
+        })
+    }
+
     /// Every row of every table as raw bytes, in key order (for tests that compare whole stores, and tools).
     pub fn raw_rows(&self) -> StoreResult<Vec<RawRow>> {
         let mut out = Vec::new();
@@ -294,6 +316,46 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Size and RocksDB health figures of the store, from [`Store::disk_figures`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskFigures {
+    /// Bytes of every file in the data directory (SST files, WAL, manifest, logs).
+    pub disk_bytes: u64,
+    /// Bytes of live SST files.
+    pub sst_bytes: u64,
+    /// Bytes of memtables.
+    pub memtable_bytes: u64,
+    /// Bytes compaction still has to rewrite (RocksDB's estimate).
+    pub pending_compaction_bytes: u64,
+    /// Compactions running now.
+    pub running_compactions: u64,
+    /// Memtable flushes running now.
+    pub running_flushes: u64,
+    /// Whether RocksDB stops writes now (too many level-0 files or pending compaction bytes).
+    pub write_stopped: bool,
+    /// Bytes per second RocksDB slows writes to while it delays them (0: not delayed).
+    pub delayed_write_rate: u64,
+}
+
+/// Bytes of the files under `dir` (one level of subdirectories deep; RocksDB keeps its files flat).
+fn directory_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let meta = entry.metadata().ok()?;
+            if meta.is_dir() {
+                let inner = std::fs::read_dir(entry.path()).ok()?;
+                Some(inner.flatten().filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum())
+            } else {
+                Some(meta.len())
+            }
+        })
+        .sum()
 }
 
 /// A key range of one table: `lower` inclusive, `upper` exclusive (`None`: to the end).

@@ -21,7 +21,7 @@ fn spawn_daemon(rpc_url: &str, data_dir: &std::path::Path, port: u16) -> Child {
         .args(["run", "--rpc-url", rpc_url, "--listen", &format!("127.0.0.1:{port}")])
         .arg("--data-dir")
         .arg(data_dir)
-        .args(["--poll-interval-ms", "20", "--fetch-concurrency", "8"])
+        .args(["--poll-interval-ms", "20", "--fetch-concurrency", "8", "--metrics-listen", "127.0.0.1:0"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())

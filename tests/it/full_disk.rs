@@ -75,7 +75,7 @@ impl DaemonProcess {
             .args(["run", "--rpc-url", rpc_url, "--listen", &addr.to_string(), "--tracing"])
             .arg("--data-dir")
             .arg(data_dir)
-            .args(["--poll-interval-ms", "20", "--rate-limit", "0"])
+            .args(["--poll-interval-ms", "20", "--rate-limit", "0", "--metrics-listen", "127.0.0.1:0"])
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdout(Stdio::null())

@@ -318,6 +318,7 @@ async fn health_reports_a_stalled_and_an_unresponsive_node() {
     })
     .await;
     let addr = t.daemon.addr();
+    // `/health` (liveness) stays 200 and names the problem; `/health/ready` (readiness) turns 503 with it.
     let health_is = |wanted: &'static str| async move {
         poll_until(&format!("/health to say {wanted}"), Duration::from_secs(30), || async {
             let reply = http::get(addr, "/health").await;
@@ -325,19 +326,29 @@ async fn health_reports_a_stalled_and_an_unresponsive_node() {
         })
         .await
     };
+    let readiness = |code: u16, reason: serde_json::Value| async move {
+        poll_until(&format!("/health/ready to answer {code} {reason}"), Duration::from_secs(30), || async {
+            let reply = http::get(addr, "/health/ready").await;
+            (reply.status == code && reply.json()["reason"] == reason).then_some(())
+        })
+        .await
+    };
     mine(&node, 1).await;
     assert_eq!(health_is("ok").await.status, 200);
+    readiness(200, serde_json::Value::Null).await;
     // No block for longer than the stall threshold.
     let stalled = health_is("node_stalled").await;
-    assert_eq!(stalled.status, 503);
+    assert_eq!(stalled.status, 200);
     assert!(stalled.json()["ms_since_new_head"].as_u64().unwrap() >= 3000, "{}", stalled.json());
+    readiness(503, "node_stalled".into()).await;
     mine(&node, 1).await;
     assert_eq!(health_is("ok").await.status, 200);
     // A node that stops answering (paused) is noticed long before a request to it times out.
     let paused = Paused::new(&anvil);
     let silent = health_is("node_unresponsive").await;
-    assert_eq!(silent.status, 503);
+    assert_eq!(silent.status, 200);
     assert!(silent.json()["ms_since_node_answer"].as_u64().unwrap() >= 1000, "{}", silent.json());
+    readiness(503, "node_unresponsive".into()).await;
     drop(paused);
     mine(&node, 1).await;
     assert_eq!(health_is("ok").await.status, 200);

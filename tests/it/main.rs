@@ -9,6 +9,7 @@ mod etherscan;
 mod full_disk;
 mod hardening_conn;
 mod hardening_rpc;
+mod metrics;
 mod outage;
 mod pending;
 mod protection;

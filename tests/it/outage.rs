@@ -23,12 +23,17 @@ async fn node_stopped_and_restarted_mid_run() {
     wait_synced(&t.daemon, &node).await;
 
     anvil.stop();
-    let reply = poll_until("/health to report the node down", Duration::from_secs(30), || async {
-        let reply = http::get(t.daemon.addr(), "/health").await;
+    let reply = poll_until("/health/ready to report the node down", Duration::from_secs(30), || async {
+        let reply = http::get(t.daemon.addr(), "/health/ready").await;
         (reply.status == 503).then_some(reply)
     })
     .await;
+    assert_eq!(reply.json()["reason"], "node_unreachable", "{}", reply.json());
+    // Liveness stays 200: the process serves, a supervisor must not restart it for the node's outage.
+    let reply = http::get(t.daemon.addr(), "/health").await;
+    assert_eq!(reply.status, 200);
     assert_eq!(reply.json()["node_reachable"], false);
+    assert_eq!(reply.json()["status"], "node_unreachable");
     // The API keeps serving what is indexed.
     let stats = http::get(t.daemon.addr(), "/api/v2/stats").await;
     assert_eq!(stats.status, 200);
@@ -39,5 +44,6 @@ async fn node_stopped_and_restarted_mid_run() {
     wait_synced(&t.daemon, &node).await;
     assert_store_matches_node(t.daemon.store(), &node).await;
     assert_eq!(http::get(t.daemon.addr(), "/health").await.status, 200);
+    assert_eq!(http::get(t.daemon.addr(), "/health/ready").await.status, 200);
     t.daemon.shutdown().await.unwrap();
 }

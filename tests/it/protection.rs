@@ -172,6 +172,8 @@ async fn sigterm_under_load_exits_cleanly_and_loses_nothing() {
             "20",
             "--rate-limit",
             "0",
+            "--metrics-listen",
+            "127.0.0.1:0",
         ])
         .arg("--data-dir")
         .arg(dir.path())

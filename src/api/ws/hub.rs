@@ -5,6 +5,7 @@
 //! client never makes memory grow or holds back the others.
 
 use super::protocol::Subscription;
+use crate::metrics::Metrics;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -44,12 +45,13 @@ pub struct Attached {
 pub struct Hub {
     registry: Mutex<Registry>,
     queue: usize,
+    metrics: Arc<Metrics>,
 }
 
 impl Hub {
-    /// A hub whose connections queue at most `queue` frames.
-    pub fn new(queue: usize) -> Self {
-        Hub { registry: Mutex::new(Registry::default()), queue: queue.max(1) }
+    /// A hub whose connections queue at most `queue` frames, counting dropped slow connections into `metrics`.
+    pub fn new(queue: usize, metrics: Arc<Metrics>) -> Self {
+        Hub { registry: Mutex::new(Registry::default()), queue: queue.max(1), metrics }
     }
 
     fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
@@ -101,6 +103,13 @@ impl Hub {
         self.registry().connections.len()
     }
 
+    /// Connections attached and topic subscriptions over all of them (one per connection and topic spelling).
+    pub fn counts(&self) -> (usize, usize) {
+        let registry = self.registry();
+        let subscriptions = registry.topics.values().flat_map(|spellings| spellings.values()).map(HashSet::len).sum();
+        (registry.connections.len(), subscriptions)
+    }
+
     /// Broadcasts `event` with `payload` to every subscriber of `canonical`; returns how many were queued.
     pub fn publish(&self, canonical: &str, event: &str, payload: &Value) -> usize {
         let registry = self.registry();
@@ -115,7 +124,12 @@ impl Hub {
                 let Some(connection) = registry.connections.get(id) else { continue };
                 match connection.queue.try_send(frame.clone()) {
                     Ok(()) => delivered += 1,
-                    Err(mpsc::error::TrySendError::Full(_)) => connection.kicked.cancel(),
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        if !connection.kicked.is_cancelled() {
+                            self.metrics.ws_dropped_slow();
+                            connection.kicked.cancel();
+                        }
+                    }
                     Err(mpsc::error::TrySendError::Closed(_)) => {}
                 }
             }
@@ -149,7 +163,7 @@ mod tests {
 
     #[test]
     fn frames_keep_each_clients_spelling_and_reach_only_subscribers() {
-        let hub = Hub::new(4);
+        let hub = Hub::new(4, Arc::default());
         let mut a = hub.attach();
         let mut b = hub.attach();
         let mut c = hub.attach();
@@ -167,20 +181,25 @@ mod tests {
         );
         assert!(!hub.wants("addresses:0xabcd"));
         assert_eq!(hub.connections(), 2);
+        hub.apply(c.id, &add("blocks:new_block", "blocks:new_block"));
+        assert_eq!(hub.counts(), (2, 1));
     }
 
     #[test]
     fn a_full_queue_kicks_only_that_connection() {
-        let hub = Hub::new(2);
+        let metrics = Arc::new(Metrics::new());
+        let hub = Hub::new(2, metrics.clone());
         let slow = hub.attach();
         let mut fast = hub.attach();
         hub.apply(slow.id, &add("blocks:new_block", "blocks:new_block"));
         hub.apply(fast.id, &add("blocks:new_block", "blocks:new_block"));
-        for n in 0..3 {
+        for n in 0..5 {
             hub.publish("blocks:new_block", "new_block", &json!({"n": n}));
             fast.frames.try_recv().unwrap();
         }
         assert!(slow.kicked.is_cancelled(), "the slow connection is dropped");
         assert!(!fast.kicked.is_cancelled());
+        let text = metrics.encode(&Default::default());
+        assert!(text.contains("rockscout_ws_dropped_slow_consumers_total 1\n"), "counted once: {text}");
     }
 }

@@ -40,10 +40,12 @@ pub struct TestDaemon {
     pub dir: TempDir,
 }
 
-/// The configuration tests use: fast polling, no WebSocket, a free port.
+/// The configuration tests use: fast polling, no WebSocket, free ports for the API and the metrics.
 pub fn test_config(rpc_url: &str, dir: &std::path::Path) -> Config {
     let mut config = Config::new(rpc_url, dir);
     config.listen = "127.0.0.1:0".parse().unwrap();
+    // Many daemons run at once: metrics on a free port each (served, so every test exercises the listener).
+    config.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
     config.indexer.poll_interval = Duration::from_millis(20);
     config.rpc_timeout = Duration::from_secs(5);
     config
