@@ -16,7 +16,7 @@ use super::methods::selectors_for;
 use super::query::Query;
 use super::{blocking_read as read, read_body, AppState};
 use crate::chain::{TxType, TxTypes};
-use crate::store::records::{CallKind, TokenKind};
+use crate::store::records::{CallKind, ItemKind, TokenKind};
 use alloy::primitives::{Address, B256};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
@@ -367,6 +367,105 @@ pub enum Route {
     BackendVersion,
     /// `GET /api/v2/stats/charts/transactions`.
     TransactionsChart,
+    /// `/api/account/v2/...`: the account API.
+    Account(AccountRoute),
+    /// `GET /api/v2/transactions/watchlist`: transactions of the caller's watched addresses (token required).
+    WatchlistTransactions {
+        /// Size and cursor.
+        page: Page<PosCursor>,
+    },
+    /// `GET /api/v2/main-page/transactions/watchlist`: the newest six of them.
+    MainPageWatchlistTransactions,
+}
+
+/// What an account route does with an account's items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemAction {
+    /// `GET` the list, newest first.
+    List {
+        /// Items per page.
+        size: usize,
+        /// Continue after this item id.
+        after: Option<u64>,
+    },
+    /// `POST` a new item.
+    Create,
+    /// `GET` one item.
+    Get(u64),
+    /// `PUT` new contents of an item.
+    Update(u64),
+    /// `DELETE` an item.
+    Delete(u64),
+}
+
+/// Every route of the account API (`/api/account/v2`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccountRoute {
+    /// `GET /user/info`.
+    UserInfo,
+    /// `GET /siwe_message?address=`.
+    SiweMessage(Address),
+    /// `POST /authenticate_via_wallet`.
+    AuthenticateViaWallet,
+    /// `/user/tags/address`, `/user/tags/transaction`, `/user/watchlist`, `/user/api_keys` (and `/:id`).
+    Items {
+        /// Which list.
+        kind: ItemKind,
+        /// What to do.
+        action: ItemAction,
+    },
+}
+
+/// Default page size of account lists.
+pub const ACCOUNT_PAGE: usize = 50;
+
+fn parse_account(method: &Method, segments: &[&str], q: &Query) -> Result<AccountRoute, ApiError> {
+    let only = |allowed: Method, allow: &'static str, route: AccountRoute| {
+        if *method == allowed || (allowed == Method::GET && *method == Method::HEAD) {
+            Ok(route)
+        } else {
+            Err(ApiError::MethodNotAllowed { allow })
+        }
+    };
+    let kind = match segments {
+        ["user", "info"] => return only(Method::GET, "GET", AccountRoute::UserInfo),
+        ["siwe_message"] => {
+            let raw = q.get("address").ok_or_else(|| ApiError::invalid("address", "Missing parameter: address"))?;
+            return only(Method::GET, "GET", AccountRoute::SiweMessage(parse_address(raw, "address")?));
+        }
+        ["authenticate_via_wallet"] => return only(Method::POST, "POST", AccountRoute::AuthenticateViaWallet),
+        ["user", "tags", "address", ..] => ItemKind::AddressTag,
+        ["user", "tags", "transaction", ..] => ItemKind::TransactionTag,
+        ["user", "watchlist", ..] => ItemKind::Watch,
+        ["user", "api_keys", ..] => ItemKind::ApiKey,
+        _ => return Err(ApiError::NoRoute),
+    };
+    let base = if kind == ItemKind::AddressTag || kind == ItemKind::TransactionTag { 3 } else { 2 };
+    let action = match &segments[base..] {
+        [] => match *method {
+            Method::GET | Method::HEAD => {
+                let size = match q.u64("items_count")? {
+                    None => ACCOUNT_PAGE,
+                    Some(n) if (1..=MAX_PAGE as u64).contains(&n) => n as usize,
+                    Some(_) => return Err(ApiError::invalid("items_count", format!("Invalid value: must be between 1 and {MAX_PAGE}"))),
+                };
+                ItemAction::List { size, after: q.u64("id")? }
+            }
+            Method::POST => ItemAction::Create,
+            _ => return Err(ApiError::MethodNotAllowed { allow: "GET, POST" }),
+        },
+        [id] => {
+            let id = id.parse::<u64>().map_err(|_| ApiError::invalid("id", "Invalid format. Expected an integer"))?;
+            match *method {
+                Method::GET | Method::HEAD => ItemAction::Get(id),
+                Method::PUT | Method::PATCH => ItemAction::Update(id),
+                Method::DELETE => ItemAction::Delete(id),
+                _ => return Err(ApiError::MethodNotAllowed { allow: "GET, PUT, DELETE" }),
+            }
+        }
+        _ => return Err(ApiError::NoRoute),
+    };
+    Ok(AccountRoute::Items { kind, action })
 }
 
 fn search_query(q: &Query) -> Result<String, ApiError> {
@@ -392,6 +491,7 @@ impl Route {
                     _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
                 }
             }
+            ["api", "account", "v2", rest @ ..] => return parse_account(method, rest, &q).map(Route::Account),
             ["api", "v2", rest @ ..] => match Self::parse_v2(rest, &q)? {
                 Some(route) => route,
                 None if method == Method::GET => return Err(ApiError::UnknownAction),
@@ -436,6 +536,7 @@ impl Route {
                 }
                 Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
             },
+            ["transactions", "watchlist"] => Route::WatchlistTransactions { page: page(q)? },
             ["transactions", hash] => Route::Transaction(tx(hash)?),
             ["transactions", hash, "logs"] => Route::TransactionLogs { hash: tx(hash)?, page: page(q)? },
             ["transactions", hash, "token-transfers"] => {
@@ -518,6 +619,7 @@ impl Route {
             ["search", "check-redirect"] => Route::SearchRedirect(search_query(q)?),
             ["main-page", "blocks"] => Route::MainPageBlocks,
             ["main-page", "transactions"] => Route::MainPageTransactions,
+            ["main-page", "transactions", "watchlist"] => Route::MainPageWatchlistTransactions,
             ["main-page", "indexing-status"] => Route::IndexingStatus,
             ["config", "backend-version"] => Route::BackendVersion,
             ["stats", "charts", "transactions"] => Route::TransactionsChart,
@@ -528,6 +630,11 @@ impl Route {
 }
 
 impl Route {
+    /// Whether the route's answer may carry the viewer's private tags and watchlist names (the `/api/v2` reads).
+    pub fn shows_private_data(&self) -> bool {
+        !matches!(self, Route::Health | Route::Rpc | Route::Socket | Route::Account(_))
+    }
+
     /// Serves the route: the one `match` from endpoints to handlers. Handlers that scan run through [`read`] on
     /// the blocking pool under the request's deadline; single objects are a few point reads and stay inline.
     pub async fn dispatch(
@@ -637,6 +744,18 @@ impl Route {
             Route::Search(q) => read(state, deadline, move |r| search::search(r, &q)).await,
             Route::SearchQuick(q) => read(state, deadline, move |r| search::quick(r, &q)).await,
             Route::SearchRedirect(q) => read(state, deadline, move |r| search::redirect(r, &q)).await,
+            Route::Account(route) => super::rest::account::serve(route, req, state, client).await,
+            Route::WatchlistTransactions { page } => {
+                let watched = super::rest::account::watched(req.headers(), state, client)?;
+                read(state, deadline, move |r| super::rest::account::watchlist_transactions(r, &watched, page, true))
+                    .await
+            }
+            Route::MainPageWatchlistTransactions => {
+                let watched = super::rest::account::watched(req.headers(), state, client)?;
+                let page = Page { size: 6, after: None };
+                read(state, deadline, move |r| super::rest::account::watchlist_transactions(r, &watched, page, false))
+                    .await
+            }
         }
     }
 }
