@@ -324,12 +324,12 @@ impl Config {
                     stalled_after: (args.health_stall_ms > 0).then_some(Duration::from_millis(args.health_stall_ms)),
                 },
                 auth: crate::api::auth::AuthConfig {
-                failure_budget: args.auth_failure_budget,
-                siwe_domain: args.siwe_domain.clone(),
-                api_key_per_second: args.api_key_rate_limit,
-                api_key_burst: args.api_key_rate_limit.saturating_mul(2),
-                ..crate::api::auth::AuthConfig::default()
-            },
+                    failure_budget: args.auth_failure_budget,
+                    siwe_domain: args.siwe_domain.clone(),
+                    api_key_per_second: args.api_key_rate_limit,
+                    api_key_burst: args.api_key_rate_limit.saturating_mul(2),
+                    ..crate::api::auth::AuthConfig::default()
+                },
                 ..ApiConfig::default()
             },
             indexer: IndexerConfig {

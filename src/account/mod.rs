@@ -210,13 +210,8 @@ impl Accounts {
             return Err(AccountError::LimitReached { limit: MAX_TOKENS });
         }
         let credential = fresh_credential()?;
-        let record = CredentialRecord {
-            owner,
-            name,
-            secret_hash: credential.secret_hash(),
-            created_ms: now,
-            expires_ms,
-        };
+        let record =
+            CredentialRecord { owner, name, secret_hash: credential.secret_hash(), created_ms: now, expires_ms };
         let mut batch = self.store.batch();
         if self.user(owner)?.is_none() {
             batch.put::<Users>(&owner, &UserRecord { created_ms: now })?;

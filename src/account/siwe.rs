@@ -110,7 +110,10 @@ impl Nonces {
             if issued.len() >= self.max_outstanding {
                 return Err(SiweError::Busy);
             }
-            issued.insert(nonce.clone(), Issued { address, domain: domain.to_owned(), chain_id, until: now + self.lifetime });
+            issued.insert(
+                nonce.clone(),
+                Issued { address, domain: domain.to_owned(), chain_id, until: now + self.lifetime },
+            );
         }
         let issued_at = crate::api::json::iso_timestamp_ms(super::now_ms());
         let expires = crate::api::json::iso_timestamp_ms(super::now_ms() + self.lifetime.as_millis() as u64);

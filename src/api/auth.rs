@@ -77,7 +77,9 @@ impl FailureBudget {
     /// Whether `ip` has used up its budget.
     pub fn exhausted(&self, ip: IpAddr, now: Instant) -> bool {
         let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        failures.get(&ip).is_some_and(|(count, start)| now.duration_since(*start) < self.window && *count >= self.budget)
+        failures
+            .get(&ip)
+            .is_some_and(|(count, start)| now.duration_since(*start) < self.window && *count >= self.budget)
     }
 
     /// Counts one failure of `ip`.

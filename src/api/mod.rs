@@ -410,11 +410,8 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
         let mut response = match Route::parse(req.method(), req.uri().path(), req.uri().query()) {
             Ok(route) => {
                 let served = async {
-                    let viewer = if route.shows_private_data() {
-                        auth::viewer(req.headers(), &state, client)?
-                    } else {
-                        None
-                    };
+                    let viewer =
+                        if route.shows_private_data() { auth::viewer(req.headers(), &state, client)? } else { None };
                     let response = route.dispatch(req, &state, client).await?;
                     match viewer {
                         Some(account) => personalized(response, &state, account).await,
@@ -442,7 +439,11 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
 
 /// A successful JSON response with `account`'s private tags and watchlist names written in (see
 /// [`auth::personalize`]); other responses, and accounts with nothing to show, pass unchanged.
-async fn personalized(response: Response<Body>, state: &AppState, account: Address) -> Result<Response<Body>, ApiError> {
+async fn personalized(
+    response: Response<Body>,
+    state: &AppState,
+    account: Address,
+) -> Result<Response<Body>, ApiError> {
     if response.status() != StatusCode::OK {
         return Ok(response);
     }

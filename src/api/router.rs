@@ -447,7 +447,12 @@ fn parse_account(method: &Method, segments: &[&str], q: &Query) -> Result<Accoun
                 let size = match q.u64("items_count")? {
                     None => ACCOUNT_PAGE,
                     Some(n) if (1..=MAX_PAGE as u64).contains(&n) => n as usize,
-                    Some(_) => return Err(ApiError::invalid("items_count", format!("Invalid value: must be between 1 and {MAX_PAGE}"))),
+                    Some(_) => {
+                        return Err(ApiError::invalid(
+                            "items_count",
+                            format!("Invalid value: must be between 1 and {MAX_PAGE}"),
+                        ))
+                    }
                 };
                 ItemAction::List { size, after: q.u64("id")? }
             }

@@ -206,7 +206,8 @@ mod tests {
             "pending_by_time",
             "undo",
         ];
-        let accounts = [(40, "users"), (41, "user_tokens"), (42, "api_keys"), (43, "account_items"), (44, "item_owners")];
+        let accounts =
+            [(40, "users"), (41, "user_tokens"), (42, "api_keys"), (43, "account_items"), (44, "item_owners")];
         let declared: Vec<(u8, &str)> = ALL.iter().map(|t| (t.id, t.name)).collect();
         let mut expected: Vec<(u8, &str)> = pinned.iter().enumerate().map(|(i, n)| (i as u8, *n)).collect();
         expected.extend(accounts);

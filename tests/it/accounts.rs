@@ -142,7 +142,11 @@ async fn sign_in_with_ethereum_by_a_dev_key() {
     let message = siwe_message(addr, signer.address()).await;
     assert!(message.starts_with(&format!("{addr} wants you to sign in with your Ethereum account:\n")), "{message}");
     assert!(message.contains(&format!("\n{}\n", signer.address().to_checksum(None))));
-    assert!(message.contains(&format!("Chain ID: {}", rockscout::dev::anvil::DEV_CHAIN_ID)) && message.contains("Nonce: ") && message.contains("Expiration Time: "));
+    assert!(
+        message.contains(&format!("Chain ID: {}", rockscout::dev::anvil::DEV_CHAIN_ID))
+            && message.contains("Nonce: ")
+            && message.contains("Expiration Time: ")
+    );
     let reply = authenticate(addr, &message, &signer).await;
     assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
     let cookie = reply.headers["set-cookie"].to_str().unwrap().to_owned();
@@ -176,6 +180,9 @@ async fn sign_in_with_ethereum_by_a_dev_key() {
     t.daemon.shutdown().await.unwrap();
 }
 
+/// Picks the address object a test looks at out of a response.
+type Pick = fn(&Value) -> Value;
+
 fn tag_names(address_object: &Value) -> Vec<String> {
     let tags = address_object["private_tags"].as_array().unwrap_or_else(|| panic!("no private_tags: {address_object}"));
     tags.iter().map(|t| t["display_name"].as_str().unwrap().to_owned()).collect()
@@ -189,10 +196,8 @@ async fn private_tags_are_shown_only_to_their_owner() {
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let addr = t.daemon.addr();
     let accounts = Accounts::new(t.daemon.store().clone());
-    let (alice, bob) = (
-        accounts.mint_token(a[8], "alice", None).unwrap(),
-        accounts.mint_token(a[9], "bob", None).unwrap(),
-    );
+    let (alice, bob) =
+        (accounts.mint_token(a[8], "alice", None).unwrap(), accounts.mint_token(a[9], "bob", None).unwrap());
     let unit = U256::from(10u64).pow(U256::from(18));
     let mut code = DemoToken::BYTECODE.to_vec();
     code.extend(
@@ -219,7 +224,10 @@ async fn private_tags_are_shown_only_to_their_owner() {
     let reply = call(addr, Method::POST, tags, Some(&alice), json!({"address_hash": tagged, "name": "deployer"})).await;
     assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
     let tag = reply.json();
-    assert_eq!((tag["name"].as_str(), tag["address_hash"].as_str()), (Some("deployer"), Some(&*tagged.to_checksum(None))));
+    assert_eq!(
+        (tag["name"].as_str(), tag["address_hash"].as_str()),
+        (Some("deployer"), Some(&*tagged.to_checksum(None)))
+    );
     let tag_id = tag["id"].as_u64().unwrap();
     let tx_tags = "/api/account/v2/user/tags/transaction";
     let body = json!({"transaction_hash": format!("{paid:#x}"), "name": "payday"});
@@ -236,9 +244,11 @@ async fn private_tags_are_shown_only_to_their_owner() {
     assert_eq!(get_as(addr, tags, Some(&alice)).await["items"][0]["id"], tag_id);
 
     // Every route that shows the address: the owner sees the tag, bob and anonymous callers do not.
-    let views: Vec<(String, fn(&Value) -> Value)> = vec![
+    let views: Vec<(String, Pick)> = vec![
         (format!("/api/v2/addresses/{tagged}"), |v| v.clone()),
-        ("/api/v2/transactions".into(), |v| v["items"].as_array().unwrap().iter().find(|t| t["from"]["hash"].is_string()).unwrap()["from"].clone()),
+        ("/api/v2/transactions".into(), |v| {
+            v["items"].as_array().unwrap().iter().find(|t| t["from"]["hash"].is_string()).unwrap()["from"].clone()
+        }),
         (format!("/api/v2/tokens/{erc20}/holders"), |v| v["items"][0]["address"].clone()),
         (format!("/api/v2/transactions/{paid:#x}"), |v| v["from"].clone()),
     ];
@@ -345,7 +355,10 @@ async fn watchlists_name_addresses_and_list_their_transactions() {
     let update = json!({"address_hash": a[1], "name": "pal", "notification_settings": {}});
     assert_eq!(call(addr, Method::PUT, &item, Some(&bob), update.clone()).await.status, 403);
     let updated = call(addr, Method::PUT, &item, Some(&alice), update).await.json();
-    assert_eq!((updated["name"].as_str(), &updated["notification_settings"]["native"]["incoming"]), (Some("pal"), &json!(false)));
+    assert_eq!(
+        (updated["name"].as_str(), &updated["notification_settings"]["native"]["incoming"]),
+        (Some("pal"), &json!(false))
+    );
     assert_eq!(get_as(addr, list, Some(&alice)).await["items"][0]["name"], "pal");
     assert_eq!(call(addr, Method::DELETE, &item, Some(&alice), Value::Null).await.status, 200);
     assert!(get_as(addr, "/api/v2/transactions/watchlist", Some(&alice)).await["items"].as_array().unwrap().is_empty());

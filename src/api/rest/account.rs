@@ -6,16 +6,16 @@
 use crate::account::{check_name, now_ms, AccountError, Accounts, API_KEY_PREFIX};
 use crate::api::auth::{require_account, COOKIE_NAME};
 use crate::api::body::{json_response, ok, Body};
+use crate::api::cursor::PosCursor;
 use crate::api::json::{checksum, hash_hex, AddressJson};
+use crate::api::router::Page;
 use crate::api::router::{parse_address, parse_hash, AccountRoute, ItemAction};
 use crate::api::{read_body, ApiError, AppState};
-use crate::store::records::{watch_flags as flag, AccountItem, ItemKind};
-use crate::store::tables::{Accounts as ChainAccounts, ApiKeys};
-use crate::api::cursor::PosCursor;
-use crate::api::router::Page;
 use crate::store::keys::{BlockPos, SerialKey};
 use crate::store::records::TxRecord;
+use crate::store::records::{watch_flags as flag, AccountItem, ItemKind};
 use crate::store::tables::Transactions;
+use crate::store::tables::{Accounts as ChainAccounts, ApiKeys};
 use crate::store::{Order, Reader};
 use alloy::primitives::Address;
 use hyper::body::Incoming;
@@ -32,7 +32,9 @@ impl From<AccountError> for ApiError {
         match e {
             AccountError::NotFound => ApiError::NotFound,
             AccountError::Forbidden => ApiError::Forbidden,
-            AccountError::LimitReached { limit } => ApiError::invalid("name", format!("Limit reached: at most {limit} per account")),
+            AccountError::LimitReached { limit } => {
+                ApiError::invalid("name", format!("Limit reached: at most {limit} per account"))
+            }
             AccountError::Invalid { field, detail } => ApiError::invalid(field, detail),
             AccountError::Store(e) => e.into(),
         }
@@ -96,7 +98,9 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
     }
     let body = body_json(req).await?;
     let field = |name: &'static str| {
-        body.get(name).and_then(Value::as_str).ok_or_else(|| ApiError::invalid(name, format!("Missing parameter: {name}")))
+        body.get(name)
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApiError::invalid(name, format!("Missing parameter: {name}")))
     };
     let (message, signature) = (field("message")?, field("signature")?);
     let signed = match state.auth.nonces.verify(message, signature) {
@@ -128,7 +132,9 @@ async fn body_json(req: Request<Incoming>) -> Result<Value, ApiError> {
 }
 
 fn text<'a>(body: &'a Value, field: &'static str) -> Result<&'a str, ApiError> {
-    body.get(field).and_then(Value::as_str).ok_or_else(|| ApiError::invalid(field, format!("Missing parameter: {field}")))
+    body.get(field)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::invalid(field, format!("Missing parameter: {field}")))
 }
 
 fn direction(settings: &Value, asset: &str, incoming: u16, outgoing: u16) -> Result<u16, ApiError> {
@@ -196,7 +202,8 @@ fn items(
                 Some((id, _)) if more => json!({"id": id, "items_count": size}),
                 _ => Value::Null,
             };
-            let items = rows.iter().map(|(id, item)| render(accounts, *id, item, None)).collect::<Result<Vec<_>, _>>()?;
+            let items =
+                rows.iter().map(|(id, item)| render(accounts, *id, item, None)).collect::<Result<Vec<_>, _>>()?;
             if kind == ItemKind::ApiKey {
                 return Ok(ok(&items));
             }
@@ -217,7 +224,8 @@ fn items(
         ItemAction::Update(id) => {
             let mut item = item_from_body(kind, &body)?;
             let current = accounts.item(account, kind, id)?;
-            if let (AccountItem::ApiKey { key_id, .. }, AccountItem::ApiKey { key_id: new, .. }) = (&current, &mut item) {
+            if let (AccountItem::ApiKey { key_id, .. }, AccountItem::ApiKey { key_id: new, .. }) = (&current, &mut item)
+            {
                 *new = *key_id;
             }
             accounts.update_item(account, id, item.clone())?;
@@ -297,7 +305,10 @@ fn render(accounts: &Accounts, id: u64, item: &AccountItem, key: Option<String>)
 pub fn watched(headers: &hyper::HeaderMap, state: &AppState, client: IpAddr) -> Result<Vec<Address>, ApiError> {
     let account = require_account(headers, state, client)?;
     let items = state.accounts.items(account, ItemKind::Watch, None, crate::account::MAX_WATCHLIST)?;
-    Ok(items.into_iter().filter_map(|(_, item)| if let AccountItem::Watch { address, .. } = item { Some(address) } else { None }).collect())
+    Ok(items
+        .into_iter()
+        .filter_map(|(_, item)| if let AccountItem::Watch { address, .. } = item { Some(address) } else { None })
+        .collect())
 }
 
 /// Transactions of any of `watched`, newest first, after the page's cursor: a page as an envelope
@@ -365,6 +376,8 @@ mod tests {
                     "notification_methods": {"email": true}}),
         )
         .unwrap();
-        assert!(matches!(watch, AccountItem::Watch { flags, email: true, .. } if flags == flag::NATIVE_IN | flag::ERC20_OUT));
+        assert!(
+            matches!(watch, AccountItem::Watch { flags, email: true, .. } if flags == flag::NATIVE_IN | flag::ERC20_OUT)
+        );
     }
 }
