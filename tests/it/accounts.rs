@@ -409,3 +409,55 @@ async fn api_keys_get_their_own_higher_limit() {
     assert_eq!(reply.status, 429, "the IP itself is limited");
     t.daemon.shutdown().await.unwrap();
 }
+
+/// Runs `rockscout dev` on `dir` until it prints its account token; returns the process, the address it serves
+/// on and the token.
+async fn dev_with_token(dir: &std::path::Path) -> (std::process::Child, SocketAddr, String) {
+    use std::io::BufRead;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rockscout"))
+        .args(["dev", "--no-traffic", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(dir)
+        .env("ANVIL_BIN", anvil_bin())
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn rockscout dev");
+    let stdout = child.stdout.take().unwrap();
+    let (lines, printed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let token = poll_until("dev mode to print its account token", Duration::from_secs(60), || {
+        let line = printed.try_recv().ok();
+        async move { Some(line?.split("Bearer ").nth(1)?.split_whitespace().next()?.to_owned()) }
+    })
+    .await;
+    (child, format!("127.0.0.1:{port}").parse().unwrap(), token)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_mode_prints_a_working_account_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let first_dev_address: Address = DEV_KEY.parse::<PrivateKeySigner>().unwrap().address();
+    let (mut child, addr, token) = dev_with_token(dir.path()).await;
+    let info = get_as(addr, "/api/account/v2/user/info", Some(&token)).await;
+    assert_eq!(info["address_hash"], first_dev_address.to_checksum(None));
+    let tag = json!({"address_hash": first_dev_address, "name": "me"});
+    let reply = call(addr, Method::POST, "/api/account/v2/user/tags/address", Some(&token), tag).await;
+    assert_eq!(reply.status, 200, "the printed token writes right away");
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(child.wait().unwrap().success());
+
+    // The next run on the same directory revokes the old token, prints a new one, and keeps the account's tag.
+    let (mut child, addr, fresh) = dev_with_token(dir.path()).await;
+    assert_ne!(fresh, token);
+    let reply = call(addr, Method::GET, "/api/account/v2/user/info", Some(&token), Value::Null).await;
+    assert_eq!(reply.status, 401);
+    let tags = get_as(addr, "/api/account/v2/user/tags/address", Some(&fresh)).await;
+    assert_eq!(tags["items"][0]["name"], "me");
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(child.wait().unwrap().success());
+}
