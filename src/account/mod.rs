@@ -33,6 +33,10 @@ pub const MAX_TRANSACTION_TAGS: usize = 500;
 pub const MAX_WATCHLIST: usize = 100;
 /// Most API keys per account.
 pub const MAX_API_KEYS: usize = 3;
+/// Most custom ABIs per account.
+pub const MAX_CUSTOM_ABIS: usize = 15;
+/// Longest custom ABI, in bytes of compact JSON.
+pub const MAX_ABI_BYTES: usize = 64 << 10;
 /// Most live account tokens per account.
 pub const MAX_TOKENS: usize = 20;
 
@@ -43,6 +47,7 @@ pub fn limit_of(kind: ItemKind) -> usize {
         ItemKind::TransactionTag => MAX_TRANSACTION_TAGS,
         ItemKind::Watch => MAX_WATCHLIST,
         ItemKind::ApiKey => MAX_API_KEYS,
+        ItemKind::CustomAbi => MAX_CUSTOM_ABIS,
     }
 }
 
@@ -319,7 +324,12 @@ impl Accounts {
             return Err(AccountError::LimitReached { limit });
         }
         if existing.iter().any(|(_, other)| same_target(other)) {
-            return Err(AccountError::Invalid { field: "address_hash", detail: "already in this list".into() });
+            let field = match kind {
+                ItemKind::TransactionTag => "transaction_hash",
+                ItemKind::CustomAbi => "contract_address_hash",
+                _ => "address_hash",
+            };
+            return Err(AccountError::Invalid { field, detail: "already in this list".into() });
         }
         let id = self.store.reader().last_item_id()? + 1;
         let mut batch = self.store.batch();
@@ -398,7 +408,7 @@ impl Accounts {
                     AccountItem::Watch { address, name, .. } => {
                         out.watched.insert(address, (id, name));
                     }
-                    AccountItem::ApiKey { .. } => {}
+                    AccountItem::ApiKey { .. } | AccountItem::CustomAbi { .. } => {}
                 }
             }
         }

@@ -407,7 +407,8 @@ pub enum AccountRoute {
     SiweMessage(Address),
     /// `POST /authenticate_via_wallet`.
     AuthenticateViaWallet,
-    /// `/user/tags/address`, `/user/tags/transaction`, `/user/watchlist`, `/user/api_keys` (and `/:id`).
+    /// `/user/tags/address`, `/user/tags/transaction`, `/user/watchlist`, `/user/api_keys`, `/user/custom_abis`
+    /// (and `/:id`).
     Items {
         /// Which list.
         kind: ItemKind,
@@ -438,6 +439,7 @@ fn parse_account(method: &Method, segments: &[&str], q: &Query) -> Result<Accoun
         ["user", "tags", "transaction", ..] => ItemKind::TransactionTag,
         ["user", "watchlist", ..] => ItemKind::Watch,
         ["user", "api_keys", ..] => ItemKind::ApiKey,
+        ["user", "custom_abis", ..] => ItemKind::CustomAbi,
         _ => return Err(ApiError::NoRoute),
     };
     let base = if kind == ItemKind::AddressTag || kind == ItemKind::TransactionTag { 3 } else { 2 };

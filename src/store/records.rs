@@ -603,6 +603,8 @@ pub enum ItemKind {
     Watch = 3,
     /// An API key.
     ApiKey = 4,
+    /// A custom ABI for a contract.
+    CustomAbi = 5,
 }
 
 /// Watchlist notification switches: one bit per (asset, direction), Blockscout's `notification_settings`.
@@ -660,6 +662,15 @@ pub enum AccountItem {
         /// The owner's name for it.
         name: String,
     },
+    /// An ABI the owner gives for a contract (stored; decoding with it comes with contract verification).
+    CustomAbi {
+        /// The contract.
+        address: Address,
+        /// The owner's name for it.
+        name: String,
+        /// The ABI as compact JSON text (an array of fragments).
+        abi: String,
+    },
 }
 
 impl AccountItem {
@@ -670,6 +681,7 @@ impl AccountItem {
             AccountItem::TransactionTag { .. } => ItemKind::TransactionTag,
             AccountItem::Watch { .. } => ItemKind::Watch,
             AccountItem::ApiKey { .. } => ItemKind::ApiKey,
+            AccountItem::CustomAbi { .. } => ItemKind::CustomAbi,
         }
     }
 }

@@ -461,3 +461,42 @@ async fn dev_mode_prints_a_working_account_token() {
     Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(child.wait().unwrap().success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_abis_are_stored_per_account() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let accounts = Accounts::new(t.daemon.store().clone());
+    let (alice, bob) = (
+        accounts.mint_token(Address::repeat_byte(1), "a", None).unwrap(),
+        accounts.mint_token(Address::repeat_byte(2), "b", None).unwrap(),
+    );
+    let list = "/api/account/v2/user/custom_abis";
+    let contract = Address::repeat_byte(0xcc);
+    let abi =
+        json!([{"type": "function", "name": "poke", "inputs": [], "outputs": [], "stateMutability": "nonpayable"}]);
+    let body = json!({"contract_address_hash": contract, "name": "demo", "abi": abi});
+    assert_eq!(call(addr, Method::POST, list, None, body.clone()).await.status, 401);
+    let created = call(addr, Method::POST, list, Some(&alice), body.clone()).await;
+    assert_eq!(created.status, 200, "{}", String::from_utf8_lossy(&created.body));
+    let created = created.json();
+    assert_eq!((&created["abi"], &created["name"]), (&abi, &json!("demo")));
+    assert_eq!(created["contract_address_hash"], contract.to_checksum(None));
+    let item = format!("{list}/{}", created["id"]);
+    assert_eq!(call(addr, Method::GET, &item, Some(&bob), Value::Null).await.status, 403);
+    assert_eq!(call(addr, Method::POST, list, Some(&alice), body).await.status, 422, "one ABI per contract");
+    for bad in [json!("not json"), json!({"type": "function"}), json!([]), json!([{"name": "no type"}])] {
+        let body = json!({"contract_address_hash": Address::repeat_byte(0xdd), "name": "x", "abi": bad});
+        let reply = call(addr, Method::POST, list, Some(&alice), body).await;
+        assert_eq!(reply.status, 422, "{bad}");
+        assert_eq!(reply.json()["errors"][0]["source"]["pointer"], "/abi");
+    }
+    let huge = json!([{"type": "function", "name": "x".repeat(200 << 10)}]);
+    let body = json!({"contract_address_hash": Address::repeat_byte(0xdd), "name": "x", "abi": huge});
+    assert_eq!(call(addr, Method::POST, list, Some(&alice), body).await.status, 413);
+    assert_eq!(get_as(addr, list, Some(&alice)).await["items"][0]["abi"], abi);
+    assert!(get_as(addr, list, Some(&bob)).await["items"].as_array().unwrap().is_empty());
+    assert_eq!(call(addr, Method::DELETE, &item, Some(&alice), Value::Null).await.status, 200);
+    t.daemon.shutdown().await.unwrap();
+}

@@ -24,8 +24,10 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Value};
 use std::net::IpAddr;
 
-/// Largest request body of the account API.
+/// Largest request body of the account API (custom ABIs: [`MAX_ABI_BODY`]).
 pub const MAX_BODY: usize = 16 << 10;
+/// Largest request body of a custom ABI.
+pub const MAX_ABI_BODY: usize = 128 << 10;
 
 impl From<AccountError> for ApiError {
     fn from(e: AccountError) -> Self {
@@ -59,7 +61,10 @@ pub async fn serve(
             let account = require_account(req.headers(), state, client)?;
             let accounts = state.accounts.clone();
             let body = match action {
-                ItemAction::Create | ItemAction::Update(_) => Some(body_json(req).await?),
+                ItemAction::Create | ItemAction::Update(_) => {
+                    let limit = if kind == ItemKind::CustomAbi { MAX_ABI_BODY } else { MAX_BODY };
+                    Some(body_json(req, limit).await?)
+                }
                 _ => None,
             };
             tokio::task::spawn_blocking(move || items(&accounts, account, kind, action, body))
@@ -96,7 +101,7 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
     if state.auth.failures.exhausted(client, now) {
         return Err(ApiError::AuthBudget);
     }
-    let body = body_json(req).await?;
+    let body = body_json(req, MAX_BODY).await?;
     let field = |name: &'static str| {
         body.get(name)
             .and_then(Value::as_str)
@@ -123,8 +128,8 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
     Ok(response)
 }
 
-async fn body_json(req: Request<Incoming>) -> Result<Value, ApiError> {
-    let bytes = read_body(req, MAX_BODY).await?;
+async fn body_json(req: Request<Incoming>, limit: usize) -> Result<Value, ApiError> {
+    let bytes = read_body(req, limit).await?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(value @ Value::Object(_)) => Ok(value),
         _ => Err(ApiError::invalid("body", "Expected a JSON object")),
@@ -182,7 +187,36 @@ fn item_from_body(kind: ItemKind, body: &Value) -> Result<AccountItem, ApiError>
             }
         }
         ItemKind::ApiKey => AccountItem::ApiKey { key_id: 0, name: check_name("name", text(body, "name")?)? },
+        ItemKind::CustomAbi => AccountItem::CustomAbi {
+            address: parse_address(text(body, "contract_address_hash")?, "contract_address_hash")?,
+            name: check_name("name", text(body, "name")?)?,
+            abi: abi_text(body.get("abi"))?,
+        },
     })
+}
+
+/// A custom ABI as compact JSON: an array of fragments, each an object with a string `type` (an ABI given as a
+/// JSON string is read too); at most [`MAX_ABI_BYTES`].
+fn abi_text(abi: Option<&Value>) -> Result<String, ApiError> {
+    let invalid = |detail: &str| ApiError::invalid("abi", detail.to_owned());
+    let parsed;
+    let abi = match abi {
+        Some(Value::String(text)) => {
+            parsed = serde_json::from_str::<Value>(text).map_err(|_| invalid("Invalid JSON"))?;
+            &parsed
+        }
+        Some(value) => value,
+        None => return Err(invalid("Missing parameter: abi")),
+    };
+    let fragments = abi.as_array().ok_or_else(|| invalid("Expected an array of ABI fragments"))?;
+    if fragments.is_empty() || !fragments.iter().all(|f| f.get("type").is_some_and(Value::is_string)) {
+        return Err(invalid("Every ABI fragment must be an object with a string `type`"));
+    }
+    let text = abi.to_string();
+    if text.len() > crate::account::MAX_ABI_BYTES {
+        return Err(invalid(&format!("At most {} bytes", crate::account::MAX_ABI_BYTES)));
+    }
+    Ok(text)
 }
 
 fn items(
@@ -244,6 +278,7 @@ fn same_target(a: &AccountItem, b: &AccountItem) -> bool {
         (AccountItem::AddressTag { address: x, .. }, AccountItem::AddressTag { address: y, .. }) => x == y,
         (AccountItem::TransactionTag { hash: x, .. }, AccountItem::TransactionTag { hash: y, .. }) => x == y,
         (AccountItem::Watch { address: x, .. }, AccountItem::Watch { address: y, .. }) => x == y,
+        (AccountItem::CustomAbi { address: x, .. }, AccountItem::CustomAbi { address: y, .. }) => x == y,
         _ => false,
     }
 }
@@ -288,6 +323,13 @@ fn render(accounts: &Accounts, id: u64, item: &AccountItem, key: Option<String>)
             "tokens_count": 0,
             "tokens_fiat_value": null,
             "tokens_overflow": false,
+        }),
+        AccountItem::CustomAbi { address, name, abi } => json!({
+            "id": id,
+            "contract_address_hash": checksum(address),
+            "contract_address": address_object(accounts, address)?,
+            "name": name,
+            "abi": serde_json::from_str::<Value>(abi).unwrap_or(Value::Null),
         }),
         AccountItem::ApiKey { key_id, name } => {
             let created = accounts.store().reader().get::<ApiKeys>(&SerialKey(*key_id))?.map(|r| r.created_ms);
