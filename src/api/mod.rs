@@ -410,8 +410,13 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
         let mut response = match Route::parse(req.method(), req.uri().path(), req.uri().query()) {
             Ok(route) => {
                 let served = async {
-                    let viewer =
-                        if route.shows_private_data() { auth::viewer(req.headers(), &state, client)? } else { None };
+                    let viewer = if route.needs_account() {
+                        Some(auth::require_account(req.headers(), &state, client)?)
+                    } else if route.shows_private_data() {
+                        auth::viewer(req.headers(), &state, client)?
+                    } else {
+                        None
+                    };
                     let response = route.dispatch(req, &state, client).await?;
                     match viewer {
                         Some(account) => personalized(response, &state, account).await,

@@ -637,6 +637,11 @@ impl Route {
 }
 
 impl Route {
+    /// Whether the route is a read of the caller's own data under `/api/v2` (a valid token is required).
+    pub fn needs_account(&self) -> bool {
+        matches!(self, Route::WatchlistTransactions { .. } | Route::MainPageWatchlistTransactions)
+    }
+
     /// Whether the route's answer may carry the viewer's private tags and watchlist names (the `/api/v2` reads).
     pub fn shows_private_data(&self) -> bool {
         !matches!(self, Route::Health | Route::Rpc | Route::Socket | Route::Account(_))
