@@ -500,3 +500,39 @@ async fn custom_abis_are_stored_per_account() {
     assert_eq!(call(addr, Method::DELETE, &item, Some(&alice), Value::Null).await.status, 200);
     t.daemon.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchlist_events_go_live_to_their_owner_only() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let accounts = Accounts::new(t.daemon.store().clone());
+    let (alice, bob) = (accounts.mint_token(a[8], "a", None).unwrap(), accounts.mint_token(a[9], "b", None).unwrap());
+    let entry = json!({"address_hash": a[1], "name": "friend"});
+    assert_eq!(call(addr, Method::POST, "/api/account/v2/user/watchlist", Some(&alice), entry).await.status, 200);
+    let topic = format!("watchlist:{}", a[8].to_checksum(None));
+
+    for (token, who) in [(None, "anonymous"), (Some(&bob), "another account")] {
+        let path = match token {
+            Some(token) => format!("/socket/v2/websocket?vsn=2.0.0&token={token}"),
+            None => "/socket/v2/websocket?vsn=2.0.0".to_owned(),
+        };
+        let mut ws = WsClient::connect(addr, &path).await;
+        ws.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+        let reply = ws.frame().await;
+        assert_eq!(reply[4], json!({"status": "error", "response": {"reason": "unauthorized"}}), "{who}");
+    }
+    let mut ws = WsClient::connect(addr, &format!("/socket/v2/websocket?vsn=2.0.0&token={alice}")).await;
+    ws.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+    assert_eq!(ws.frame().await[4]["status"], "ok");
+    transfer(&node, a[3], a[4], 1).await;
+    let watched = transfer(&node, a[2], a[1], 2).await;
+    mine(&node, 1).await;
+    let pushed = ws.until(Duration::from_secs(30), |f| f[2] == topic.as_str() && f[3] == "transaction").await;
+    let hashes: Vec<&str> =
+        pushed[4]["transactions"].as_array().unwrap().iter().map(|t| t["hash"].as_str().unwrap()).collect();
+    assert_eq!(hashes, [format!("{watched:#x}")], "only the watched address's transaction");
+    t.daemon.shutdown().await.unwrap();
+}
