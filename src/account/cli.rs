@@ -41,7 +41,7 @@ pub fn run(args: &AccountArgs) -> Result<String, CliError> {
     match &args.command {
         AccountCommand::Token { address, name, expires } => {
             let expires_ms = expires.map(|d| now_ms() + d.as_millis() as u64);
-            let token = accounts.mint_token(*address, name, expires_ms)?;
+            let token = accounts.mint_token(*address, name, expires_ms, false)?;
             Ok(format!("{token}\n"))
         }
         AccountCommand::Revoke { id: Some(id), .. } => {

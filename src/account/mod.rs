@@ -201,26 +201,41 @@ impl Accounts {
     }
 
     /// Mints an account token for `owner` (creating the account), valid until `expires_ms` (`None`: until
-    /// revoked). Returns the token text, shown once.
-    pub fn mint_token(&self, owner: Address, name: &str, expires_ms: Option<u64>) -> Result<String, AccountError> {
+    /// revoked). At [`MAX_TOKENS`] live tokens it refuses, or with `replace_oldest` (wallet sign-ins) revokes the
+    /// oldest. Expired and revoked tokens of the account are cleaned up. Returns the token text, shown once.
+    pub fn mint_token(
+        &self,
+        owner: Address,
+        name: &str,
+        expires_ms: Option<u64>,
+        replace_oldest: bool,
+    ) -> Result<String, AccountError> {
         let name = check_name("name", name)?;
         let _guard = self.lock();
         let now = now_ms();
-        let live = self
-            .tokens()?
-            .into_iter()
-            .filter(|t| t.record.owner == owner && t.record.expires_ms.is_none_or(|e| e > now))
-            .count();
-        if live >= MAX_TOKENS {
-            return Err(AccountError::LimitReached { limit: MAX_TOKENS });
+        let mut user = self.user(owner)?.unwrap_or(UserRecord { created_ms: now, tokens: Vec::new() });
+        let reader = self.store.reader();
+        let mut batch = self.store.batch();
+        let mut live = Vec::with_capacity(user.tokens.len());
+        for id in &user.tokens {
+            match reader.get::<UserTokens>(&SerialKey(*id))? {
+                Some(token) if token.expires_ms.is_none_or(|e| e > now) => live.push(*id),
+                Some(_) => batch.delete::<UserTokens>(&SerialKey(*id)),
+                None => {}
+            }
+        }
+        while live.len() >= MAX_TOKENS {
+            if !replace_oldest {
+                return Err(AccountError::LimitReached { limit: MAX_TOKENS });
+            }
+            batch.delete::<UserTokens>(&SerialKey(live.remove(0)));
         }
         let credential = fresh_credential()?;
         let record =
             CredentialRecord { owner, name, secret_hash: credential.secret_hash(), created_ms: now, expires_ms };
-        let mut batch = self.store.batch();
-        if self.user(owner)?.is_none() {
-            batch.put::<Users>(&owner, &UserRecord { created_ms: now })?;
-        }
+        live.push(credential.id);
+        user.tokens = live;
+        batch.put::<Users>(&owner, &user)?;
         batch.put::<UserTokens>(&SerialKey(credential.id), &record)?;
         self.store.write(batch, Durability::Sync)?;
         Ok(credential.render(TOKEN_PREFIX))
@@ -275,13 +290,21 @@ impl Accounts {
     /// Revokes every token of `owner`; returns how many.
     pub fn revoke_tokens_of(&self, owner: Address) -> Result<usize, AccountError> {
         let _guard = self.lock();
-        let ids: Vec<u64> = self.tokens()?.into_iter().filter(|t| t.record.owner == owner).map(|t| t.id).collect();
+        let Some(mut user) = self.user(owner)? else {
+            return Ok(0);
+        };
+        let reader = self.store.reader();
         let mut batch = self.store.batch();
-        for id in &ids {
-            batch.delete::<UserTokens>(&SerialKey(*id));
+        let mut revoked = 0;
+        for id in user.tokens.drain(..) {
+            if reader.get::<UserTokens>(&SerialKey(id))?.is_some() {
+                batch.delete::<UserTokens>(&SerialKey(id));
+                revoked += 1;
+            }
         }
+        batch.put::<Users>(&owner, &user)?;
         self.store.write(batch, Durability::Sync)?;
-        Ok(ids.len())
+        Ok(revoked)
     }
 
     /// `owner`'s items of `kind`, newest first, after item id `after`, at most `limit`.
@@ -334,7 +357,7 @@ impl Accounts {
         let id = self.store.reader().last_item_id()? + 1;
         let mut batch = self.store.batch();
         if self.user(owner)?.is_none() {
-            batch.put::<Users>(&owner, &UserRecord { created_ms: now_ms() })?;
+            batch.put::<Users>(&owner, &UserRecord { created_ms: now_ms(), tokens: Vec::new() })?;
         }
         batch.put::<ItemOwners>(&SerialKey(id), &ItemOwner { owner, kind })?;
         batch.put::<AccountItems>(&item_key(owner, kind, id), &item)?;
@@ -435,7 +458,7 @@ mod tests {
     fn tokens_verify_only_with_their_secret_and_until_expiry_or_revocation() {
         let (_dir, accounts) = service();
         let owner = Address::repeat_byte(7);
-        let token = accounts.mint_token(owner, "ci", None).unwrap();
+        let token = accounts.mint_token(owner, "ci", None, false).unwrap();
         assert!(token.starts_with("rst_") && token.len() == 4 + 16 + 1 + 64, "{token}");
         assert_eq!(accounts.verify_token(&token).unwrap(), Some(owner));
         let mut forged = token.clone();
@@ -446,11 +469,28 @@ mod tests {
         let stored = accounts.tokens().unwrap();
         assert_eq!(stored.len(), 1);
         assert!(!format!("{stored:?}").contains(&token[21..]), "the secret is not stored");
-        let expired = accounts.mint_token(owner, "old", Some(now_ms() - 1)).unwrap();
+        let expired = accounts.mint_token(owner, "old", Some(now_ms() - 1), false).unwrap();
         assert_eq!(accounts.verify_token(&expired).unwrap(), None);
         assert!(accounts.revoke_token(stored[0].id).unwrap());
         assert_eq!(accounts.verify_token(&token).unwrap(), None);
         assert!(!accounts.revoke_token(stored[0].id).unwrap());
+    }
+
+    #[test]
+    fn live_tokens_per_account_are_bounded() {
+        let (_dir, accounts) = service();
+        let owner = Address::repeat_byte(9);
+        let first = accounts.mint_token(owner, "t0", None, false).unwrap();
+        for n in 1..MAX_TOKENS {
+            accounts.mint_token(owner, &format!("t{n}"), None, false).unwrap();
+        }
+        assert!(matches!(accounts.mint_token(owner, "more", None, false), Err(AccountError::LimitReached { .. })));
+        let newest = accounts.mint_token(owner, "wallet", None, true).unwrap();
+        assert_eq!(accounts.verify_token(&first).unwrap(), None, "a sign-in at the limit replaces the oldest");
+        assert_eq!(accounts.verify_token(&newest).unwrap(), Some(owner));
+        assert_eq!(accounts.tokens().unwrap().len(), MAX_TOKENS);
+        assert_eq!(accounts.revoke_tokens_of(owner).unwrap(), MAX_TOKENS);
+        assert!(accounts.tokens().unwrap().is_empty());
     }
 
     #[test]

@@ -17,7 +17,7 @@ fn dev_account_token(daemon: &Daemon, address: alloy::primitives::Address) -> Re
     let accounts = crate::account::Accounts::new(daemon.store().clone());
     let failed = |e: crate::account::AccountError| RunError::Task(format!("creating the dev account: {e}"));
     accounts.revoke_tokens_of(address).map_err(failed)?;
-    accounts.mint_token(address, "dev", None).map_err(failed)
+    accounts.mint_token(address, "dev", None, false).map_err(failed)
 }
 
 /// Runs the devnet, the daemon and the traffic until `cancel` fires.

@@ -570,10 +570,13 @@ pub enum Meta {
 }
 
 /// An account: an Ethereum address that signed in or was given a token (account data, never chain-derived).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct UserRecord {
     /// When the account was created (Unix milliseconds).
     pub created_ms: u64,
+    /// Ids of its tokens in `user_tokens`, oldest first (at most `account::MAX_TOKENS`; revoked and expired ones
+    /// are dropped at the next mint).
+    pub tokens: Vec<u64>,
 }
 
 /// A bearer credential (an account token or an API key). Only the SHA-256 of its secret is stored.

@@ -102,7 +102,7 @@ async fn a_flood_of_bad_tokens_from_one_ip_is_limited() {
     let anvil = start_anvil();
     let t = start_daemon(&anvil.http_url(), |c| c.api.auth.failure_budget = 5).await;
     let addr = t.daemon.addr();
-    let good = Accounts::new(t.daemon.store().clone()).mint_token(Address::repeat_byte(1), "ok", None).unwrap();
+    let good = Accounts::new(t.daemon.store().clone()).mint_token(Address::repeat_byte(1), "ok", None, false).unwrap();
     let bad = format!("rst_{:016x}_{}", 1, "00".repeat(32));
     for _ in 0..5 {
         let reply = call(addr, Method::GET, "/api/account/v2/user/info", Some(&bad), Value::Null).await;
@@ -196,8 +196,10 @@ async fn private_tags_are_shown_only_to_their_owner() {
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let addr = t.daemon.addr();
     let accounts = Accounts::new(t.daemon.store().clone());
-    let (alice, bob) =
-        (accounts.mint_token(a[8], "alice", None).unwrap(), accounts.mint_token(a[9], "bob", None).unwrap());
+    let (alice, bob) = (
+        accounts.mint_token(a[8], "alice", None, false).unwrap(),
+        accounts.mint_token(a[9], "bob", None, false).unwrap(),
+    );
     let unit = U256::from(10u64).pow(U256::from(18));
     let mut code = DemoToken::BYTECODE.to_vec();
     code.extend(
@@ -314,7 +316,8 @@ async fn watchlists_name_addresses_and_list_their_transactions() {
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let addr = t.daemon.addr();
     let accounts = Accounts::new(t.daemon.store().clone());
-    let (alice, bob) = (accounts.mint_token(a[8], "a", None).unwrap(), accounts.mint_token(a[9], "b", None).unwrap());
+    let (alice, bob) =
+        (accounts.mint_token(a[8], "a", None, false).unwrap(), accounts.mint_token(a[9], "b", None, false).unwrap());
     let watched = transfer(&node, a[1], a[2], 5).await;
     let unrelated = transfer(&node, a[3], a[4], 6).await;
     mine(&node, 1).await;
@@ -376,7 +379,7 @@ async fn api_keys_get_their_own_higher_limit() {
     })
     .await;
     let addr = t.daemon.addr();
-    let alice = Accounts::new(t.daemon.store().clone()).mint_token(Address::repeat_byte(8), "a", None).unwrap();
+    let alice = Accounts::new(t.daemon.store().clone()).mint_token(Address::repeat_byte(8), "a", None, false).unwrap();
     let keys = "/api/account/v2/user/api_keys";
     let created = call(addr, Method::POST, keys, Some(&alice), json!({"name": "bot"})).await.json();
     let key = created["api_key"].as_str().unwrap().to_owned();
@@ -469,8 +472,8 @@ async fn custom_abis_are_stored_per_account() {
     let addr = t.daemon.addr();
     let accounts = Accounts::new(t.daemon.store().clone());
     let (alice, bob) = (
-        accounts.mint_token(Address::repeat_byte(1), "a", None).unwrap(),
-        accounts.mint_token(Address::repeat_byte(2), "b", None).unwrap(),
+        accounts.mint_token(Address::repeat_byte(1), "a", None, false).unwrap(),
+        accounts.mint_token(Address::repeat_byte(2), "b", None, false).unwrap(),
     );
     let list = "/api/account/v2/user/custom_abis";
     let contract = Address::repeat_byte(0xcc);
@@ -509,7 +512,8 @@ async fn watchlist_events_go_live_to_their_owner_only() {
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let addr = t.daemon.addr();
     let accounts = Accounts::new(t.daemon.store().clone());
-    let (alice, bob) = (accounts.mint_token(a[8], "a", None).unwrap(), accounts.mint_token(a[9], "b", None).unwrap());
+    let (alice, bob) =
+        (accounts.mint_token(a[8], "a", None, false).unwrap(), accounts.mint_token(a[9], "b", None, false).unwrap());
     let entry = json!({"address_hash": a[1], "name": "friend"});
     assert_eq!(call(addr, Method::POST, "/api/account/v2/user/watchlist", Some(&alice), entry).await.status, 200);
     let topic = format!("watchlist:{}", a[8].to_checksum(None));
