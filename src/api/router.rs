@@ -918,6 +918,67 @@ mod tests {
     }
 
     #[test]
+    fn account_routes_parse_with_their_methods() {
+        let items = |kind, action| Ok(Route::Account(AccountRoute::Items { kind, action }));
+        let cases: Vec<(Method, &str, Result<Route, ApiError>)> = vec![
+            (Method::GET, "/api/account/v2/user/info", Ok(Route::Account(AccountRoute::UserInfo))),
+            (Method::POST, "/api/account/v2/user/info", Err(ApiError::MethodNotAllowed { allow: "GET" })),
+            (
+                Method::GET,
+                "/api/account/v2/siwe_message?address=0x000000000000000000000000000000000000dEaD",
+                Ok(Route::Account(AccountRoute::SiweMessage(
+                    "0x000000000000000000000000000000000000dEaD".parse().unwrap(),
+                ))),
+            ),
+            (
+                Method::GET,
+                "/api/account/v2/siwe_message",
+                Err(ApiError::invalid("address", "Missing parameter: address")),
+            ),
+            (
+                Method::POST,
+                "/api/account/v2/authenticate_via_wallet",
+                Ok(Route::Account(AccountRoute::AuthenticateViaWallet)),
+            ),
+            (Method::GET, "/api/account/v2/authenticate_via_wallet", Err(ApiError::MethodNotAllowed { allow: "POST" })),
+            (
+                Method::GET,
+                "/api/account/v2/user/tags/address?items_count=2&id=9",
+                items(ItemKind::AddressTag, ItemAction::List { size: 2, after: Some(9) }),
+            ),
+            (
+                Method::POST,
+                "/api/account/v2/user/tags/transaction",
+                items(ItemKind::TransactionTag, ItemAction::Create),
+            ),
+            (Method::PUT, "/api/account/v2/user/watchlist/3", items(ItemKind::Watch, ItemAction::Update(3))),
+            (Method::DELETE, "/api/account/v2/user/api_keys/4", items(ItemKind::ApiKey, ItemAction::Delete(4))),
+            (Method::GET, "/api/account/v2/user/custom_abis/5", items(ItemKind::CustomAbi, ItemAction::Get(5))),
+            (Method::DELETE, "/api/account/v2/user/watchlist", Err(ApiError::MethodNotAllowed { allow: "GET, POST" })),
+            (
+                Method::POST,
+                "/api/account/v2/user/watchlist/3",
+                Err(ApiError::MethodNotAllowed { allow: "GET, PUT, DELETE" }),
+            ),
+            (
+                Method::GET,
+                "/api/account/v2/user/watchlist/x",
+                Err(ApiError::invalid("id", "Invalid format. Expected an integer")),
+            ),
+            (Method::GET, "/api/account/v2/nothing", Err(ApiError::NoRoute)),
+            (
+                Method::GET,
+                "/api/v2/transactions/watchlist",
+                Ok(Route::WatchlistTransactions { page: Page { size: 25, after: None } }),
+            ),
+            (Method::GET, "/api/v2/main-page/transactions/watchlist", Ok(Route::MainPageWatchlistTransactions)),
+        ];
+        for (method, path, expected) in cases {
+            assert_eq!(parse(method.clone(), path), expected, "{method} {path}");
+        }
+    }
+
+    #[test]
     fn type_lists_accept_commas_and_brackets() {
         let route = parse(Method::GET, "/api/v2/transactions?type=%5Bcoin_transfer,contract_creation%5D").unwrap();
         let Route::Transactions { kinds, .. } = route else { panic!("{route:?}") };

@@ -117,7 +117,11 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
     };
     let lifetime = state.config.auth.session_lifetime;
     let expires_ms = now_ms() + lifetime.as_millis() as u64;
-    let token = state.accounts.mint_token(signed.address, "wallet", Some(expires_ms), true)?;
+    let accounts = state.accounts.clone();
+    let token =
+        tokio::task::spawn_blocking(move || accounts.mint_token(signed.address, "wallet", Some(expires_ms), true))
+            .await
+            .map_err(|e| ApiError::Internal(format!("account task failed: {e}")))??;
     let mut info = user_info(signed.address);
     info["token"] = Value::String(token.clone());
     info["expires_at"] = Value::String(crate::api::json::iso_timestamp_ms(expires_ms));
