@@ -540,3 +540,43 @@ async fn watchlist_events_go_live_to_their_owner_only() {
     assert_eq!(hashes, [format!("{watched:#x}")], "only the watched address's transaction");
     t.daemon.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn account_data_survives_reorgs_and_chain_resets() {
+    use alloy::providers::Provider;
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |c| c.indexer.on_reset = rockscout::indexer::ResetPolicy::Reindex).await;
+    let addr = t.daemon.addr();
+    let token = Accounts::new(t.daemon.store().clone()).mint_token(a[8], "a", None, false).unwrap();
+    let tags = "/api/account/v2/user/tags/address";
+    let tag = json!({"address_hash": a[1], "name": "kept"});
+    assert_eq!(call(addr, Method::POST, tags, Some(&token), tag).await.status, 200);
+    transfer(&node, a[1], a[2], 1).await;
+    mine(&node, 3).await;
+    wait_synced(&t.daemon, &node).await;
+
+    // A reorg takes the blocks with the tagged address's transaction away.
+    let _: Value = node.raw_request("anvil_reorg".into(), json!([3, []])).await.unwrap();
+    let reorged = poll_until("the reorg to be followed", Duration::from_secs(30), || async {
+        let reorgs = get_as(addr, "/api/v2/blocks?type=reorg", None).await;
+        (!reorgs["items"].as_array()?.is_empty()).then_some(())
+    });
+    reorged.await;
+    assert_eq!(get_as(addr, tags, Some(&token)).await["items"][0]["name"], "kept");
+
+    // A replaced chain wipes the index; the account and its tag stay.
+    let _: Value = node.raw_request("anvil_reset".into(), json!([])).await.unwrap();
+    let new_chain_id = node.get_chain_id().await.unwrap();
+    mine(&node, 2).await;
+    poll_until("the index to hold the new chain", Duration::from_secs(60), || async {
+        let identity = t.daemon.store().reader().chain_identity().ok()??;
+        (identity.0 == new_chain_id).then_some(())
+    })
+    .await;
+    assert_eq!(get_as(addr, tags, Some(&token)).await["items"][0]["name"], "kept");
+    let detail = get_as(addr, &format!("/api/v2/addresses/{}", a[1]), Some(&token)).await;
+    assert_eq!(tag_names(&detail), ["kept"]);
+    t.daemon.shutdown().await.unwrap();
+}
