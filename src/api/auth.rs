@@ -177,6 +177,37 @@ pub fn looks_like_api_key(text: &str) -> bool {
     text.starts_with(API_KEY_PREFIX)
 }
 
+/// Whether a response body mentions any address or transaction of `personal` (one linear pass over the `0x…` hex
+/// strings in it), so answers that show none of them skip the JSON rewrite.
+pub fn mentions(body: &[u8], personal: &Personal) -> bool {
+    let mut i = 0;
+    while i + 2 <= body.len() {
+        if body[i] != b'0' || body[i + 1] != b'x' {
+            i += 1;
+            continue;
+        }
+        let start = i + 2;
+        let end = start + body[start..].iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        let hex = &body[start..end];
+        let found = match hex.len() {
+            40 => std::str::from_utf8(hex)
+                .ok()
+                .and_then(|h| h.parse::<Address>().ok())
+                .is_some_and(|a| personal.address_tags.contains_key(&a) || personal.watched.contains_key(&a)),
+            64 => std::str::from_utf8(hex)
+                .ok()
+                .and_then(|h| h.parse::<B256>().ok())
+                .is_some_and(|h| personal.transaction_tags.contains_key(&h)),
+            _ => false,
+        };
+        if found {
+            return true;
+        }
+        i = end.max(i + 1);
+    }
+    false
+}
+
 fn tag_json(address: &str, name: &str) -> Value {
     json!({"address_hash": address, "display_name": name, "label": name})
 }
@@ -257,6 +288,19 @@ mod tests {
         assert!(budget.exhausted(ip, t0));
         assert!(!budget.exhausted(IpAddr::from([10, 0, 0, 2]), t0), "per IP");
         assert!(!budget.exhausted(ip, t0 + Duration::from_secs(61)));
+    }
+
+    #[test]
+    fn mentions_finds_tagged_hashes_only() {
+        let mut personal = Personal::default();
+        personal.address_tags.insert(Address::repeat_byte(0xaa), "a".into());
+        personal.transaction_tags.insert(B256::repeat_byte(0xcc), "t".into());
+        let body = |hex: String| format!(r#"{{"items":[{{"hash":"0x{hex}","n":"0x12"}}]}}"#).into_bytes();
+        assert!(mentions(&body("AA".repeat(20)), &personal), "any letter case");
+        assert!(mentions(&body("cc".repeat(32)), &personal));
+        assert!(!mentions(&body("bb".repeat(20)), &personal));
+        assert!(!mentions(&body("aa".repeat(32)), &personal), "a 32-byte hash is not an address");
+        assert!(!mentions(b"0x", &personal));
     }
 
     #[test]

@@ -458,6 +458,9 @@ async fn personalized(
     }
     let (mut parts, body) = response.into_parts();
     let bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+    if !auth::mentions(&bytes, &personal) {
+        return Ok(Response::from_parts(parts, Body::new(bytes)));
+    }
     let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         return Ok(Response::from_parts(parts, Body::new(bytes)));
     };
