@@ -40,6 +40,64 @@ pub enum Command {
     Run(RunArgs),
     /// Start a local anvil devnet (chain id 713714), index and serve it, and send demo traffic.
     Dev(DevArgs),
+    /// Manage account tokens offline, against the data directory (the daemon must not be running on it).
+    Account(AccountArgs),
+}
+
+/// `rockscout account`.
+#[derive(Debug, Args)]
+pub struct AccountArgs {
+    /// Directory of the RocksDB index.
+    #[arg(long, env = "ROCKSCOUT_DATA_DIR", default_value = "rockscout-data", global = true)]
+    pub data_dir: PathBuf,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: AccountCommand,
+}
+
+/// `rockscout account` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum AccountCommand {
+    /// Mint an account token for an address (creating the account) and print it; it is shown only once.
+    Token {
+        /// The account's address (0x…).
+        #[arg(long)]
+        address: alloy::primitives::Address,
+        /// A name for the token (1–35 characters), e.g. `ci`.
+        #[arg(long)]
+        name: String,
+        /// Lifetime: a number with a unit (`90d`, `12h`, `30m`, `3600s`); default: until revoked.
+        #[arg(long, value_parser = parse_lifetime)]
+        expires: Option<Duration>,
+    },
+    /// Revoke one token (by the id `account list` shows) or every token of an address.
+    Revoke {
+        /// The token id (16 hex digits).
+        #[arg(long, conflicts_with = "address", required_unless_present = "address")]
+        id: Option<String>,
+        /// Revoke every token of this account.
+        #[arg(long)]
+        address: Option<alloy::primitives::Address>,
+    },
+    /// List the tokens (id, account, name, created, expiry; never the secret).
+    List,
+}
+
+/// Parses `90d`, `12h`, `30m`, `45s`.
+pub fn parse_lifetime(text: &str) -> Result<Duration, String> {
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let n: u64 = number.parse().map_err(|_| format!("`{text}`: expected a number with a unit (d, h, m, s)"))?;
+    let seconds = match unit {
+        "d" => n.checked_mul(86_400),
+        "h" => n.checked_mul(3_600),
+        "m" => n.checked_mul(60),
+        "s" | "" => Some(n),
+        _ => None,
+    };
+    match seconds {
+        Some(s) if s > 0 => Ok(Duration::from_secs(s)),
+        _ => Err(format!("`{text}`: expected a positive number with a unit (d, h, m, s)")),
+    }
 }
 
 /// `rockscout run`.
@@ -85,7 +143,7 @@ pub struct DaemonArgs {
     /// What to do when the node's chain was replaced (new genesis) or a reorg is deeper than the undo depth.
     #[arg(long, env = "ROCKSCOUT_ON_RESET", value_enum, default_value_t = ResetPolicy::Exit)]
     pub on_reset: ResetPolicy,
-    /// Delete the index and rebuild it from the node.
+    /// Delete the indexed chain data and rebuild it from the node (account data is kept).
     #[arg(long, env = "ROCKSCOUT_REINDEX")]
     pub reindex: bool,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
@@ -110,6 +168,18 @@ pub struct DaemonArgs {
     /// Burst size of the per-client rate limit (default: twice the rate).
     #[arg(long, env = "ROCKSCOUT_RATE_BURST")]
     pub rate_burst: Option<u32>,
+    /// Requests per second allowed per API key (apikey= or x-api-key), counted against the key instead of the
+    /// client IP; burst twice that. Only applies while --rate-limit is on.
+    #[arg(long, env = "ROCKSCOUT_API_KEY_RATE_LIMIT", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    pub api_key_rate_limit: u32,
+    /// Failed authentications (bad tokens, refused sign-ins) one client IP may make per minute before its
+    /// authenticated requests are refused with 429 for the rest of the minute.
+    #[arg(long, env = "ROCKSCOUT_AUTH_FAILURE_BUDGET", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub auth_failure_budget: u32,
+    /// Domain named in sign-in-with-Ethereum messages (default: the Host header of the request for the message).
+    /// Set it to the explorer's public host name in production.
+    #[arg(long, env = "ROCKSCOUT_SIWE_DOMAIN")]
+    pub siwe_domain: Option<String>,
     /// Proxies whose X-Forwarded-For header names the client (comma-separated IPs).
     #[arg(long, env = "ROCKSCOUT_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxy: Vec<IpAddr>,
@@ -289,6 +359,13 @@ impl Config {
                         .max(Duration::from_millis(args.poll_interval_ms) * 2),
                     stalled_after: (args.health_stall_ms > 0).then_some(Duration::from_millis(args.health_stall_ms)),
                     ready_max_lag_blocks: args.ready_max_lag_blocks,
+                },
+                auth: crate::api::auth::AuthConfig {
+                    failure_budget: args.auth_failure_budget,
+                    siwe_domain: args.siwe_domain.clone(),
+                    api_key_per_second: args.api_key_rate_limit,
+                    api_key_burst: args.api_key_rate_limit.saturating_mul(2),
+                    ..crate::api::auth::AuthConfig::default()
                 },
                 ..ApiConfig::default()
             },

@@ -5,6 +5,7 @@
 //! Layers (see `docs/architecture.md`): [`node`] talks to the node, [`indexer`] turns blocks into rows (pure core
 //! in `indexer::rows`), [`store`] is the only user of RocksDB, [`api`] the only user of hyper. [`run`] wires them.
 
+pub mod account;
 pub mod api;
 pub mod chain;
 pub mod config;
@@ -95,7 +96,7 @@ impl Daemon {
     pub async fn start(config: &Config) -> Result<Daemon, RunError> {
         let store_error = |source| RunError::Store { path: config.data_dir.display().to_string(), source };
         if config.reindex {
-            Store::destroy(&config.data_dir).map_err(store_error)?;
+            Store::clear_chain_data(&config.data_dir).map_err(store_error)?;
         }
         let store = Arc::new(Store::open(&config.data_dir, &StoreOptions::default()).map_err(store_error)?);
         match store.open_state() {

@@ -7,6 +7,18 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     rockscout::telemetry::init(cli.log_format);
+    if let Command::Account(args) = &cli.command {
+        return match rockscout::account::cli::run(args) {
+            Ok(output) => {
+                print!("{output}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("rockscout account: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -21,6 +33,7 @@ fn main() -> ExitCode {
                 rockscout::run(Config::from_args(args.rpc_url, args.ws_url, &args.daemon), cancel).await
             }
             Command::Dev(args) => rockscout::dev::run(args, cancel).await,
+            Command::Account(_) => unreachable!("account commands run before the runtime starts"),
         }
     });
     match result {

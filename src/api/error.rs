@@ -57,6 +57,18 @@ pub enum ApiError {
     /// The node could not be reached for data the response needs.
     #[error("node unavailable: {0}")]
     NodeUnavailable(String),
+    /// The route needs an account token and the request has none, or an invalid one.
+    #[error("unauthorized")]
+    Unauthorized,
+    /// The object belongs to another account.
+    #[error("forbidden")]
+    Forbidden,
+    /// The client IP made too many failed authentications recently.
+    #[error("too many failed authentications")]
+    AuthBudget,
+    /// A request the server refuses for a reason it states (e.g. a sign-in message that does not check out).
+    #[error("refused: {0}")]
+    Refused(String),
     /// A failure on our side (store error). The detail is logged, not sent.
     #[error("internal error: {0}")]
     Internal(String),
@@ -80,6 +92,9 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NodeUnavailable(_) => StatusCode::BAD_GATEWAY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unauthorized | ApiError::Refused(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::AuthBudget => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -109,6 +124,10 @@ impl ApiError {
                 json!({"message": "The chain's node is unavailable; try again later"})
             }
             ApiError::Internal(_) => json!({"message": "Internal server error"}),
+            ApiError::Unauthorized => json!({"message": "Unauthorized"}),
+            ApiError::Forbidden => json!({"message": "Forbidden: the object belongs to another account"}),
+            ApiError::AuthBudget => json!({"message": "Too many failed authentications; try again later"}),
+            ApiError::Refused(reason) => json!({"message": reason}),
         }
     }
 

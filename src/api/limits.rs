@@ -78,21 +78,31 @@ pub struct Quota {
     pub retry_ms: u64,
 }
 
-/// Token buckets per client IP.
+/// Token buckets per client: per IP by default, per API key id for requests with a valid key.
 #[derive(Debug)]
-pub struct RateLimiter {
+pub struct RateLimiter<K = IpAddr> {
     config: RateLimitConfig,
-    exempt: HashSet<IpAddr>,
-    buckets: Mutex<HashMap<IpAddr, Bucket>>,
+    exempt: HashSet<K>,
+    buckets: Mutex<HashMap<K, Bucket>>,
 }
 
-impl RateLimiter {
+impl RateLimiter<IpAddr> {
     /// A limiter with `config`.
     pub fn new(config: RateLimitConfig) -> Self {
         let exempt = config.exempt.iter().copied().map(canonical).collect();
         RateLimiter { config, exempt, buckets: Mutex::new(HashMap::new()) }
     }
+}
 
+impl RateLimiter<u64> {
+    /// A limiter per API key id: `per_second` with bursts of `burst`, at most `max_tracked` keys at once.
+    pub fn per_key(per_second: u32, burst: u32, max_tracked: usize) -> Self {
+        let config = RateLimitConfig { per_second, burst, max_tracked, ..RateLimitConfig::default() };
+        RateLimiter { config, exempt: HashSet::new(), buckets: Mutex::new(HashMap::new()) }
+    }
+}
+
+impl<K: Copy + Eq + std::hash::Hash + Ord> RateLimiter<K> {
     /// Whether limiting is on.
     pub fn enabled(&self) -> bool {
         self.config.per_second > 0
@@ -118,8 +128,8 @@ impl RateLimiter {
         }
     }
 
-    /// Takes one token for `ip` at `now`.
-    pub fn check(&self, ip: IpAddr, now: Instant) -> Verdict {
+    /// Takes one token for `ip` (the client's key) at `now`.
+    pub fn check(&self, ip: K, now: Instant) -> Verdict {
         if !self.enabled() || self.exempt.contains(&ip) {
             return Verdict::Unlimited;
         }
@@ -143,12 +153,12 @@ impl RateLimiter {
 
     /// Frees room: buckets that refilled completely carry no information and go first; if that is not enough,
     /// the least recently seen tenth goes.
-    fn evict(&self, buckets: &mut HashMap<IpAddr, Bucket>, now: Instant) {
+    fn evict(&self, buckets: &mut HashMap<K, Bucket>, now: Instant) {
         let rate = f64::from(self.config.per_second);
         let capacity = self.capacity();
         buckets.retain(|_, b| b.tokens + now.saturating_duration_since(b.updated).as_secs_f64() * rate < capacity);
         if buckets.len() >= self.config.max_tracked {
-            let mut ages: Vec<(Instant, IpAddr)> = buckets.iter().map(|(ip, b)| (b.updated, *ip)).collect();
+            let mut ages: Vec<(Instant, K)> = buckets.iter().map(|(ip, b)| (b.updated, *ip)).collect();
             ages.sort_unstable();
             for (_, ip) in ages.iter().take((self.config.max_tracked / 10).max(1)) {
                 buckets.remove(ip);

@@ -12,6 +12,7 @@
 //! is counted by route template and status code into the metrics, which `metrics.rs` serves as `GET /metrics` on
 //! a listener of its own, never on the API's.
 
+pub mod auth;
 mod body;
 mod conn;
 mod cursor;
@@ -81,6 +82,8 @@ pub struct ApiConfig {
     pub ws: ws::WsConfig,
     /// When `/health` reports the node unresponsive or stalled.
     pub health: health::HealthConfig,
+    /// Account tokens and sign-in.
+    pub auth: auth::AuthConfig,
 }
 
 impl Default for ApiConfig {
@@ -96,6 +99,7 @@ impl Default for ApiConfig {
             rpc: RpcConfig::default(),
             ws: ws::WsConfig::default(),
             health: health::HealthConfig::default(),
+            auth: auth::AuthConfig::default(),
         }
     }
 }
@@ -130,12 +134,26 @@ pub struct Shared {
     pub config: ApiConfig,
     /// WebSocket connections.
     pub ws: WsServer,
+    /// Accounts: tokens, tags, watchlists, API keys.
+    pub accounts: Arc<crate::account::Accounts>,
+    /// Failed-authentication budget and sign-in nonces.
+    pub auth: AuthState,
     limiter: RateLimiter,
+    key_limiter: RateLimiter<u64>,
     /// One permit per store-reading handler running on the blocking pool.
     readers: Arc<tokio::sync::Semaphore>,
     rpc: rpc::Passthrough,
     stats: Mutex<Option<Arc<ChainStats>>>,
     on_chain: Mutex<OnChainCache>,
+}
+
+/// Authentication state shared by the routes.
+#[derive(Debug)]
+pub struct AuthState {
+    /// Failed authentications per client IP.
+    pub failures: auth::FailureBudget,
+    /// Outstanding sign-in messages.
+    pub nonces: crate::account::siwe::Nonces,
 }
 
 /// An address's balance and whether it has code, read from the node at one block.
@@ -175,7 +193,13 @@ impl AppState {
         config: ApiConfig,
     ) -> Self {
         let hub = ws::hub::Hub::new(config.ws.queue, status.metrics().clone());
+        let auth = AuthState {
+            failures: auth::FailureBudget::new(config.auth.failure_budget, config.auth.failure_window),
+            nonces: crate::account::siwe::Nonces::new(config.auth.siwe_max_outstanding, config.auth.siwe_lifetime),
+        };
         AppState(Arc::new(Shared {
+            accounts: Arc::new(crate::account::Accounts::new(store.clone())),
+            auth,
             store,
             status,
             node,
@@ -188,6 +212,11 @@ impl AppState {
                 shutdown: CancellationToken::new(),
             },
             limiter: RateLimiter::new(config.rate_limit.clone()),
+            key_limiter: RateLimiter::per_key(
+                config.auth.api_key_per_second,
+                config.auth.api_key_burst,
+                config.rate_limit.max_tracked,
+            ),
             readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
             rpc: rpc::Passthrough::new(config.rpc.clone()),
             config,
@@ -346,7 +375,7 @@ fn preflight(req: &Request<Incoming>) -> Response<Body> {
     let mut response = Response::new(Body::default());
     *response.status_mut() = StatusCode::NO_CONTENT;
     let headers = response.headers_mut();
-    headers.insert("access-control-allow-methods", HeaderValue::from_static("GET, POST, OPTIONS"));
+    headers.insert("access-control-allow-methods", HeaderValue::from_static("GET, POST, PUT, PATCH, DELETE, OPTIONS"));
     let requested = req.headers().get("access-control-request-headers").cloned();
     headers.insert(
         "access-control-allow-headers",
@@ -359,7 +388,17 @@ fn preflight(req: &Request<Incoming>) -> Response<Body> {
 async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
     let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
-    let verdict = state.limiter.check(client, Instant::now());
+    let verdict = match auth::presented_api_key(req.headers(), req.uri().query()) {
+        // A valid API key is limited by its own (larger) bucket, counted against the key, not the IP; an invalid
+        // one gets the anonymous limit of the IP.
+        Some(key) if state.limiter.enabled() && auth::looks_like_api_key(&key) => {
+            match state.accounts.verify_api_key(&key) {
+                Ok(Some((key_id, _))) => state.key_limiter.check(key_id, Instant::now()),
+                _ => state.limiter.check(client, Instant::now()),
+            }
+        }
+        _ => state.limiter.check(client, Instant::now()),
+    };
     let parsed = Route::parse(req.method(), req.uri().path(), req.uri().query());
     let label = router::route_label(req.method(), &parsed);
     // Preflights take a token like any request, and are refused like any request once the bucket is empty.
@@ -380,20 +419,69 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     } else if req.method() == Method::OPTIONS {
         preflight(&req)
     } else {
-        match parsed {
+        let private = auth::carries_credentials(req.headers(), req.uri().query());
+        let mut response = match parsed {
             Ok(route) => {
-                match tokio::time::timeout(state.config.request_timeout, route.dispatch(req, &state, client)).await {
+                let served = async {
+                    let viewer = if route.needs_account() {
+                        Some(auth::require_account(req.headers(), &state, client)?)
+                    } else if route.shows_private_data() {
+                        auth::viewer(req.headers(), &state, client)?
+                    } else {
+                        None
+                    };
+                    let response = route.dispatch(req, &state, client).await?;
+                    match viewer {
+                        Some(account) => personalized(response, &state, account).await,
+                        None => Ok(response),
+                    }
+                };
+                match tokio::time::timeout(state.config.request_timeout, served).await {
                     Ok(result) => result.unwrap_or_else(ApiError::into_response),
                     Err(_) => ApiError::Timeout.into_response(),
                 }
             }
             Err(e) => e.into_response(),
+        };
+        if private {
+            // Answers to requests with credentials may hold one account's private data: never in shared caches.
+            response.headers_mut().insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+            response.headers_mut().insert(hyper::header::VARY, HeaderValue::from_static("authorization, cookie"));
         }
+        response
     };
     add_cors(&mut response);
     limits::set_headers(response.headers_mut(), &verdict);
     state.status.metrics().http_request(label, response.status().as_u16(), started.elapsed());
     Ok(response)
+}
+
+/// A successful JSON response with `account`'s private tags and watchlist names written in (see
+/// [`auth::personalize`]); other responses, and accounts with nothing to show, pass unchanged.
+async fn personalized(
+    response: Response<Body>,
+    state: &AppState,
+    account: Address,
+) -> Result<Response<Body>, ApiError> {
+    if response.status() != StatusCode::OK {
+        return Ok(response);
+    }
+    let personal = state.accounts.personal(account).map_err(|e| ApiError::Internal(e.to_string()))?;
+    if personal.is_empty() {
+        return Ok(response);
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+    if !auth::mentions(&bytes, &personal) {
+        return Ok(Response::from_parts(parts, Body::new(bytes)));
+    }
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return Ok(Response::from_parts(parts, Body::new(bytes)));
+    };
+    auth::personalize(&mut value, &personal);
+    let bytes = Bytes::from(serde_json::to_vec(&value).expect("JSON values serialize"));
+    parts.headers.remove(CONTENT_LENGTH);
+    Ok(Response::from_parts(parts, Body::new(bytes)))
 }
 
 /// Runs `f` on the blocking pool with a reader whose scans stop at `deadline`, at most [`STORE_READERS`] at once:

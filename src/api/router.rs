@@ -16,7 +16,7 @@ use super::methods::selectors_for;
 use super::query::Query;
 use super::{blocking_read as read, read_body, AppState};
 use crate::chain::{TxType, TxTypes};
-use crate::store::records::{CallKind, TokenKind};
+use crate::store::records::{CallKind, ItemKind, TokenKind};
 use alloy::primitives::{Address, B256};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
@@ -371,6 +371,112 @@ pub enum Route {
     BackendVersion,
     /// `GET /api/v2/stats/charts/transactions`.
     TransactionsChart,
+    /// `/api/account/v2/...`: the account API.
+    Account(AccountRoute),
+    /// `GET /api/v2/transactions/watchlist`: transactions of the caller's watched addresses (token required).
+    WatchlistTransactions {
+        /// Size and cursor.
+        page: Page<PosCursor>,
+    },
+    /// `GET /api/v2/main-page/transactions/watchlist`: the newest six of them.
+    MainPageWatchlistTransactions,
+}
+
+/// What an account route does with an account's items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemAction {
+    /// `GET` the list, newest first.
+    List {
+        /// Items per page.
+        size: usize,
+        /// Continue after this item id.
+        after: Option<u64>,
+    },
+    /// `POST` a new item.
+    Create,
+    /// `GET` one item.
+    Get(u64),
+    /// `PUT` new contents of an item.
+    Update(u64),
+    /// `DELETE` an item.
+    Delete(u64),
+}
+
+/// Every route of the account API (`/api/account/v2`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccountRoute {
+    /// `GET /user/info`.
+    UserInfo,
+    /// `GET /siwe_message?address=`.
+    SiweMessage(Address),
+    /// `POST /authenticate_via_wallet`.
+    AuthenticateViaWallet,
+    /// `/user/tags/address`, `/user/tags/transaction`, `/user/watchlist`, `/user/api_keys`, `/user/custom_abis`
+    /// (and `/:id`).
+    Items {
+        /// Which list.
+        kind: ItemKind,
+        /// What to do.
+        action: ItemAction,
+    },
+}
+
+/// Default page size of account lists.
+pub const ACCOUNT_PAGE: usize = 50;
+
+fn parse_account(method: &Method, segments: &[&str], q: &Query) -> Result<AccountRoute, ApiError> {
+    let only = |allowed: Method, allow: &'static str, route: AccountRoute| {
+        if *method == allowed || (allowed == Method::GET && *method == Method::HEAD) {
+            Ok(route)
+        } else {
+            Err(ApiError::MethodNotAllowed { allow })
+        }
+    };
+    let kind = match segments {
+        ["user", "info"] => return only(Method::GET, "GET", AccountRoute::UserInfo),
+        ["siwe_message"] => {
+            let raw = q.get("address").ok_or_else(|| ApiError::invalid("address", "Missing parameter: address"))?;
+            return only(Method::GET, "GET", AccountRoute::SiweMessage(parse_address(raw, "address")?));
+        }
+        ["authenticate_via_wallet"] => return only(Method::POST, "POST", AccountRoute::AuthenticateViaWallet),
+        ["user", "tags", "address", ..] => ItemKind::AddressTag,
+        ["user", "tags", "transaction", ..] => ItemKind::TransactionTag,
+        ["user", "watchlist", ..] => ItemKind::Watch,
+        ["user", "api_keys", ..] => ItemKind::ApiKey,
+        ["user", "custom_abis", ..] => ItemKind::CustomAbi,
+        _ => return Err(ApiError::NoRoute),
+    };
+    let base = if kind == ItemKind::AddressTag || kind == ItemKind::TransactionTag { 3 } else { 2 };
+    let action = match &segments[base..] {
+        [] => match *method {
+            Method::GET | Method::HEAD => {
+                let size = match q.u64("items_count")? {
+                    None => ACCOUNT_PAGE,
+                    Some(n) if (1..=MAX_PAGE as u64).contains(&n) => n as usize,
+                    Some(_) => {
+                        return Err(ApiError::invalid(
+                            "items_count",
+                            format!("Invalid value: must be between 1 and {MAX_PAGE}"),
+                        ))
+                    }
+                };
+                ItemAction::List { size, after: q.u64("id")? }
+            }
+            Method::POST => ItemAction::Create,
+            _ => return Err(ApiError::MethodNotAllowed { allow: "GET, POST" }),
+        },
+        [id] => {
+            let id = id.parse::<u64>().map_err(|_| ApiError::invalid("id", "Invalid format. Expected an integer"))?;
+            match *method {
+                Method::GET | Method::HEAD => ItemAction::Get(id),
+                Method::PUT | Method::PATCH => ItemAction::Update(id),
+                Method::DELETE => ItemAction::Delete(id),
+                _ => return Err(ApiError::MethodNotAllowed { allow: "GET, PUT, DELETE" }),
+            }
+        }
+        _ => return Err(ApiError::NoRoute),
+    };
+    Ok(AccountRoute::Items { kind, action })
 }
 
 fn search_query(q: &Query) -> Result<String, ApiError> {
@@ -399,6 +505,7 @@ impl Route {
             }
             // The Etherscan-style API: any method (clients GET and POST alike), parameters read when served.
             ["api"] | ["api", "v1"] => return Ok(Route::Etherscan),
+            ["api", "account", "v2", rest @ ..] => return parse_account(method, rest, &q).map(Route::Account),
             ["api", "v2", rest @ ..] => match Self::parse_v2(rest, &q)? {
                 Some(route) => route,
                 None if method == Method::GET => return Err(ApiError::UnknownAction),
@@ -443,6 +550,7 @@ impl Route {
                 }
                 Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
             },
+            ["transactions", "watchlist"] => Route::WatchlistTransactions { page: page(q)? },
             ["transactions", hash] => Route::Transaction(tx(hash)?),
             ["transactions", hash, "logs"] => Route::TransactionLogs { hash: tx(hash)?, page: page(q)? },
             ["transactions", hash, "token-transfers"] => {
@@ -525,6 +633,7 @@ impl Route {
             ["search", "check-redirect"] => Route::SearchRedirect(search_query(q)?),
             ["main-page", "blocks"] => Route::MainPageBlocks,
             ["main-page", "transactions"] => Route::MainPageTransactions,
+            ["main-page", "transactions", "watchlist"] => Route::MainPageWatchlistTransactions,
             ["main-page", "indexing-status"] => Route::IndexingStatus,
             ["config", "backend-version"] => Route::BackendVersion,
             ["stats", "charts", "transactions"] => Route::TransactionsChart,
@@ -593,7 +702,23 @@ impl Route {
             Route::IndexingStatus => "/api/v2/main-page/indexing-status",
             Route::BackendVersion => "/api/v2/config/backend-version",
             Route::TransactionsChart => "/api/v2/stats/charts/transactions",
+            Route::WatchlistTransactions { .. } => "/api/v2/transactions/watchlist",
+            Route::MainPageWatchlistTransactions => "/api/v2/main-page/transactions/watchlist",
+            Route::Account(_) => "/api/account/v2",
         }
+    }
+
+    /// Whether the route is a read of the caller's own data under `/api/v2` (a valid token is required).
+    pub fn needs_account(&self) -> bool {
+        matches!(self, Route::WatchlistTransactions { .. } | Route::MainPageWatchlistTransactions)
+    }
+
+    /// Whether the route's answer may carry the viewer's private tags and watchlist names (the `/api/v2` reads).
+    pub fn shows_private_data(&self) -> bool {
+        !matches!(
+            self,
+            Route::Health | Route::Ready | Route::Rpc | Route::Etherscan | Route::Socket | Route::Account(_)
+        )
     }
 
     /// Serves the route: the one `match` from endpoints to handlers. Handlers that scan run through [`read`] on
@@ -707,6 +832,18 @@ impl Route {
             Route::Search(q) => read(state, deadline, move |r| search::search(r, &q)).await,
             Route::SearchQuick(q) => read(state, deadline, move |r| search::quick(r, &q)).await,
             Route::SearchRedirect(q) => read(state, deadline, move |r| search::redirect(r, &q)).await,
+            Route::Account(route) => super::rest::account::serve(route, req, state, client).await,
+            Route::WatchlistTransactions { page } => {
+                let watched = super::rest::account::watched(req.headers(), state, client)?;
+                read(state, deadline, move |r| super::rest::account::watchlist_transactions(r, &watched, page, true))
+                    .await
+            }
+            Route::MainPageWatchlistTransactions => {
+                let watched = super::rest::account::watched(req.headers(), state, client)?;
+                let page = Page { size: 6, after: None };
+                read(state, deadline, move |r| super::rest::account::watchlist_transactions(r, &watched, page, false))
+                    .await
+            }
         }
     }
 }
@@ -853,6 +990,67 @@ mod tests {
         ];
         for (path, expected) in cases {
             assert_eq!(parse(Method::GET, &path), Ok(expected), "{path}");
+        }
+    }
+
+    #[test]
+    fn account_routes_parse_with_their_methods() {
+        let items = |kind, action| Ok(Route::Account(AccountRoute::Items { kind, action }));
+        let cases: Vec<(Method, &str, Result<Route, ApiError>)> = vec![
+            (Method::GET, "/api/account/v2/user/info", Ok(Route::Account(AccountRoute::UserInfo))),
+            (Method::POST, "/api/account/v2/user/info", Err(ApiError::MethodNotAllowed { allow: "GET" })),
+            (
+                Method::GET,
+                "/api/account/v2/siwe_message?address=0x000000000000000000000000000000000000dEaD",
+                Ok(Route::Account(AccountRoute::SiweMessage(
+                    "0x000000000000000000000000000000000000dEaD".parse().unwrap(),
+                ))),
+            ),
+            (
+                Method::GET,
+                "/api/account/v2/siwe_message",
+                Err(ApiError::invalid("address", "Missing parameter: address")),
+            ),
+            (
+                Method::POST,
+                "/api/account/v2/authenticate_via_wallet",
+                Ok(Route::Account(AccountRoute::AuthenticateViaWallet)),
+            ),
+            (Method::GET, "/api/account/v2/authenticate_via_wallet", Err(ApiError::MethodNotAllowed { allow: "POST" })),
+            (
+                Method::GET,
+                "/api/account/v2/user/tags/address?items_count=2&id=9",
+                items(ItemKind::AddressTag, ItemAction::List { size: 2, after: Some(9) }),
+            ),
+            (
+                Method::POST,
+                "/api/account/v2/user/tags/transaction",
+                items(ItemKind::TransactionTag, ItemAction::Create),
+            ),
+            (Method::PUT, "/api/account/v2/user/watchlist/3", items(ItemKind::Watch, ItemAction::Update(3))),
+            (Method::DELETE, "/api/account/v2/user/api_keys/4", items(ItemKind::ApiKey, ItemAction::Delete(4))),
+            (Method::GET, "/api/account/v2/user/custom_abis/5", items(ItemKind::CustomAbi, ItemAction::Get(5))),
+            (Method::DELETE, "/api/account/v2/user/watchlist", Err(ApiError::MethodNotAllowed { allow: "GET, POST" })),
+            (
+                Method::POST,
+                "/api/account/v2/user/watchlist/3",
+                Err(ApiError::MethodNotAllowed { allow: "GET, PUT, DELETE" }),
+            ),
+            (
+                Method::GET,
+                "/api/account/v2/user/watchlist/x",
+                Err(ApiError::invalid("id", "Invalid format. Expected an integer")),
+            ),
+            (Method::GET, "/api/account/v2/nothing", Err(ApiError::NoRoute)),
+            (
+                Method::GET,
+                "/api/v2/transactions/watchlist",
+                Ok(Route::WatchlistTransactions { page: Page { size: 25, after: None } }),
+            ),
+            (Method::GET, "/api/v2/main-page/transactions/watchlist", Ok(Route::MainPageWatchlistTransactions)),
+        ];
+        for (method, path, expected) in cases {
+            assert_eq!(parse(method.clone(), path), expected, "{method} {path}");
         }
     }
 

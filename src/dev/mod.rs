@@ -10,6 +10,16 @@ use crate::{Daemon, RunError};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// The devnet's account: anvil's first development address, with a fresh token (the previous run's tokens of
+/// that account are revoked first, since account data outlives the devnet's chain). Printed with the URLs so a
+/// newcomer can call the write routes (`Authorization: Bearer <token>`) right away.
+fn dev_account_token(daemon: &Daemon, address: alloy::primitives::Address) -> Result<String, RunError> {
+    let accounts = crate::account::Accounts::new(daemon.store().clone());
+    let failed = |e: crate::account::AccountError| RunError::Task(format!("creating the dev account: {e}"));
+    accounts.revoke_tokens_of(address).map_err(failed)?;
+    accounts.mint_token(address, "dev", None, false).map_err(failed)
+}
+
 /// Runs the devnet, the daemon and the traffic until `cancel` fires.
 pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunError> {
     let bin = anvil::locate(args.anvil_bin.as_deref())?;
@@ -30,14 +40,22 @@ pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunErro
     config.api.rpc.allow_debug = true;
     let daemon = Daemon::start(&config).await?;
     let base = format!("http://{}", daemon.addr());
+    let token = dev_account_token(&daemon, node.addresses()[0])?;
     tracing::info!(
         node = %node.http_url(),
+        account = %node.addresses()[0],
+        account_info = %format!("{base}/api/account/v2/user/info"),
         rest = %format!("{base}/api/v2/stats"),
         rpc = %format!("{base}/api/eth"),
         websocket = %format!("ws://{}/socket/v2/websocket?vsn=2.0.0", daemon.addr()),
         metrics = %daemon.metrics_addr().map_or_else(|| "off".to_owned(), |a| format!("http://{a}/metrics")),
         "devnet running (chain id {}); Ctrl-C stops it",
         anvil::DEV_CHAIN_ID
+    );
+    // The token goes to stdout, never into the log.
+    println!(
+        "dev account {}: Authorization: Bearer {token}\n  e.g. curl -H 'Authorization: Bearer {token}' {base}/api/account/v2/user/info",
+        node.addresses()[0]
     );
     if !args.no_traffic {
         let interval = Duration::from_secs(args.block_time.max(1));

@@ -151,12 +151,12 @@ impl<'a> Batch<'a> {
         self.delete::<MetaTable>(&key);
     }
 
-    /// Deletes every indexed row: all tables except `meta`, plus the meta rows that describe the chain. Used when
-    /// the node's chain was replaced (a new genesis), so nothing of the old chain survives.
+    /// Deletes every indexed row: all tables except `meta` and the account data, plus the meta rows that describe
+    /// the chain. Used when the node's chain was replaced (a new genesis), so nothing of the old chain survives.
     pub fn clear_index(&mut self) {
         let past_every_key = vec![0xff; tables::max_key_len() + 1];
         self.flush_pending();
-        for def in tables::ALL.iter().filter(|t| t.name != MetaTable::NAME) {
+        for def in tables::ALL.iter().filter(|t| t.name != MetaTable::NAME && !tables::is_account_data(t)) {
             self.inner.delete_range_cf(self.store.cf(def.name), [].as_slice(), past_every_key.as_slice());
         }
         for key in [MetaKey::ChainId, MetaKey::Genesis, MetaKey::Tip, MetaKey::Counters, MetaKey::TraceTip] {

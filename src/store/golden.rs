@@ -92,6 +92,16 @@ fn sample_pending() -> PendingTxRecord {
 }
 
 /// `(table, hex of the encoded sample)` for every sample.
+fn sample_credential(expires_ms: Option<u64>) -> CredentialRecord {
+    CredentialRecord {
+        owner: address(40),
+        name: "ci".into(),
+        secret_hash: hash(46),
+        created_ms: 1_700_000_000_000,
+        expires_ms,
+    }
+}
+
 fn encoded() -> Vec<(&'static str, String)> {
     fn row<T: Table>(value: &T::Value) -> (&'static str, String) {
         (T::NAME, alloy::hex::encode(encode(value).expect("samples encode")))
@@ -185,6 +195,20 @@ fn encoded() -> Vec<(&'static str, String)> {
                 UndoRow { table: Daily::ID, key: vec![4], before: None },
             ],
         }),
+        row::<Users>(&UserRecord { created_ms: 1_700_000_000_000, tokens: vec![48, 49] }),
+        row::<UserTokens>(&sample_credential(Some(1_700_000_060_000))),
+        row::<ApiKeys>(&sample_credential(None)),
+        row::<AccountItems>(&AccountItem::AddressTag { address: address(41), name: "cold".into() }),
+        row::<AccountItems>(&AccountItem::TransactionTag { hash: hash(42), name: "pay".into() }),
+        row::<AccountItems>(&AccountItem::Watch {
+            address: address(43),
+            name: "w".into(),
+            flags: watch_flags::NATIVE_IN | watch_flags::ERC721_OUT,
+            email: true,
+        }),
+        row::<AccountItems>(&AccountItem::ApiKey { key_id: 44, name: "k".into() }),
+        row::<AccountItems>(&AccountItem::CustomAbi { address: address(47), name: "a".into(), abi: "[]".into() }),
+        row::<ItemOwners>(&ItemOwner { owner: address(45), kind: ItemKind::Watch }),
     ]
 }
 
@@ -226,6 +250,15 @@ const PINNED: &[(&str, &str)] = &[
     ("pending", "20080808080808080808080808080808080808080808080808080808080808080814090909090909090909090909090909090909090901140a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a080de0b6b3a764000004a9059cbb0bfca08601000001fc0094357701fc00ca9a3b02fd7b68e5cf8b010000"),
     ("pending_by_time", ""),
     ("undo", "020802010201010319010400"),
+    ("users", "fd0068e5cf8b010000023031"),
+    ("user_tokens", "142828282828282828282828282828282828282828026369202e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2efd0068e5cf8b01000001fd6052e6cf8b010000"),
+    ("api_keys", "142828282828282828282828282828282828282828026369202e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2efd0068e5cf8b01000000"),
+    ("account_items", "0014292929292929292929292929292929292929292904636f6c64"),
+    ("account_items", "01202a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a03706179"),
+    ("account_items", "02142b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b01772101"),
+    ("account_items", "032c016b"),
+    ("account_items", "04142f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f0161025b5d"),
+    ("item_owners", "142d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d02"),
 ];
 
 #[test]

@@ -545,6 +545,48 @@ impl Key for ReorgedKey {
     }
 }
 
+/// A serial number in ascending order: `be64(n)` (account data: item ids, token and API key ids).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SerialKey(pub u64);
+
+impl Key for SerialKey {
+    const LEN: usize = 8;
+    type Bytes = [u8; 8];
+    fn encode(&self) -> [u8; 8] {
+        self.0.to_be_bytes()
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        Ok(SerialKey(u64::from_be_bytes(exact::<8>("SerialKey", bytes)?)))
+    }
+}
+
+/// An account's item of one kind, newest first: `kind8 ‖ !be64(id)` (after the owner's address in [`ItemKey`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ItemPos {
+    /// What the item is (see `records::ItemKind`).
+    pub kind: u8,
+    /// Its id (unique across all accounts).
+    pub id: u64,
+}
+
+impl Key for ItemPos {
+    const LEN: usize = 9;
+    type Bytes = [u8; 9];
+    fn encode(&self) -> [u8; 9] {
+        let mut out = [0u8; 9];
+        out[0] = self.kind;
+        out[1..].copy_from_slice(&desc64(self.id));
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<9>("ItemPos", bytes)?;
+        Ok(ItemPos { kind: b[0], id: read_desc64(&b[1..]) })
+    }
+}
+
+/// An account's item: `owner20 ‖ kind8 ‖ !be64(id)`; one account's items of one kind together, newest first.
+pub type ItemKey = AddressKey<ItemPos>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -567,6 +609,11 @@ mod tests {
         let hash = B256::repeat_byte(0x11);
         assert_eq!(hex(ReorgedKey { number: 255, hash }.encode()), format!("ffffffffffffff00{}", "11".repeat(32)));
         assert_eq!(MetaKey::Tip.encode(), [5]);
+        assert_eq!(hex(SerialKey(0x0102).encode()), "0000000000000102");
+        assert_eq!(
+            hex(ItemKey { address: addr, pos: ItemPos { kind: 2, id: 1 } }.encode()),
+            format!("{}aa02fffffffffffffffe", "00".repeat(19))
+        );
         assert_eq!(hex(TransferPos { block: 1, log: 2, item: 3 }.encode()), "fffffffffffffffefffffffdfffc");
         let holder = Address::repeat_byte(0xaa);
         let token = Address::repeat_byte(0xbb);
@@ -623,6 +670,15 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn account_keys_round_trip_and_sort(a: u64, b: u64, kind: u8, owner in address()) {
+            prop_assert_eq!(SerialKey::decode(&SerialKey(a).encode()).unwrap(), SerialKey(a));
+            prop_assert_eq!(SerialKey(a).encode().cmp(&SerialKey(b).encode()), a.cmp(&b));
+            let (ka, kb) = (ItemKey { address: owner, pos: ItemPos { kind, id: a } }, ItemKey { address: owner, pos: ItemPos { kind, id: b } });
+            prop_assert_eq!(ItemKey::decode(ka.encode().as_ref()).unwrap(), ka);
+            prop_assert_eq!(ka.encode().as_ref().cmp(kb.encode().as_ref()), b.cmp(&a));
+        }
+
         #[test]
         fn block_key_round_trips_and_sorts_newest_first(a: u64, b: u64) {
             prop_assert_eq!(BlockKey::decode(&BlockKey(a).encode()).unwrap(), BlockKey(a));

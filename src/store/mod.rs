@@ -5,6 +5,7 @@
 //! committed atomically, always carrying the tip row of the block(s) it writes. The `meta` table holds the schema
 //! version and the open/clean state, both checked when the store opens.
 
+mod accounts;
 mod batch;
 pub mod codec;
 mod derived;
@@ -213,15 +214,6 @@ impl Store {
     #[cfg(test)]
     fn crash(mut self) {
         self.closed = true;
-    }
-
-    /// Deletes the whole data directory (for `--reindex`).
-    pub fn destroy(path: &Path) -> StoreResult<()> {
-        if path.exists() {
-            DB::destroy(&Options::default(), path)?;
-            let _ = std::fs::remove_dir_all(path);
-        }
-        Ok(())
     }
 
     fn cf(&self, name: &'static str) -> &ColumnFamily {

@@ -568,3 +568,132 @@ pub enum Meta {
     /// Highest block whose call traces are stored.
     TraceTip(Tip),
 }
+
+/// An account: an Ethereum address that signed in or was given a token (account data, never chain-derived).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UserRecord {
+    /// When the account was created (Unix milliseconds).
+    pub created_ms: u64,
+    /// Ids of its tokens in `user_tokens`, oldest first (at most `account::MAX_TOKENS`; revoked and expired ones
+    /// are dropped at the next mint).
+    pub tokens: Vec<u64>,
+}
+
+/// A bearer credential (an account token or an API key). Only the SHA-256 of its secret is stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CredentialRecord {
+    /// The account it acts for.
+    pub owner: Address,
+    /// A name its owner chose (e.g. `ci`, `browser`).
+    pub name: String,
+    /// SHA-256 of the secret part.
+    pub secret_hash: B256,
+    /// Creation time (Unix milliseconds).
+    pub created_ms: u64,
+    /// Expiry (Unix milliseconds); `None`: until revoked.
+    pub expires_ms: Option<u64>,
+}
+
+/// The kinds of account items; the byte is part of `account_items` keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum ItemKind {
+    /// A private address tag.
+    AddressTag = 1,
+    /// A private transaction tag.
+    TransactionTag = 2,
+    /// A watchlist entry.
+    Watch = 3,
+    /// An API key.
+    ApiKey = 4,
+    /// A custom ABI for a contract.
+    CustomAbi = 5,
+}
+
+/// Watchlist notification switches: one bit per (asset, direction), Blockscout's `notification_settings`.
+pub mod watch_flags {
+    /// Native coin received.
+    pub const NATIVE_IN: u16 = 1;
+    /// Native coin sent.
+    pub const NATIVE_OUT: u16 = 1 << 1;
+    /// ERC-20 received.
+    pub const ERC20_IN: u16 = 1 << 2;
+    /// ERC-20 sent.
+    pub const ERC20_OUT: u16 = 1 << 3;
+    /// ERC-721 received.
+    pub const ERC721_IN: u16 = 1 << 4;
+    /// ERC-721 sent.
+    pub const ERC721_OUT: u16 = 1 << 5;
+    /// ERC-404 received.
+    pub const ERC404_IN: u16 = 1 << 6;
+    /// ERC-404 sent.
+    pub const ERC404_OUT: u16 = 1 << 7;
+}
+
+/// One item an account owns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AccountItem {
+    /// A private name for an address.
+    AddressTag {
+        /// The tagged address.
+        address: Address,
+        /// The tag.
+        name: String,
+    },
+    /// A private name for a transaction.
+    TransactionTag {
+        /// The tagged transaction.
+        hash: B256,
+        /// The tag.
+        name: String,
+    },
+    /// A watched address.
+    Watch {
+        /// The address.
+        address: Address,
+        /// The owner's name for it.
+        name: String,
+        /// Notification switches (`watch_flags`).
+        flags: u16,
+        /// Notify by email.
+        email: bool,
+    },
+    /// An API key (its secret lives in `api_keys` under `key_id`).
+    ApiKey {
+        /// Row of `api_keys`.
+        key_id: u64,
+        /// The owner's name for it.
+        name: String,
+    },
+    /// An ABI the owner gives for a contract (stored; decoding with it comes with contract verification).
+    CustomAbi {
+        /// The contract.
+        address: Address,
+        /// The owner's name for it.
+        name: String,
+        /// The ABI as compact JSON text (an array of fragments).
+        abi: String,
+    },
+}
+
+impl AccountItem {
+    /// The kind of the item.
+    pub fn kind(&self) -> ItemKind {
+        match self {
+            AccountItem::AddressTag { .. } => ItemKind::AddressTag,
+            AccountItem::TransactionTag { .. } => ItemKind::TransactionTag,
+            AccountItem::Watch { .. } => ItemKind::Watch,
+            AccountItem::ApiKey { .. } => ItemKind::ApiKey,
+            AccountItem::CustomAbi { .. } => ItemKind::CustomAbi,
+        }
+    }
+}
+
+/// Who owns the account item with a given id (so another account's id is told from a missing one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemOwner {
+    /// The owning account.
+    pub owner: Address,
+    /// The item's kind.
+    pub kind: ItemKind,
+}

@@ -4,11 +4,13 @@
 
 use super::keys::{
     AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderKey, HolderRankKey,
-    InstanceKey, Key, MetaKey, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
+    InstanceKey, ItemKey, Key, MetaKey, PendingKey, ReorgedKey, SearchKey, SerialKey, TokenRankKey, TracePos,
+    TransferPos,
 };
 use super::records::{
-    AccountRecord, Amount, BlockRecord, DayStats, InstanceRecord, InternalCreation, InternalTxRecord, LogRecord, Meta,
-    PendingTxRecord, TokenMetadata, TokenRecord, TokenTransferRecord, TraceSummary, TxRecord, Undo,
+    AccountItem, AccountRecord, Amount, BlockRecord, CredentialRecord, DayStats, InstanceRecord, InternalCreation,
+    InternalTxRecord, ItemOwner, LogRecord, Meta, PendingTxRecord, TokenMetadata, TokenRecord, TokenTransferRecord,
+    TraceSummary, TxRecord, Undo, UserRecord,
 };
 use alloy::primitives::{Address, B256};
 use serde::{de::DeserializeOwned, Serialize};
@@ -128,6 +130,22 @@ tables! {
     PendingByTime = 27 "pending_by_time": PendingKey => (), Ordered;
     /// Block number (newest first) → prior values of the derived rows the block changed.
     UndoLog = 28 "undo": BlockKey => Undo, Ordered;
+    /// Account address → account (account data: kept across resets and reindexing).
+    Users = 40 "users": Address => UserRecord, Lookup;
+    /// Token id → account token, its secret as a hash (account data).
+    UserTokens = 41 "user_tokens": SerialKey => CredentialRecord, Lookup;
+    /// Key id → API key, its secret as a hash (account data).
+    ApiKeys = 42 "api_keys": SerialKey => CredentialRecord, Lookup;
+    /// owner ‖ kind ‖ id newest first → private tag, watchlist entry or API key of an account (account data).
+    AccountItems = 43 "account_items": ItemKey => AccountItem, AddressHistory;
+    /// Item id → its owner and kind (account data).
+    ItemOwners = 44 "item_owners": SerialKey => ItemOwner, Lookup;
+}
+
+/// Account data (ids 40–49): written by people through the account API, not derived from the chain. Reorgs never
+/// touch it, and resets and `--reindex` keep it.
+pub fn is_account_data(def: &TableDef) -> bool {
+    (40..50).contains(&def.id)
 }
 
 /// The table with stable id `id`.
@@ -188,13 +206,18 @@ mod tests {
             "pending_by_time",
             "undo",
         ];
+        let accounts =
+            [(40, "users"), (41, "user_tokens"), (42, "api_keys"), (43, "account_items"), (44, "item_owners")];
         let declared: Vec<(u8, &str)> = ALL.iter().map(|t| (t.id, t.name)).collect();
-        let expected: Vec<(u8, &str)> = pinned.iter().enumerate().map(|(i, n)| (i as u8, *n)).collect();
+        let mut expected: Vec<(u8, &str)> = pinned.iter().enumerate().map(|(i, n)| (i as u8, *n)).collect();
+        expected.extend(accounts);
         assert_eq!(declared, expected, "a table id changed: undo data already on disk would be misread");
         for def in ALL {
             assert_eq!(by_id(def.id).map(|t| t.name), Some(def.name));
         }
-        assert!(by_id(ALL.len() as u8).is_none());
+        assert!(by_id(pinned.len() as u8).is_none());
+        let kept: Vec<&str> = ALL.iter().filter(|t| is_account_data(t)).map(|t| t.name).collect();
+        assert_eq!(kept, accounts.map(|(_, n)| n), "exactly the account tables survive a reindex");
         assert_eq!(<UndoLog as Table>::ID, 28);
         assert_eq!(<Accounts as Table>::ID, 8);
     }

@@ -1,6 +1,7 @@
 //! The integration test binary: real anvil nodes, real RocksDB, the daemon in-process (or as a process where a
 //! test kills it).
 
+mod accounts;
 mod api;
 mod core;
 mod crash;

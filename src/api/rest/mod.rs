@@ -4,6 +4,7 @@
 //! List handlers read through the `Reader` they are given (on the blocking pool, under the request's deadline:
 //! see `api::dispatch`); they never build keys: positions come in as cursors and go out as `next_page_params`.
 
+pub mod account;
 pub mod addresses;
 pub mod blocks;
 pub mod search;

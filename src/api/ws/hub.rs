@@ -98,6 +98,11 @@ impl Hub {
         self.registry().topics.contains_key(canonical)
     }
 
+    /// The canonical topics starting with `prefix` that someone listens to.
+    pub fn topics_with_prefix(&self, prefix: &str) -> Vec<String> {
+        self.registry().topics.keys().filter(|t| t.starts_with(prefix)).cloned().collect()
+    }
+
     /// Connections attached.
     pub fn connections(&self) -> usize {
         self.registry().connections.len()

@@ -70,7 +70,12 @@ mod close {
 
 /// Answers the upgrade request of `GET /socket/v2/websocket` and starts the connection's tasks.
 pub fn upgrade(mut req: Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
-    let vsn = super::query::Query::parse(req.uri().query()).get("vsn").map(str::to_owned);
+    let query = super::query::Query::parse(req.uri().query());
+    let vsn = query.get("vsn").map(str::to_owned);
+    // An account token (`token=` connect parameter, `Authorization: Bearer` or the sign-in cookie) lets the
+    // connection join its own `watchlist:` topic; without a valid one it is anonymous.
+    let token = query.get("token").or_else(|| super::auth::presented_token(req.headers()));
+    let account = token.and_then(|t| state.accounts.verify_token(t).ok().flatten());
     if vsn.as_deref().is_some_and(|v| !v.starts_with("2.0.")) {
         // Phoenix refuses serializer versions it does not speak with an empty 403.
         let mut response = Response::new(Body::default());
@@ -94,7 +99,7 @@ pub fn upgrade(mut req: Request<Incoming>, state: &AppState) -> Result<Response<
     let session_state = state.clone();
     state.ws.tracker.spawn(async move {
         match upgraded.await {
-            Ok(ws) => session(ws, session_state, permit).await,
+            Ok(ws) => session(ws, session_state, permit, account).await,
             Err(e) => tracing::debug!(error = %e, "websocket upgrade failed"),
         }
     });
@@ -198,7 +203,12 @@ async fn write_bounded(
     }
 }
 
-async fn session(ws: fastwebsockets::WebSocket<Upgraded>, state: AppState, _permit: OwnedSemaphorePermit) {
+async fn session(
+    ws: fastwebsockets::WebSocket<Upgraded>,
+    state: AppState,
+    _permit: OwnedSemaphorePermit,
+    account: Option<alloy::primitives::Address>,
+) {
     let config = state.config.ws.clone();
     let mut ws = ws;
     // fastwebsockets refuses frames of `max_message_size` bytes or more; messages of exactly `max_message` bytes
@@ -211,7 +221,7 @@ async fn session(ws: fastwebsockets::WebSocket<Upgraded>, state: AppState, _perm
     let reader = tokio::spawn(read_loop(read, config.max_message, inbound_tx));
     let hub = state.ws.hub.clone();
     let mut attached = hub.attach();
-    let mut channels = Channels::new(config.max_topics);
+    let mut channels = Channels::new(config.max_topics).for_account(account);
     let mut deadline = Instant::now() + config.idle_timeout;
     let shutdown = state.ws.shutdown.clone();
     let closing: Option<(u16, &str)> = loop {

@@ -148,12 +148,24 @@ struct Joined {
 pub struct Channels {
     joined: HashMap<String, Joined>,
     max_topics: usize,
+    account: Option<alloy::primitives::Address>,
 }
 
 impl Channels {
     /// No channels yet; at most `max_topics` at once.
     pub fn new(max_topics: usize) -> Self {
-        Channels { joined: HashMap::new(), max_topics }
+        Channels { joined: HashMap::new(), max_topics, account: None }
+    }
+
+    /// The same, for a connection authenticated as `account` (which may join its own `watchlist:` topic).
+    pub fn for_account(mut self, account: Option<alloy::primitives::Address>) -> Self {
+        self.account = account;
+        self
+    }
+
+    /// Whether joining `topic` needs an account this connection is not authenticated as.
+    fn forbidden(&self, topic: &str) -> bool {
+        matches!(Topic::parse(topic), Ok(Topic::Watchlist(owner)) if self.account != Some(owner))
     }
 
     /// Topics currently joined.
@@ -177,6 +189,9 @@ impl Channels {
             (_, "phx_join") if oversized_join(&m).is_some() => {
                 let reason = oversized_join(&m).unwrap_or_default();
                 out.frames.push(reply(&m.join_ref, &m.msg_ref, &m.topic, "error", json!({"reason": reason})));
+            }
+            (_, "phx_join") if self.forbidden(&m.topic) => {
+                out.frames.push(reply(&m.join_ref, &m.msg_ref, &m.topic, "error", json!({"reason": "unauthorized"})));
             }
             (_, "phx_join") => match classify(&m.topic) {
                 TopicKind::Unmatched => out.frames.push(reply(

@@ -13,6 +13,7 @@
 //! | `addresses:<hash>` | `transaction`, `pending_transaction` | `{transactions: [<REST transaction items>]}` |
 //! | `addresses:<hash>` | `token_transfer` | `{token_transfers: [<REST token transfer items>]}` |
 //! | `tokens:<hash>` | `token_transfer` | `{token_transfer: N}` (transfers of the token in the block) |
+//! | `watchlist:<account>` | `transaction` | `{transactions: [<REST transaction items>]}` touching the account's watched addresses; joinable only with that account's token |
 //! | `addresses:<hash>` | `balance` | `{balance, block_number, exchange_rate: null}` after each block touching it |
 //! | `addresses:<hash>` | `current_coin_balance`, `coin_balance` | the new balance and its coin-balance-history item, when it changed |
 
@@ -24,7 +25,7 @@ use super::topic::Topic;
 use crate::chain::{block_transfers, transfer_parties, tx_participants};
 use crate::events::ChainEvent;
 use crate::store::keys::{BlockPos, TransferPos};
-use crate::store::records::Bundle;
+use crate::store::records::{AccountItem, Bundle, ItemKind};
 use crate::store::records::{PendingTxRecord, TokenTransferRecord, TxRecord};
 use crate::store::StoreResult;
 use alloy::primitives::{Address, B256, U256};
@@ -151,11 +152,47 @@ fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
         hub.publish(&address_topic(address), "transaction", &json!({"transactions": items}));
         balances.push((*address, rows.first().map(|(_, tx)| tx.hash)));
     }
+    publish_watchlists(state, block)?;
     if hub.wants(&address_topic(&block.header.miner)) && !per_address.contains_key(&block.header.miner) {
         balances.push((block.header.miner, None));
     }
     if !balances.is_empty() {
         tokio::spawn(publish_balances(state.clone(), number, block.header.timestamp, balances));
+    }
+    Ok(())
+}
+
+/// `watchlist:<account>`: the block's transactions that touch an address on the account's watchlist (only the
+/// account's own authenticated connections can join the topic).
+fn publish_watchlists(state: &AppState, block: &Bundle) -> StoreResult<()> {
+    let hub = &state.ws.hub;
+    for topic in hub.topics_with_prefix("watchlist:") {
+        let Ok(Topic::Watchlist(account)) = Topic::parse(&topic) else { continue };
+        let watched: std::collections::HashSet<Address> =
+            match state.accounts.items(account, ItemKind::Watch, None, crate::account::MAX_WATCHLIST) {
+                Ok(items) => items
+                    .into_iter()
+                    .filter_map(|(_, item)| match item {
+                        AccountItem::Watch { address, .. } => Some(address),
+                        _ => None,
+                    })
+                    .collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading a watchlist failed");
+                    continue;
+                }
+            };
+        let rows: Vec<(BlockPos, TxRecord)> = block
+            .txs
+            .iter()
+            .enumerate()
+            .filter(|(_, tx)| tx_participants(tx).into_keys().any(|a| watched.contains(&a)))
+            .map(|(index, tx)| (BlockPos { block: block.number(), index: index as u32 }, tx.clone()))
+            .collect();
+        if !rows.is_empty() {
+            let items = tx_items(&state.store.reader(), &rows)?;
+            hub.publish(&topic, "transaction", &json!({"transactions": items}));
+        }
     }
     Ok(())
 }

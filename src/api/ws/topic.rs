@@ -31,6 +31,9 @@ pub enum Topic {
     TokenInstance(String),
     /// `exchange_rate:new_rate`.
     ExchangeRate,
+    /// `watchlist:<account>`: transactions of the addresses on an account's watchlist, joinable only by a
+    /// connection authenticated as that account.
+    Watchlist(Address),
 }
 
 /// Why a topic cannot be joined, in Blockscout's three ways of saying so.
@@ -68,6 +71,7 @@ impl Topic {
             ("token_instances", _) => Ok(Topic::TokenInstance(lower())),
             ("exchange_rate", "new_rate") => Ok(Topic::ExchangeRate),
             ("exchange_rate", _) => Err(Refusal::JoinCrashed),
+            ("watchlist", s) => address(s).map(Topic::Watchlist).ok_or(Refusal::InvalidAddress),
             _ => Err(Refusal::Unmatched),
         }
     }
@@ -98,6 +102,7 @@ impl fmt::Display for Topic {
             Topic::Token(s) => write!(f, "tokens:{s}"),
             Topic::TokenInstance(s) => write!(f, "token_instances:{s}"),
             Topic::ExchangeRate => f.write_str("exchange_rate:new_rate"),
+            Topic::Watchlist(a) => write!(f, "watchlist:{a:#x}"),
         }
     }
 }
@@ -119,6 +124,10 @@ mod tests {
             ("transactions:0xABC", "transactions:0xabc"),
             ("tokens:0xAB", "tokens:0xab"),
             ("exchange_rate:new_rate", "exchange_rate:new_rate"),
+            (
+                "watchlist:0x000000000000000000000000000000000000dEaD",
+                "watchlist:0x000000000000000000000000000000000000dead",
+            ),
         ] {
             let topic = Topic::parse(spelling).unwrap();
             assert_eq!(topic.to_string(), canonical);

@@ -1,0 +1,582 @@
+//! Accounts on a real daemon: account tokens (CLI minted offline, checked, revoked, kept across `--reindex`),
+//! the failed-authentication budget, sign-in with Ethereum signed by a dev account's key, private tags shown only
+//! to their owner on every route, watchlists and API keys.
+
+use crate::support::http::{request, Reply};
+use crate::support::ws::WsClient;
+use crate::support::*;
+use alloy::primitives::{Address, U256};
+use alloy::signers::{local::PrivateKeySigner, SignerSync};
+use alloy::sol_types::SolConstructor;
+use hyper::Method;
+use rockscout::account::Accounts;
+use rockscout::dev::contracts::DemoToken;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::process::Command;
+use std::time::Duration;
+
+/// anvil's first development key (its address is `anvil.addresses()[0]`).
+const DEV_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+async fn call(addr: SocketAddr, method: Method, path: &str, token: Option<&str>, body: Value) -> Reply {
+    let auth = token.map(bearer);
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(auth) = &auth {
+        headers.push(("authorization", auth.as_str()));
+    }
+    let body = if body.is_null() { String::new() } else { body.to_string() };
+    request(addr, method, path, &headers, body).await
+}
+
+async fn get_as(addr: SocketAddr, path: &str, token: Option<&str>) -> Value {
+    let reply = call(addr, Method::GET, path, token, Value::Null).await;
+    assert_eq!(reply.status, 200, "GET {path}: {}", String::from_utf8_lossy(&reply.body));
+    reply.json()
+}
+
+fn rockscout(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_rockscout")).args(args).output().expect("the rockscout binary runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_tokens_guard_account_routes_and_survive_reindex() {
+    let anvil = start_anvil();
+    let owner = anvil.addresses()[3];
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let dir = t.dir.path().to_str().unwrap().to_owned();
+    let owner_text = owner.to_string();
+
+    // The daemon holds the store: the offline command says so.
+    let busy = rockscout(&["account", "--data-dir", &dir, "token", "--address", &owner_text, "--name", "ci"]);
+    assert!(!busy.status.success());
+    let stderr = String::from_utf8_lossy(&busy.stderr);
+    assert!(stderr.contains("in use by a running rockscout"), "{stderr}");
+
+    let TestDaemon { daemon, dir: data } = t;
+    daemon.shutdown().await.unwrap();
+    let minted = rockscout(&["account", "--data-dir", &dir, "token", "--address", &owner_text, "--name", "ci"]);
+    assert!(minted.status.success(), "{}", String::from_utf8_lossy(&minted.stderr));
+    let token = String::from_utf8(minted.stdout).unwrap().trim().to_owned();
+    assert!(token.starts_with("rst_"), "{token}");
+    let listed = String::from_utf8(rockscout(&["account", "--data-dir", &dir, "list"]).stdout).unwrap();
+    assert!(listed.contains(&owner.to_checksum(None)) && listed.contains("\tci\t"), "{listed}");
+    assert!(!listed.contains(&token[21..]), "the list never shows a secret");
+    let token_id = &token[4..20];
+    assert!(listed.contains(token_id));
+
+    // Restart with --reindex: the chain index is rebuilt, the account data stays.
+    let mut config = test_config(&anvil.http_url(), data.path());
+    config.reindex = true;
+    let daemon = rockscout::Daemon::start(&config).await.unwrap();
+    let addr = daemon.addr();
+    let info = get_as(addr, "/api/account/v2/user/info", Some(&token)).await;
+    assert_eq!(info["address_hash"], owner.to_checksum(None));
+    let reply = call(addr, Method::GET, "/api/account/v2/user/info", None, Value::Null).await;
+    assert_eq!((reply.status.as_u16(), reply.json()), (401, json!({"message": "Unauthorized"})));
+    let forged = format!("{}{}", &token[..token.len() - 1], if token.ends_with('0') { '1' } else { '0' });
+    let reply = call(addr, Method::GET, "/api/account/v2/user/info", Some(&forged), Value::Null).await;
+    assert_eq!(reply.status, 401);
+    let cookie = format!("_explorer_key={token}");
+    let reply =
+        request(addr, Method::GET, "/api/account/v2/user/info", &[("cookie", cookie.as_str())], String::new()).await;
+    assert_eq!(reply.status, 200, "the sign-in cookie works like the header");
+    assert_eq!(reply.headers["cache-control"], "private, no-store");
+
+    // Revoked (offline again): refused.
+    daemon.shutdown().await.unwrap();
+    let revoked = rockscout(&["account", "--data-dir", &dir, "revoke", "--id", token_id]);
+    assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
+    let daemon = rockscout::Daemon::start(&test_config(&anvil.http_url(), data.path())).await.unwrap();
+    let reply = call(daemon.addr(), Method::GET, "/api/account/v2/user/info", Some(&token), Value::Null).await;
+    assert_eq!(reply.status, 401, "a revoked token is refused");
+    daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_bad_tokens_from_one_ip_is_limited() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |c| c.api.auth.failure_budget = 5).await;
+    let addr = t.daemon.addr();
+    let good = Accounts::new(t.daemon.store().clone()).mint_token(Address::repeat_byte(1), "ok", None, false).unwrap();
+    let bad = format!("rst_{:016x}_{}", 1, "00".repeat(32));
+    for _ in 0..5 {
+        let reply = call(addr, Method::GET, "/api/account/v2/user/info", Some(&bad), Value::Null).await;
+        assert_eq!(reply.status, 401);
+    }
+    let reply = call(addr, Method::GET, "/api/account/v2/user/info", Some(&good), Value::Null).await;
+    assert_eq!(reply.status, 429, "past the budget even a good token waits: {}", String::from_utf8_lossy(&reply.body));
+    assert!(reply.json()["message"].as_str().unwrap().contains("failed authentications"));
+    let reply = call(addr, Method::GET, "/api/v2/stats", Some(&bad), Value::Null).await;
+    assert_eq!(reply.status, 429, "reads presenting a token are refused too");
+    assert_eq!(call(addr, Method::GET, "/api/v2/stats", None, Value::Null).await.status, 200, "anonymous reads go on");
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// Asks for a sign-in message for `address`.
+async fn siwe_message(addr: SocketAddr, address: Address) -> String {
+    let reply = get_as(addr, &format!("/api/account/v2/siwe_message?address={address}"), None).await;
+    reply["siwe_message"].as_str().expect("a message").to_owned()
+}
+
+async fn authenticate(addr: SocketAddr, message: &str, signer: &PrivateKeySigner) -> Reply {
+    let signature = signer.sign_message_sync(message.as_bytes()).unwrap().to_string();
+    let body = json!({"message": message, "signature": signature});
+    call(addr, Method::POST, "/api/account/v2/authenticate_via_wallet", None, body).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_with_ethereum_by_a_dev_key() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    wait_synced(&t.daemon, &node).await;
+    let addr = t.daemon.addr();
+    let signer: PrivateKeySigner = DEV_KEY.parse().unwrap();
+    assert_eq!(signer.address(), anvil.addresses()[0]);
+
+    let message = siwe_message(addr, signer.address()).await;
+    assert!(message.starts_with(&format!("{addr} wants you to sign in with your Ethereum account:\n")), "{message}");
+    assert!(message.contains(&format!("\n{}\n", signer.address().to_checksum(None))));
+    assert!(
+        message.contains(&format!("Chain ID: {}", rockscout::dev::anvil::DEV_CHAIN_ID))
+            && message.contains("Nonce: ")
+            && message.contains("Expiration Time: ")
+    );
+    let reply = authenticate(addr, &message, &signer).await;
+    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    let cookie = reply.headers["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.starts_with("_explorer_key=rst_") && cookie.contains("HttpOnly"), "{cookie}");
+    let token = reply.json()["token"].as_str().unwrap().to_owned();
+    assert_eq!(reply.json()["address_hash"], signer.address().to_checksum(None));
+    let info = get_as(addr, "/api/account/v2/user/info", Some(&token)).await;
+    assert_eq!(info["address_hash"], signer.address().to_checksum(None));
+
+    let replay = authenticate(addr, &message, &signer).await;
+    assert_eq!(replay.status, 401, "a nonce signs in once");
+    assert!(replay.json()["message"].as_str().unwrap().contains("nonce"));
+
+    let fresh = siwe_message(addr, signer.address()).await;
+    let expiry = fresh.lines().find(|l| l.starts_with("Expiration Time: ")).unwrap();
+    let expired = fresh.replace(expiry, "Expiration Time: 2021-01-01T00:00:00.000Z");
+    let reply = authenticate(addr, &expired, &signer).await;
+    assert_eq!(reply.status, 401);
+    assert!(reply.json()["message"].as_str().unwrap().contains("expired"), "{}", reply.json());
+
+    let fresh = siwe_message(addr, signer.address()).await;
+    let foreign = fresh.replacen(&addr.to_string(), "phishing.example", 1);
+    let reply = authenticate(addr, &foreign, &signer).await;
+    assert_eq!(reply.status, 401);
+    assert!(reply.json()["message"].as_str().unwrap().contains("wrong domain"), "{}", reply.json());
+
+    let fresh = siwe_message(addr, signer.address()).await;
+    let other: PrivateKeySigner = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d".parse().unwrap();
+    let reply = authenticate(addr, &fresh, &other).await;
+    assert_eq!(reply.status, 401, "someone else's signature");
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// Picks the address object a test looks at out of a response.
+type Pick = fn(&Value) -> Value;
+
+fn tag_names(address_object: &Value) -> Vec<String> {
+    let tags = address_object["private_tags"].as_array().unwrap_or_else(|| panic!("no private_tags: {address_object}"));
+    tags.iter().map(|t| t["display_name"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_tags_are_shown_only_to_their_owner() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let accounts = Accounts::new(t.daemon.store().clone());
+    let (alice, bob) = (
+        accounts.mint_token(a[8], "alice", None, false).unwrap(),
+        accounts.mint_token(a[9], "bob", None, false).unwrap(),
+    );
+    let unit = U256::from(10u64).pow(U256::from(18));
+    let mut code = DemoToken::BYTECODE.to_vec();
+    code.extend(
+        DemoToken::constructorCall { name_: "Tagged".into(), symbol_: "TAG".into(), initialSupply: unit }.abi_encode(),
+    );
+    let deployed = deploy(&node, a[0], &alloy::primitives::Bytes::from(code)).await;
+    mine(&node, 1).await;
+    let erc20 = created_address(&node, deployed).await;
+    let paid = transfer(&node, a[0], a[1], 777).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    // The tag is on the token holder `a[0]`, who also sent `paid`.
+    let tagged = a[0];
+
+    let tags = "/api/account/v2/user/tags/address";
+    let reply = call(addr, Method::POST, tags, None, json!({"address_hash": tagged, "name": "deployer"})).await;
+    assert_eq!(reply.status, 401, "writes need a token");
+    let reply = call(addr, Method::POST, tags, Some(&alice), json!({"address_hash": "0x12", "name": "x"})).await;
+    assert_eq!(reply.status, 422);
+    assert_eq!(reply.json()["errors"][0]["source"]["pointer"], "/address_hash");
+    let long = "n".repeat(36);
+    let reply = call(addr, Method::POST, tags, Some(&alice), json!({"address_hash": tagged, "name": long})).await;
+    assert_eq!(reply.status, 422);
+    let reply = call(addr, Method::POST, tags, Some(&alice), json!({"address_hash": tagged, "name": "deployer"})).await;
+    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    let tag = reply.json();
+    assert_eq!(
+        (tag["name"].as_str(), tag["address_hash"].as_str()),
+        (Some("deployer"), Some(&*tagged.to_checksum(None)))
+    );
+    let tag_id = tag["id"].as_u64().unwrap();
+    let tx_tags = "/api/account/v2/user/tags/transaction";
+    let body = json!({"transaction_hash": format!("{paid:#x}"), "name": "payday"});
+    assert_eq!(call(addr, Method::POST, tx_tags, Some(&alice), body).await.status, 200);
+
+    // Another account can neither see, change nor delete it.
+    let item = format!("{tags}/{tag_id}");
+    assert_eq!(call(addr, Method::GET, &item, Some(&bob), Value::Null).await.status, 403);
+    let rename = json!({"address_hash": tagged, "name": "mine now"});
+    assert_eq!(call(addr, Method::PUT, &item, Some(&bob), rename).await.status, 403);
+    assert_eq!(call(addr, Method::DELETE, &item, Some(&bob), Value::Null).await.status, 403);
+    assert_eq!(call(addr, Method::DELETE, &format!("{tags}/999999"), Some(&bob), Value::Null).await.status, 404);
+    assert!(get_as(addr, tags, Some(&bob)).await["items"].as_array().unwrap().is_empty());
+    assert_eq!(get_as(addr, tags, Some(&alice)).await["items"][0]["id"], tag_id);
+
+    // Every route that shows the address: the owner sees the tag, bob and anonymous callers do not.
+    let views: Vec<(String, Pick)> = vec![
+        (format!("/api/v2/addresses/{tagged}"), |v| v.clone()),
+        ("/api/v2/transactions".into(), |v| {
+            v["items"].as_array().unwrap().iter().find(|t| t["from"]["hash"].is_string()).unwrap()["from"].clone()
+        }),
+        (format!("/api/v2/tokens/{erc20}/holders"), |v| v["items"][0]["address"].clone()),
+        (format!("/api/v2/transactions/{paid:#x}"), |v| v["from"].clone()),
+    ];
+    for (path, pick) in &views {
+        let mine = pick(&get_as(addr, path, Some(&alice)).await);
+        assert_eq!(tag_names(&mine), ["deployer"], "{path} for the owner");
+        let theirs = pick(&get_as(addr, path, Some(&bob)).await);
+        assert_eq!(tag_names(&theirs), Vec::<String>::new(), "{path} for another account");
+        let anonymous = call(addr, Method::GET, path, None, Value::Null).await;
+        assert_eq!(tag_names(&pick(&anonymous.json())), Vec::<String>::new(), "{path} anonymously");
+        assert!(!String::from_utf8_lossy(&anonymous.body).contains("deployer"));
+        assert!(anonymous.headers.get("cache-control").is_none(), "anonymous answers stay cacheable");
+        let owned = call(addr, Method::GET, path, Some(&alice), Value::Null).await;
+        assert_eq!(owned.headers["cache-control"], "private, no-store", "{path}");
+    }
+    let detail = get_as(addr, &format!("/api/v2/transactions/{paid:#x}"), Some(&alice)).await;
+    assert_eq!(detail["transaction_tag"], "payday");
+    let detail = get_as(addr, &format!("/api/v2/transactions/{paid:#x}"), Some(&bob)).await;
+    assert_eq!(detail["transaction_tag"], Value::Null);
+    let search = get_as(addr, &format!("/api/v2/search?q={tagged}"), Some(&alice)).await;
+    let hit = search["items"].as_array().unwrap().iter().find(|i| i["type"] == "address").unwrap().clone();
+    assert_eq!(tag_names(&hit), ["deployer"]);
+    let search = get_as(addr, &format!("/api/v2/search?q={tagged}"), None).await;
+    assert!(!search.to_string().contains("deployer"));
+
+    // WebSocket payloads carry nothing private.
+    let mut ws = WsClient::connect(addr, "/socket/v2/websocket?vsn=2.0.0").await;
+    let topic = format!("addresses:{tagged:#x}");
+    ws.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+    assert_eq!(ws.frame().await[4]["status"], "ok");
+    transfer(&node, tagged, a[2], 1).await;
+    mine(&node, 1).await;
+    let pushed = ws.until(Duration::from_secs(30), |f| f[3] == "transaction").await;
+    assert!(!pushed.to_string().contains("deployer"), "{pushed}");
+    assert_eq!(tag_names(&pushed[4]["transactions"][0]["from"]), Vec::<String>::new());
+
+    // Rename, paginate, delete.
+    let renamed = call(addr, Method::PUT, &item, Some(&alice), json!({"address_hash": tagged, "name": "boss"})).await;
+    assert_eq!(renamed.json()["name"], "boss");
+    for n in 1..=3u8 {
+        let body = json!({"address_hash": Address::repeat_byte(n), "name": format!("t{n}")});
+        assert_eq!(call(addr, Method::POST, tags, Some(&alice), body).await.status, 200);
+    }
+    let first = get_as(addr, &format!("{tags}?items_count=2"), Some(&alice)).await;
+    assert_eq!(first["items"].as_array().unwrap().len(), 2);
+    let next = &first["next_page_params"];
+    let rest = get_as(addr, &format!("{tags}?items_count=2&id={}", next["id"]), Some(&alice)).await;
+    assert_eq!(rest["items"].as_array().unwrap().len(), 2);
+    assert_eq!(rest["next_page_params"], Value::Null);
+    assert_eq!(rest["items"][1]["name"], "boss", "oldest last");
+    assert_eq!(call(addr, Method::DELETE, &item, Some(&alice), Value::Null).await.status, 200);
+    assert_eq!(call(addr, Method::GET, &item, Some(&alice), Value::Null).await.status, 404);
+    let detail = get_as(addr, &format!("/api/v2/addresses/{tagged}"), Some(&alice)).await;
+    assert_eq!(tag_names(&detail), Vec::<String>::new());
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchlists_name_addresses_and_list_their_transactions() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let accounts = Accounts::new(t.daemon.store().clone());
+    let (alice, bob) =
+        (accounts.mint_token(a[8], "a", None, false).unwrap(), accounts.mint_token(a[9], "b", None, false).unwrap());
+    let watched = transfer(&node, a[1], a[2], 5).await;
+    let unrelated = transfer(&node, a[3], a[4], 6).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+
+    let list = "/api/account/v2/user/watchlist";
+    let entry = json!({
+        "address_hash": a[1], "name": "friend",
+        "notification_settings": {"native": {"incoming": true, "outcoming": false}, "ERC-20": {"incoming": true, "outcoming": true}},
+        "notification_methods": {"email": false},
+    });
+    let created = call(addr, Method::POST, list, Some(&alice), entry.clone()).await;
+    assert_eq!(created.status, 200, "{}", String::from_utf8_lossy(&created.body));
+    let created = created.json();
+    let id = created["id"].as_u64().unwrap();
+    assert_eq!(created["notification_settings"]["native"], json!({"incoming": true, "outcoming": false}));
+    assert_eq!(created["notification_settings"]["ERC-20"], json!({"incoming": true, "outcoming": true}));
+    assert_eq!(created["notification_settings"]["ERC-721"], json!({"incoming": false, "outcoming": false}));
+    assert_eq!(call(addr, Method::POST, list, Some(&alice), entry).await.status, 422, "one entry per address");
+    assert_eq!(call(addr, Method::POST, list, None, json!({})).await.status, 401);
+
+    let detail = get_as(addr, &format!("/api/v2/addresses/{}", a[1]), Some(&alice)).await;
+    assert_eq!(detail["watchlist_names"], json!([{"display_name": "friend", "label": "friend"}]));
+    assert_eq!(detail["watchlist_address_id"], id);
+    let detail = get_as(addr, &format!("/api/v2/addresses/{}", a[1]), Some(&bob)).await;
+    assert_eq!((&detail["watchlist_names"], &detail["watchlist_address_id"]), (&json!([]), &Value::Null));
+
+    let page = get_as(addr, "/api/v2/transactions/watchlist", Some(&alice)).await;
+    let hashes: Vec<&str> = page["items"].as_array().unwrap().iter().map(|t| t["hash"].as_str().unwrap()).collect();
+    assert_eq!(hashes, [format!("{watched:#x}")], "only the watched address's transactions, not {unrelated:#x}");
+    let main = get_as(addr, "/api/v2/main-page/transactions/watchlist", Some(&alice)).await;
+    assert_eq!(main.as_array().unwrap().len(), 1);
+    assert_eq!(main[0]["from"]["watchlist_names"][0]["display_name"], "friend");
+    assert!(get_as(addr, "/api/v2/transactions/watchlist", Some(&bob)).await["items"].as_array().unwrap().is_empty());
+    assert_eq!(call(addr, Method::GET, "/api/v2/transactions/watchlist", None, Value::Null).await.status, 401);
+
+    let item = format!("{list}/{id}");
+    let update = json!({"address_hash": a[1], "name": "pal", "notification_settings": {}});
+    assert_eq!(call(addr, Method::PUT, &item, Some(&bob), update.clone()).await.status, 403);
+    let updated = call(addr, Method::PUT, &item, Some(&alice), update).await.json();
+    assert_eq!(
+        (updated["name"].as_str(), &updated["notification_settings"]["native"]["incoming"]),
+        (Some("pal"), &json!(false))
+    );
+    assert_eq!(get_as(addr, list, Some(&alice)).await["items"][0]["name"], "pal");
+    assert_eq!(call(addr, Method::DELETE, &item, Some(&alice), Value::Null).await.status, 200);
+    assert!(get_as(addr, "/api/v2/transactions/watchlist", Some(&alice)).await["items"].as_array().unwrap().is_empty());
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_keys_get_their_own_higher_limit() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.api.rate_limit.per_second = 1;
+        c.api.rate_limit.burst = 6;
+        c.api.auth.api_key_per_second = 100;
+        c.api.auth.api_key_burst = 200;
+    })
+    .await;
+    let addr = t.daemon.addr();
+    let alice = Accounts::new(t.daemon.store().clone()).mint_token(Address::repeat_byte(8), "a", None, false).unwrap();
+    let keys = "/api/account/v2/user/api_keys";
+    let created = call(addr, Method::POST, keys, Some(&alice), json!({"name": "bot"})).await.json();
+    let key = created["api_key"].as_str().unwrap().to_owned();
+    assert!(key.starts_with("rsk_") && key.len() == 85, "{key}");
+    for n in 0..2 {
+        assert_eq!(call(addr, Method::POST, keys, Some(&alice), json!({"name": format!("k{n}")})).await.status, 200);
+    }
+    let refused = call(addr, Method::POST, keys, Some(&alice), json!({"name": "one too many"})).await;
+    assert_eq!(refused.status, 422, "a few keys per account");
+    let with_key = format!("/api/v2/stats?apikey={key}");
+    for _ in 0..20 {
+        let reply = request(addr, Method::GET, &with_key, &[], String::new()).await;
+        assert_eq!(reply.status, 200, "the key's own bucket");
+        assert_eq!(reply.headers["x-ratelimit-limit"], "200");
+    }
+    let listed = call(addr, Method::GET, keys, Some(&alice), Value::Null).await.json();
+    assert_eq!(listed.as_array().unwrap().len(), 3);
+    assert!(!listed.to_string().contains(&key[21..]), "the list never shows a key's secret");
+
+    let wrong = format!("/api/v2/stats?apikey=rsk_{:016x}_{}", 7, "ab".repeat(32));
+    let limited = poll_until("the invalid key's IP to be limited", Duration::from_secs(10), || async {
+        let reply = request(addr, Method::GET, &wrong, &[], String::new()).await;
+        (reply.status == 429).then_some(reply)
+    })
+    .await;
+    assert_eq!(limited.headers["x-ratelimit-limit"], "6", "an invalid key gets the anonymous limit");
+    let header_key = request(addr, Method::GET, "/api/v2/stats", &[("x-api-key", key.as_str())], String::new()).await;
+    assert_eq!(header_key.status, 200, "the key is not limited with its IP");
+    let reply = call(addr, Method::GET, keys, Some(&alice), Value::Null).await;
+    assert_eq!(reply.status, 429, "the IP itself is limited");
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// Runs `rockscout dev` on `dir` until it prints its account token; returns the process, the address it serves
+/// on and the token.
+async fn dev_with_token(dir: &std::path::Path) -> (std::process::Child, SocketAddr, String) {
+    use std::io::BufRead;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rockscout"))
+        .args(["dev", "--no-traffic", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(dir)
+        .env("ANVIL_BIN", anvil_bin())
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn rockscout dev");
+    let stdout = child.stdout.take().unwrap();
+    let (lines, printed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let token = poll_until("dev mode to print its account token", Duration::from_secs(60), || {
+        let line = printed.try_recv().ok();
+        async move { Some(line?.split("Bearer ").nth(1)?.split_whitespace().next()?.to_owned()) }
+    })
+    .await;
+    (child, format!("127.0.0.1:{port}").parse().unwrap(), token)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_mode_prints_a_working_account_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let first_dev_address: Address = DEV_KEY.parse::<PrivateKeySigner>().unwrap().address();
+    let (mut child, addr, token) = dev_with_token(dir.path()).await;
+    let info = get_as(addr, "/api/account/v2/user/info", Some(&token)).await;
+    assert_eq!(info["address_hash"], first_dev_address.to_checksum(None));
+    let tag = json!({"address_hash": first_dev_address, "name": "me"});
+    let reply = call(addr, Method::POST, "/api/account/v2/user/tags/address", Some(&token), tag).await;
+    assert_eq!(reply.status, 200, "the printed token writes right away");
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(child.wait().unwrap().success());
+
+    // The next run on the same directory revokes the old token, prints a new one, and keeps the account's tag.
+    let (mut child, addr, fresh) = dev_with_token(dir.path()).await;
+    assert_ne!(fresh, token);
+    let reply = call(addr, Method::GET, "/api/account/v2/user/info", Some(&token), Value::Null).await;
+    assert_eq!(reply.status, 401);
+    let tags = get_as(addr, "/api/account/v2/user/tags/address", Some(&fresh)).await;
+    assert_eq!(tags["items"][0]["name"], "me");
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_abis_are_stored_per_account() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let accounts = Accounts::new(t.daemon.store().clone());
+    let (alice, bob) = (
+        accounts.mint_token(Address::repeat_byte(1), "a", None, false).unwrap(),
+        accounts.mint_token(Address::repeat_byte(2), "b", None, false).unwrap(),
+    );
+    let list = "/api/account/v2/user/custom_abis";
+    let contract = Address::repeat_byte(0xcc);
+    let abi =
+        json!([{"type": "function", "name": "poke", "inputs": [], "outputs": [], "stateMutability": "nonpayable"}]);
+    let body = json!({"contract_address_hash": contract, "name": "demo", "abi": abi});
+    assert_eq!(call(addr, Method::POST, list, None, body.clone()).await.status, 401);
+    let created = call(addr, Method::POST, list, Some(&alice), body.clone()).await;
+    assert_eq!(created.status, 200, "{}", String::from_utf8_lossy(&created.body));
+    let created = created.json();
+    assert_eq!((&created["abi"], &created["name"]), (&abi, &json!("demo")));
+    assert_eq!(created["contract_address_hash"], contract.to_checksum(None));
+    let item = format!("{list}/{}", created["id"]);
+    assert_eq!(call(addr, Method::GET, &item, Some(&bob), Value::Null).await.status, 403);
+    assert_eq!(call(addr, Method::POST, list, Some(&alice), body).await.status, 422, "one ABI per contract");
+    for bad in [json!("not json"), json!({"type": "function"}), json!([]), json!([{"name": "no type"}])] {
+        let body = json!({"contract_address_hash": Address::repeat_byte(0xdd), "name": "x", "abi": bad});
+        let reply = call(addr, Method::POST, list, Some(&alice), body).await;
+        assert_eq!(reply.status, 422, "{bad}");
+        assert_eq!(reply.json()["errors"][0]["source"]["pointer"], "/abi");
+    }
+    let huge = json!([{"type": "function", "name": "x".repeat(200 << 10)}]);
+    let body = json!({"contract_address_hash": Address::repeat_byte(0xdd), "name": "x", "abi": huge});
+    assert_eq!(call(addr, Method::POST, list, Some(&alice), body).await.status, 413);
+    assert_eq!(get_as(addr, list, Some(&alice)).await["items"][0]["abi"], abi);
+    assert!(get_as(addr, list, Some(&bob)).await["items"].as_array().unwrap().is_empty());
+    assert_eq!(call(addr, Method::DELETE, &item, Some(&alice), Value::Null).await.status, 200);
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchlist_events_go_live_to_their_owner_only() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let accounts = Accounts::new(t.daemon.store().clone());
+    let (alice, bob) =
+        (accounts.mint_token(a[8], "a", None, false).unwrap(), accounts.mint_token(a[9], "b", None, false).unwrap());
+    let entry = json!({"address_hash": a[1], "name": "friend"});
+    assert_eq!(call(addr, Method::POST, "/api/account/v2/user/watchlist", Some(&alice), entry).await.status, 200);
+    let topic = format!("watchlist:{}", a[8].to_checksum(None));
+
+    for (token, who) in [(None, "anonymous"), (Some(&bob), "another account")] {
+        let path = match token {
+            Some(token) => format!("/socket/v2/websocket?vsn=2.0.0&token={token}"),
+            None => "/socket/v2/websocket?vsn=2.0.0".to_owned(),
+        };
+        let mut ws = WsClient::connect(addr, &path).await;
+        ws.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+        let reply = ws.frame().await;
+        assert_eq!(reply[4], json!({"status": "error", "response": {"reason": "unauthorized"}}), "{who}");
+    }
+    let mut ws = WsClient::connect(addr, &format!("/socket/v2/websocket?vsn=2.0.0&token={alice}")).await;
+    ws.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+    assert_eq!(ws.frame().await[4]["status"], "ok");
+    transfer(&node, a[3], a[4], 1).await;
+    let watched = transfer(&node, a[2], a[1], 2).await;
+    mine(&node, 1).await;
+    let pushed = ws.until(Duration::from_secs(30), |f| f[2] == topic.as_str() && f[3] == "transaction").await;
+    let hashes: Vec<&str> =
+        pushed[4]["transactions"].as_array().unwrap().iter().map(|t| t["hash"].as_str().unwrap()).collect();
+    assert_eq!(hashes, [format!("{watched:#x}")], "only the watched address's transaction");
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn account_data_survives_reorgs_and_chain_resets() {
+    use alloy::providers::Provider;
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |c| c.indexer.on_reset = rockscout::indexer::ResetPolicy::Reindex).await;
+    let addr = t.daemon.addr();
+    let token = Accounts::new(t.daemon.store().clone()).mint_token(a[8], "a", None, false).unwrap();
+    let tags = "/api/account/v2/user/tags/address";
+    let tag = json!({"address_hash": a[1], "name": "kept"});
+    assert_eq!(call(addr, Method::POST, tags, Some(&token), tag).await.status, 200);
+    transfer(&node, a[1], a[2], 1).await;
+    mine(&node, 3).await;
+    wait_synced(&t.daemon, &node).await;
+
+    // A reorg takes the blocks with the tagged address's transaction away.
+    let _: Value = node.raw_request("anvil_reorg".into(), json!([3, []])).await.unwrap();
+    let reorged = poll_until("the reorg to be followed", Duration::from_secs(30), || async {
+        let reorgs = get_as(addr, "/api/v2/blocks?type=reorg", None).await;
+        (!reorgs["items"].as_array()?.is_empty()).then_some(())
+    });
+    reorged.await;
+    assert_eq!(get_as(addr, tags, Some(&token)).await["items"][0]["name"], "kept");
+
+    // A replaced chain wipes the index; the account and its tag stay.
+    let _: Value = node.raw_request("anvil_reset".into(), json!([])).await.unwrap();
+    let new_chain_id = node.get_chain_id().await.unwrap();
+    mine(&node, 2).await;
+    poll_until("the index to hold the new chain", Duration::from_secs(60), || async {
+        let identity = t.daemon.store().reader().chain_identity().ok()??;
+        (identity.0 == new_chain_id).then_some(())
+    })
+    .await;
+    assert_eq!(get_as(addr, tags, Some(&token)).await["items"][0]["name"], "kept");
+    let detail = get_as(addr, &format!("/api/v2/addresses/{}", a[1]), Some(&token)).await;
+    assert_eq!(tag_names(&detail), ["kept"]);
+    t.daemon.shutdown().await.unwrap();
+}
