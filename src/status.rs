@@ -15,6 +15,8 @@ pub enum Writer {
     Pending,
     /// The token metadata fetcher.
     TokenMetadata,
+    /// The contract code writer.
+    ContractCode,
 }
 
 impl Writer {
@@ -25,6 +27,7 @@ impl Writer {
             Writer::Traces => "traces",
             Writer::Pending => "pending",
             Writer::TokenMetadata => "token_metadata",
+            Writer::ContractCode => "contract_code",
         }
     }
 }

@@ -44,3 +44,18 @@ alloy::sol!(
     DemoChild,
     "src/dev/contracts/DemoChild.json"
 );
+
+/// The demo contracts as build artifacts, so `rockscout dev` names them and decodes their calls from the first
+/// block.
+pub fn demo_artifacts() -> Vec<std::sync::Arc<crate::contracts::artifacts::Artifact>> {
+    crate::contracts::artifacts::ArtifactSet::from_documents(&[
+        ("Demo", include_str!("contracts/Demo.json")),
+        ("DemoToken", include_str!("contracts/DemoToken.json")),
+        ("DemoNft", include_str!("contracts/DemoNft.json")),
+        ("DemoMulti", include_str!("contracts/DemoMulti.json")),
+        ("LiarToken", include_str!("contracts/LiarToken.json")),
+        ("DemoFactory", include_str!("contracts/DemoFactory.json")),
+        ("DemoChild", include_str!("contracts/DemoChild.json")),
+    ])
+    .all
+}

@@ -185,10 +185,12 @@ fn encoded() -> Vec<(&'static str, String)> {
                 UndoRow { table: Daily::ID, key: vec![4], before: None },
             ],
         }),
+        row::<Code>(&Bytes::from_static(&[0x60, 0x80, 0x60, 0x40])),
+        row::<Contracts>(&ContractRecord { code_hash: hash(43), creation_tx: hash(44), block: 45 }),
     ]
 }
 
-/// The bytes of every sample, as schema version 1 stores them.
+/// The bytes of every sample, as schema version 2 stores them.
 #[rustfmt::skip]
 const PINNED: &[(&str, &str)] = &[
     ("meta", "0001"),
@@ -226,6 +228,8 @@ const PINNED: &[(&str, &str)] = &[
     ("pending", "20080808080808080808080808080808080808080808080808080808080808080814090909090909090909090909090909090909090901140a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a080de0b6b3a764000004a9059cbb0bfca08601000001fc0094357701fc00ca9a3b02fd7b68e5cf8b010000"),
     ("pending_by_time", ""),
     ("undo", "020802010201010319010400"),
+    ("code", "0460806040"),
+    ("contracts", "202b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b202c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2d"),
 ];
 
 #[test]

@@ -457,6 +457,18 @@ pub struct Undo {
     pub rows: Vec<UndoRow>,
 }
 
+/// Where a contract's runtime code is and which creation it belongs to (written by the code writer, reverted with
+/// the creation's block through its undo data).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContractRecord {
+    /// keccak256 of the runtime code: the key of the `code` table.
+    pub code_hash: B256,
+    /// The creating transaction.
+    pub creation_tx: B256,
+    /// The block of that transaction.
+    pub block: u64,
+}
+
 /// The token standards the index recognizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TokenKind {

@@ -7,10 +7,10 @@ use super::keys::{
     InstanceKey, Key, MetaKey, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
 };
 use super::records::{
-    AccountRecord, Amount, BlockRecord, DayStats, InstanceRecord, InternalCreation, InternalTxRecord, LogRecord, Meta,
+    AccountRecord, Amount, BlockRecord, ContractRecord, DayStats, InstanceRecord, InternalCreation, InternalTxRecord, LogRecord, Meta,
     PendingTxRecord, TokenMetadata, TokenRecord, TokenTransferRecord, TraceSummary, TxRecord, Undo,
 };
-use alloy::primitives::{Address, B256};
+use alloy::primitives::{Address, Bytes, B256};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// A column family with a fixed key type and value type.
@@ -128,6 +128,10 @@ tables! {
     PendingByTime = 27 "pending_by_time": PendingKey => (), Ordered;
     /// Block number (newest first) → prior values of the derived rows the block changed.
     UndoLog = 28 "undo": BlockKey => Undo, Ordered;
+    /// keccak256 of runtime code → the code, stored once however many contracts share it (content-addressed).
+    Code = 29 "code": B256 => Bytes, Lookup;
+    /// Contract → its code hash and creation (written by the code writer; reverted with the creation's block).
+    Contracts = 30 "contracts": Address => ContractRecord, Lookup;
 }
 
 /// The table with stable id `id`.
@@ -187,6 +191,8 @@ mod tests {
             "pending",
             "pending_by_time",
             "undo",
+            "code",
+            "contracts",
         ];
         let declared: Vec<(u8, &str)> = ALL.iter().map(|t| (t.id, t.name)).collect();
         let expected: Vec<(u8, &str)> = pinned.iter().enumerate().map(|(i, n)| (i as u8, *n)).collect();

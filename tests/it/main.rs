@@ -2,6 +2,7 @@
 //! test kills it).
 
 mod api;
+mod contracts;
 mod core;
 mod crash;
 mod dev;
