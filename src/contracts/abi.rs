@@ -209,11 +209,12 @@ fn decoded(
     })
 }
 
-/// A decoded value as Blockscout shows it: numbers as decimal strings, bytes as hex, tuples and arrays as arrays.
+/// A decoded value as Blockscout shows it: numbers and booleans as strings, bytes as hex, tuples and arrays as
+/// arrays.
 pub fn value_json(value: &DynSolValue) -> Value {
     match value {
         DynSolValue::Address(a) => json!(a.to_checksum(None)),
-        DynSolValue::Bool(b) => json!(b),
+        DynSolValue::Bool(b) => json!(b.to_string()),
         DynSolValue::Uint(u, _) => json!(u.to_string()),
         DynSolValue::Int(i, _) => json!(i.to_string()),
         DynSolValue::String(s) => json!(s),
