@@ -6,10 +6,10 @@
 //! format can evolve without a schema change.
 
 use super::methods;
-use crate::contracts::abi::Abi;
-use crate::contracts::proxy::ProxyType;
 use crate::chain::tokens::transfer_type;
 use crate::chain::TxTypes;
+use crate::contracts::abi::Abi;
+use crate::contracts::proxy::ProxyType;
 use crate::store::keys::{BlockPos, TracePos};
 use crate::store::records::{
     AuthorizationRecord, BlockRecord, InternalTxRecord, LogRecord, PendingTxRecord, TokenKind, TokenMetadata,
@@ -140,10 +140,7 @@ impl ContractInfo {
 
     /// `implementations` as Blockscout shows them.
     pub fn implementations_json(&self) -> Vec<Value> {
-        self.implementations
-            .iter()
-            .map(|i| json!({"address_hash": checksum(&i.address), "name": i.name}))
-            .collect()
+        self.implementations.iter().map(|i| json!({"address_hash": checksum(&i.address), "name": i.name})).collect()
     }
 }
 
@@ -711,9 +708,7 @@ impl TransferJson {
             token,
             token_type: t.kind.label(),
             kind: transfer_type(t),
-            method: tx_call.and_then(|(input, to)| {
-                methods::method_label(&contracts.abis(to), input, true)
-            }),
+            method: tx_call.and_then(|(input, to)| methods::method_label(&contracts.abis(to), input, true)),
             total,
         }
     }

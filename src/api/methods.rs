@@ -51,7 +51,10 @@ mod tests {
     fn the_contracts_own_abi_comes_first() {
         let own = Abi::new(JsonAbi::parse(["function transfer(address recipient, uint256 amount)"]).unwrap());
         let input = [&[0xa9, 0x05, 0x9c, 0xbb][..], &[0u8; 64]].concat();
-        assert_eq!(decode_input(&[&own], &input).unwrap()["method_call"], "transfer(address recipient, uint256 amount)");
+        assert_eq!(
+            decode_input(&[&own], &input).unwrap()["method_call"],
+            "transfer(address recipient, uint256 amount)"
+        );
         let custom = Abi::new(JsonAbi::parse(["function poke(uint8 times)"]).unwrap());
         let poke = [&alloy::primitives::keccak256("poke(uint8)")[..4], &[0u8; 32]].concat();
         assert_eq!(method_label(&[&custom], &poke, true).as_deref(), Some("poke"));

@@ -7,8 +7,8 @@
 
 use super::body::Body;
 use super::cursor::{
-    AddressCursor, BlockCursor, CallCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor, InstanceCursor, PendingCursor,
-    PosCursor, ReorgCursor, TokenCursor, TraceCursor, TransferCursor,
+    AddressCursor, BlockCursor, CallCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor, InstanceCursor,
+    PendingCursor, PosCursor, ReorgCursor, TokenCursor, TraceCursor, TransferCursor,
 };
 use super::error::ApiError;
 use super::json::BlockKind;

@@ -167,11 +167,9 @@ fn code(value: Option<&Value>, links: Option<&Value>) -> Option<CompiledCode> {
     let value = value?;
     let (object, links, immutables): (&str, LinkReferences, ImmutableReferences) = match value {
         Value::String(hex) => (hex, refs(links), ImmutableReferences::default()),
-        Value::Object(o) => (
-            o.get("object")?.as_str()?,
-            refs(o.get("linkReferences")),
-            refs(o.get("immutableReferences")),
-        ),
+        Value::Object(o) => {
+            (o.get("object")?.as_str()?, refs(o.get("linkReferences")), refs(o.get("immutableReferences")))
+        }
         _ => return None,
     };
     if object.trim_start_matches("0x").is_empty() {
@@ -189,9 +187,7 @@ fn from_metadata(metadata: Option<&Value>, file: Option<&str>) -> (Option<String
     };
     let Some(m) = parsed else { return (None, None, None) };
     let version = m.pointer("/compiler/version").and_then(Value::as_str).map(str::to_owned);
-    let license = file
-        .and_then(|f| m.get("sources")?.get(f)?.get("license")?.as_str())
-        .map(str::to_owned);
+    let license = file.and_then(|f| m.get("sources")?.get(f)?.get("license")?.as_str()).map(str::to_owned);
     (version, m.get("settings").cloned(), license)
 }
 
@@ -205,9 +201,7 @@ fn from_build_info(doc: &Value, origin: &Path) -> Vec<Artifact> {
         .get("sources")
         .and_then(Value::as_object)
         .map(|s| {
-            s.iter()
-                .filter_map(|(path, src)| Some((path.clone(), src.get("content")?.as_str()?.to_owned())))
-                .collect()
+            s.iter().filter_map(|(path, src)| Some((path.clone(), src.get("content")?.as_str()?.to_owned()))).collect()
         })
         .unwrap_or_default();
     let version = ["solcLongVersion", "solcVersion", "solc_version"]
@@ -264,7 +258,8 @@ fn from_artifact_file(doc: &Value, origin: &Path) -> Option<Artifact> {
     } else {
         // Foundry: the compilation target in the metadata, else the `File.sol` folder it sits in.
         let target = doc.pointer("/metadata/settings/compilationTarget").and_then(Value::as_object);
-        let from_target = target.and_then(|t| t.iter().next()).and_then(|(f, n)| Some((n.as_str()?.to_owned(), f.clone())));
+        let from_target =
+            target.and_then(|t| t.iter().next()).and_then(|(f, n)| Some((n.as_str()?.to_owned(), f.clone())));
         match from_target {
             Some((name, file)) => (name, Some(file)),
             None => {

@@ -166,8 +166,8 @@ mod tests {
     #[test]
     fn equal_code_is_a_full_match_and_other_metadata_a_partial_one() {
         let code = [&BODY[..], &trailer(1)].concat();
-        let compiled = CompiledCode::new(&format!("0x{}", hex(&code)), &Default::default(), &Default::default())
-            .unwrap();
+        let compiled =
+            CompiledCode::new(&format!("0x{}", hex(&code)), &Default::default(), &Default::default()).unwrap();
         assert_eq!(compiled.matches_runtime(&code), Some(MatchKind::Full));
         let other_metadata = [&BODY[..], &trailer(2)].concat();
         assert_eq!(compiled.matches_runtime(&other_metadata), Some(MatchKind::Partial));

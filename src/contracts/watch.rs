@@ -45,7 +45,12 @@ fn watch_root(dir: &Path) -> Option<PathBuf> {
 
 /// Loads the artifacts (those of `dirs` and the `builtin` ones), then reloads them whenever the folders change,
 /// until cancelled.
-pub async fn run(dirs: Vec<PathBuf>, builtin: Vec<Arc<Artifact>>, knowledge: Arc<Knowledge>, cancel: CancellationToken) {
+pub async fn run(
+    dirs: Vec<PathBuf>,
+    builtin: Vec<Arc<Artifact>>,
+    knowledge: Arc<Knowledge>,
+    cancel: CancellationToken,
+) {
     let count = load(dirs.clone(), &builtin, &knowledge).await;
     if dirs.is_empty() {
         return;

@@ -3,17 +3,23 @@
 //! (`contracts`). Contracts come from each committed block's creations, from the trace pass's internal creations
 //! as it advances, and at start from what an earlier run left unfetched.
 //!
+//! With the code it reads the proxy slots (EIP-1967 logic and beacon, EIP-1822) at the creating block, and again
+//! at each block where the contract emits `Upgraded(address)` or `BeaconUpgraded(address)`.
+//!
 //! A `contracts` row is a late derived row: it is committed under the store's write lock only while its creating
 //! block is canonical, and its prior value joins that block's undo data (`Batch::set_late`), so a reorg that
 //! removes the creation removes the row. While the store refuses writes (disk full) the writer pauses (see `pause`)
 //! and keeps the unsaved contracts for a retry.
 
 use super::pause::Pauser;
+use crate::contracts::proxy::{
+    address_in_slot, EIP1822_PROXIABLE, EIP1967_BEACON, EIP1967_IMPLEMENTATION, IMPLEMENTATION_SELECTOR,
+};
 use crate::events::{ChainEvent, EventSender};
-use crate::node::Node;
+use crate::node::{Node, NodeError};
 use crate::status::{Status, Writer};
 use crate::store::keys::BlockKey;
-use crate::store::records::{Bundle, ContractRecord};
+use crate::store::records::{Bundle, ContractRecord, ProxyKind, ProxyRecord};
 use crate::store::tables::{Accounts, Code, Contracts, Headers, TxHashes};
 use crate::store::{Durability, Reader, Store, StoreResult};
 use alloy::primitives::{keccak256, Address, Bytes, B256};
@@ -39,8 +45,11 @@ pub struct NewContract {
     pub block_hash: B256,
     /// The contract.
     pub address: Address,
-    /// The creating transaction.
+    /// The creating transaction (zero for an upgrade: the stored row's is kept).
     pub tx: B256,
+    /// Whether this is a proxy's upgrade at `block` rather than its creation: only the proxy's implementation is
+    /// read again.
+    pub upgrade: bool,
 }
 
 /// The contracts a block's transactions created (successful top-level creations).
@@ -54,8 +63,53 @@ pub fn block_creations(block: &Bundle) -> Vec<NewContract> {
             block_hash: block.header.hash,
             address: tx.created_or_computed(),
             tx: tx.hash,
+            upgrade: false,
         })
         .collect()
+}
+
+/// Proxies that announced a new implementation or beacon in the block (`Upgraded`, `BeaconUpgraded`).
+pub fn block_upgrades(block: &Bundle) -> Vec<NewContract> {
+    let upgraded = keccak256("Upgraded(address)");
+    let beacon_upgraded = keccak256("BeaconUpgraded(address)");
+    block
+        .logs
+        .iter()
+        .filter(|log| log.topics.first().is_some_and(|t| *t == upgraded || *t == beacon_upgraded))
+        .map(|log| NewContract {
+            block: block.number(),
+            block_hash: block.header.hash,
+            address: log.address,
+            tx: B256::ZERO,
+            upgrade: true,
+        })
+        .collect()
+}
+
+/// What the proxy slots of `address` hold at the end of block `number`.
+pub async fn read_proxy(node: &Node, address: Address, number: u64) -> Result<Option<ProxyRecord>, NodeError> {
+    let (logic, beacon, proxiable) = tokio::try_join!(
+        node.storage(address, EIP1967_IMPLEMENTATION, number),
+        node.storage(address, EIP1967_BEACON, number),
+        node.storage(address, EIP1822_PROXIABLE, number),
+    )?;
+    if let Some(implementation) = address_in_slot(logic) {
+        return Ok(Some(ProxyRecord { kind: ProxyKind::Eip1967, implementation, beacon: None }));
+    }
+    if let Some(beacon) = address_in_slot(beacon) {
+        let answer = node.call_contract(beacon, Bytes::copy_from_slice(&IMPLEMENTATION_SELECTOR), Some(number)).await?;
+        let implementation = answer.filter(|a| a.len() == 32).and_then(|a| address_in_slot(B256::from_slice(&a)));
+        return Ok(implementation.map(|implementation| ProxyRecord {
+            kind: ProxyKind::Eip1967Beacon,
+            implementation,
+            beacon: Some(beacon),
+        }));
+    }
+    Ok(address_in_slot(proxiable).map(|implementation| ProxyRecord {
+        kind: ProxyKind::Eip1822,
+        implementation,
+        beacon: None,
+    }))
 }
 
 /// Contracts created inside the traced block `number` (successful creation frames below the top).
@@ -65,26 +119,38 @@ fn traced_creations(reader: &Reader<'_>, number: u64) -> StoreResult<Vec<NewCont
     for row in reader.block_calls(number, None) {
         let (_, frame) = row?;
         if let (true, true, Some(address)) = (frame.depth > 0, frame.kind.creates() && frame.success, frame.created) {
-            found.push(NewContract { block: number, block_hash: header.hash, address, tx: frame.tx_hash });
+            found.push(NewContract {
+                block: number,
+                block_hash: header.hash,
+                address,
+                tx: frame.tx_hash,
+                upgrade: false,
+            });
         }
     }
     Ok(found)
 }
 
-/// Writes `code` as the code of `contract` if its block is still canonical; returns whether it did.
-pub fn commit(store: &Store, contract: &NewContract, code: &Bytes) -> StoreResult<bool> {
+/// Writes `code` and `proxy` as what `contract` holds (for an upgrade: `proxy` into the stored row) if its block is
+/// still canonical; returns whether it did.
+pub fn commit(store: &Store, contract: &NewContract, code: &Bytes, proxy: Option<ProxyRecord>) -> StoreResult<bool> {
     let _writes = store.lock_writes();
     let reader = store.reader();
     let canonical = reader.get::<Headers>(&BlockKey(contract.block))?.is_some_and(|h| h.hash == contract.block_hash);
     if !canonical {
         return Ok(false);
     }
-    let code_hash = keccak256(code);
     let mut batch = store.batch();
-    if reader.get::<Code>(&code_hash)?.is_none() {
-        batch.put::<Code>(&code_hash, code)?;
-    }
-    let record = ContractRecord { code_hash, creation_tx: contract.tx, block: contract.block };
+    let record = if contract.upgrade {
+        let Some(stored) = reader.get::<Contracts>(&contract.address)? else { return Ok(false) };
+        ContractRecord { proxy, ..stored }
+    } else {
+        let code_hash = keccak256(code);
+        if reader.get::<Code>(&code_hash)?.is_none() {
+            batch.put::<Code>(&code_hash, code)?;
+        }
+        ContractRecord { code_hash, creation_tx: contract.tx, block: contract.block, proxy }
+    };
     batch.set_late::<Contracts>(&reader, contract.block, &[(contract.address, Some(record))])?;
     store.write(batch, Durability::Buffered)?;
     Ok(true)
@@ -120,15 +186,25 @@ impl CodeWriter {
                 continue;
             }
             match self.store.reader().get::<Contracts>(&contract.address) {
-                Ok(Some(known)) if known.creation_tx == contract.tx => continue,
+                Ok(Some(known)) if !contract.upgrade && known.creation_tx == contract.tx => continue,
+                Ok(None) if contract.upgrade => continue,
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, address = %contract.address, "reading a contract failed");
                     continue;
                 }
             }
-            let code = match self.node.code(contract.address, contract.block).await {
-                Ok(code) => code,
+            let code = if contract.upgrade {
+                Ok(Bytes::new())
+            } else {
+                self.node.code(contract.address, contract.block).await
+            };
+            let read = match code {
+                Ok(code) => read_proxy(&self.node, contract.address, contract.block).await.map(|proxy| (code, proxy)),
+                Err(e) => Err(e),
+            };
+            let (code, proxy) = match read {
+                Ok(read) => read,
                 Err(e) => {
                     tracing::debug!(error = %e, address = %contract.address, "contract code unavailable for now");
                     failed.insert(contract);
@@ -136,7 +212,7 @@ impl CodeWriter {
                 }
             };
             let store = self.store.clone();
-            let saved = tokio::task::spawn_blocking(move || commit(&store, &contract, &code))
+            let saved = tokio::task::spawn_blocking(move || commit(&store, &contract, &code, proxy))
                 .await
                 .unwrap_or_else(|e| Err(crate::store::StoreError::Inconsistent(format!("code writer task: {e}"))));
             match saved {
@@ -184,7 +260,13 @@ impl CodeWriter {
             }
             let Some(pos) = reader.get::<TxHashes>(&creation.tx)? else { continue };
             let Some(header) = reader.block(pos.block)? else { continue };
-            missing.insert(NewContract { block: pos.block, block_hash: header.hash, address, tx: creation.tx });
+            missing.insert(NewContract {
+                block: pos.block,
+                block_hash: header.hash,
+                address,
+                tx: creation.tx,
+                upgrade: false,
+            });
         }
         Ok(missing)
     }
@@ -219,7 +301,10 @@ impl CodeWriter {
             };
             let mut found: BTreeSet<NewContract> = BTreeSet::new();
             match event {
-                Some(Ok(ChainEvent::Applied(block))) => found.extend(block_creations(&block)),
+                Some(Ok(ChainEvent::Applied(block))) => {
+                    found.extend(block_creations(&block));
+                    found.extend(block_upgrades(&block));
+                }
                 Some(Ok(ChainEvent::Reset)) => {
                     self.traced_through = None;
                     retry.clear();

@@ -5,8 +5,8 @@
 //! (every prior value, byte for byte). Reverting a block writes its undo data back ([`Batch::restore`]).
 
 use super::codec;
-use super::keys::Key;
 use super::keys::BlockKey;
+use super::keys::Key;
 use super::records::{Undo, UndoRow};
 use super::tables::{Table, UndoLog};
 use super::{Batch, Reader, StoreError, StoreResult};
@@ -215,7 +215,7 @@ mod tests {
     use alloy::primitives::{Address, B256};
 
     fn record(n: u8) -> ContractRecord {
-        ContractRecord { code_hash: B256::repeat_byte(n), creation_tx: B256::repeat_byte(n + 1), block: 5 }
+        ContractRecord { code_hash: B256::repeat_byte(n), creation_tx: B256::repeat_byte(n + 1), block: 5, proxy: None }
     }
 
     /// A late row joins its block's undo data, and restoring that undo deletes it (or brings back its prior value);

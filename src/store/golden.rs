@@ -186,7 +186,16 @@ fn encoded() -> Vec<(&'static str, String)> {
             ],
         }),
         row::<Code>(&Bytes::from_static(&[0x60, 0x80, 0x60, 0x40])),
-        row::<Contracts>(&ContractRecord { code_hash: hash(43), creation_tx: hash(44), block: 45 }),
+        row::<Contracts>(&ContractRecord {
+            code_hash: hash(43),
+            creation_tx: hash(44),
+            block: 45,
+            proxy: Some(ProxyRecord {
+                kind: ProxyKind::Eip1967Beacon,
+                implementation: address(46),
+                beacon: Some(address(47)),
+            }),
+        }),
     ]
 }
 
@@ -229,7 +238,7 @@ const PINNED: &[(&str, &str)] = &[
     ("pending_by_time", ""),
     ("undo", "020802010201010319010400"),
     ("code", "0460806040"),
-    ("contracts", "202b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b202c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2d"),
+    ("contracts", "202b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b202c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2d0101142e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e01142f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f"),
 ];
 
 #[test]

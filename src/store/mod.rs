@@ -21,13 +21,13 @@ pub use derived::{Changes, Overlay};
 pub use error::{StoreError, StoreResult};
 pub use query::{FoundTx, Order};
 
+use crate::contracts::Knowledge;
 use keys::{Key, MetaKey};
 use records::{Counters, DbState, Meta, Tip};
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, DataBlockIndexType,
     LruCacheOptions, Options, ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
 };
-use crate::contracts::Knowledge;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;

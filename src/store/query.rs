@@ -8,12 +8,12 @@ use super::keys::{
     InstanceKey, Key, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
 };
 use super::records::{BlockRecord, Bundle, InternalCreation, PendingTxRecord, TraceSummary, TxRecord};
-use super::tables::{Contracts, Table};
 use super::tables::{
     AddressInternal, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, Daily, Headers, HolderRanks,
     InternalCreations, InternalTxs, Logs, NftInstances, Pending, PendingByTime, Reorged, TokenBalances, TokenRanks,
     TokenSearch, TokenTransfers, TraceBlocks, Transactions, Transfers, TxHashes,
 };
+use super::tables::{Contracts, Table};
 use super::{Direction, KeyRange, Reader, Scan, StoreError, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use std::ops::Range;

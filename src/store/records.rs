@@ -467,6 +467,31 @@ pub struct ContractRecord {
     pub creation_tx: B256,
     /// The block of that transaction.
     pub block: u64,
+    /// The implementation a storage-slot proxy pointed to (at its creation or its latest upgrade).
+    pub proxy: Option<ProxyRecord>,
+}
+
+/// Storage-slot proxy patterns (EIP-1167 clones are recognized from their code instead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProxyKind {
+    /// EIP-1967 implementation slot.
+    Eip1967,
+    /// EIP-1967 beacon slot.
+    Eip1967Beacon,
+    /// EIP-1822 `PROXIABLE` slot.
+    Eip1822,
+}
+
+/// What a proxy's storage said, read by the code writer at the proxy's creation and at each `Upgraded` or
+/// `BeaconUpgraded` event it emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxyRecord {
+    /// The pattern.
+    pub kind: ProxyKind,
+    /// The implementation (for a beacon proxy, the beacon's `implementation()` then).
+    pub implementation: Address,
+    /// The beacon, for beacon proxies.
+    pub beacon: Option<Address>,
 }
 
 /// The token standards the index recognizes.

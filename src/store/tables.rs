@@ -7,8 +7,8 @@ use super::keys::{
     InstanceKey, Key, MetaKey, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
 };
 use super::records::{
-    AccountRecord, Amount, BlockRecord, ContractRecord, DayStats, InstanceRecord, InternalCreation, InternalTxRecord, LogRecord, Meta,
-    PendingTxRecord, TokenMetadata, TokenRecord, TokenTransferRecord, TraceSummary, TxRecord, Undo,
+    AccountRecord, Amount, BlockRecord, ContractRecord, DayStats, InstanceRecord, InternalCreation, InternalTxRecord,
+    LogRecord, Meta, PendingTxRecord, TokenMetadata, TokenRecord, TokenTransferRecord, TraceSummary, TxRecord, Undo,
 };
 use alloy::primitives::{Address, Bytes, B256};
 use serde::{de::DeserializeOwned, Serialize};

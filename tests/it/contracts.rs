@@ -151,7 +151,10 @@ async fn demo_artifacts_name_contracts_and_decode_calls_and_logs() {
     assert_eq!(decoded["method_call"], "Poked(address indexed by, uint256 indexed count, string note)");
     assert_eq!(decoded["method_id"], alloy::hex::encode(node_log.topics()[0]));
     let by = Address::from_word(node_log.topics()[1]);
-    assert_eq!(decoded["parameters"][0], json!({"name": "by", "type": "address", "indexed": true, "value": by.to_checksum(None)}));
+    assert_eq!(
+        decoded["parameters"][0],
+        json!({"name": "by", "type": "address", "indexed": true, "value": by.to_checksum(None)})
+    );
     assert_eq!(decoded["parameters"][1]["value"], U256::from_be_bytes(node_log.topics()[2].0).to_string());
     assert_eq!(decoded["parameters"][2]["value"], "hello");
 
@@ -165,4 +168,189 @@ async fn demo_artifacts_name_contracts_and_decode_calls_and_logs() {
     assert_eq!(get_json(addr, "/api/v2/smart-contracts?q=nothing").await["items"], json!([]));
     let counters = get_json(addr, "/api/v2/smart-contracts/counters").await;
     assert_eq!(counters["verified_smart_contracts"], "1");
+}
+
+alloy::sol! {
+    function add(uint256 value);
+    function setValue(uint256 v);
+    function upgradeTo(address logic);
+    function clone(address target) returns (address result);
+}
+
+/// Compiles `files` with the pinned solc into Foundry's `out/` layout (`scripts/foundry-out.js`).
+fn foundry_build(out: &std::path::Path, files: &[std::path::PathBuf]) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let solc = root.join("scripts/tools/node_modules/solc");
+    assert!(solc.exists(), "the pinned solc is missing: run scripts/setup (npm install in scripts/tools)");
+    let status = std::process::Command::new("node")
+        .arg(root.join("scripts/foundry-out.js"))
+        .arg(out)
+        .args(files)
+        .status()
+        .unwrap_or_else(|e| panic!("node is needed to run the pinned solc ({e}): install Node.js 18+"));
+    assert!(status.success(), "compiling {files:?} failed");
+}
+
+fn solidity(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/solidity").join(name)
+}
+
+/// The creation code of `contract` in a Foundry `out/` folder.
+fn creation_code(out: &std::path::Path, file: &str, contract: &str) -> Vec<u8> {
+    let path = out.join(file).join(format!("{contract}.json"));
+    let artifact: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    alloy::hex::decode(artifact["bytecode"]["object"].as_str().unwrap()).unwrap()
+}
+
+async fn deploy_code(node: &RootProvider, from: Address, code: Vec<u8>) -> Address {
+    let tx = deploy(node, from, &Bytes::from(code)).await;
+    mine(node, 1).await;
+    created_address(node, tx).await
+}
+
+/// Real compiler output in Foundry's layout: a deployed contract with an immutable and a constructor argument
+/// matches fully, with sources, compiler and constructor arguments; its calls, logs and a custom-error revert
+/// decode with the artifact's ABI (compared with the node's receipt and state); a rebuild while running (only a
+/// comment changed, so the metadata hash differs) re-matches it as a partial match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foundry_artifacts_match_decode_and_rematch_after_a_rebuild() {
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    foundry_build(&out, &[solidity("Counter.sol")]);
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.artifacts = vec![out.clone()]).await;
+    let addr = t.daemon.addr();
+
+    let args = alloy::sol_types::SolValue::abi_encode(&U256::from(7));
+    let code = [creation_code(&out, "Counter.sol", "Counter"), args.clone()].concat();
+    let counter = deploy_code(&node, accounts[0], code).await;
+    let ok_tx = call(&node, accounts[1], counter, addCall { value: U256::from(5) }.abi_encode()).await;
+    let bad_tx = call(&node, accounts[1], counter, addCall { value: U256::from(500) }.abi_encode()).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    stored_contract(&t.daemon, counter).await;
+
+    let c = get_json(addr, &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!(c["name"], "Counter");
+    assert_eq!((c["is_verified"].clone(), c["is_fully_verified"].clone()), (json!(true), json!(true)));
+    assert_eq!(c["file_path"], "src/Counter.sol");
+    assert_eq!(c["source_code"], std::fs::read_to_string(solidity("Counter.sol")).unwrap());
+    assert!(c["compiler_version"].as_str().unwrap().starts_with("0.8.37+commit."), "{}", c["compiler_version"]);
+    assert_eq!((c["optimization_enabled"].clone(), c["optimization_runs"].clone()), (json!(true), json!(200)));
+    assert_eq!(c["evm_version"], "cancun");
+    assert_eq!(c["license_type"], "MIT");
+    assert_eq!(c["constructor_args"], format!("0x{}", alloy::hex::encode(&args)));
+    assert_eq!(c["decoded_constructor_args"][0][0], "7");
+    assert_eq!(c["decoded_constructor_args"][0][1]["name"], "start");
+    assert!(c["verification_metadata"]["artifact"].as_str().unwrap().contains("build-info"));
+
+    let tx = get_json(addr, &format!("/api/v2/transactions/{ok_tx}")).await;
+    assert_eq!(tx["method"], "add");
+    assert_eq!(tx["decoded_input"]["parameters"][0], json!({"name": "value", "type": "uint256", "value": "5"}));
+    let receipt = node.get_transaction_receipt(ok_tx).await.unwrap().unwrap();
+    let node_log = &receipt.inner.logs()[0];
+    let total = node.get_storage_at(counter, U256::ZERO).await.unwrap();
+    let logs = get_json(addr, &format!("/api/v2/transactions/{ok_tx}/logs")).await;
+    let decoded = &logs["items"][0]["decoded"];
+    assert_eq!(decoded["method_call"], "Counted(address indexed by, uint256 value, uint256 total)");
+    assert_eq!(decoded["parameters"][0]["value"], Address::from_word(node_log.topics()[1]).to_checksum(None));
+    assert_eq!(decoded["parameters"][1]["value"], U256::from_be_slice(&node_log.data().data[..32]).to_string());
+    assert_eq!(decoded["parameters"][2]["value"], total.to_string());
+    assert_eq!(decoded["parameters"][2]["value"], "12");
+
+    let failed = get_json(addr, &format!("/api/v2/transactions/{bad_tx}")).await;
+    assert_eq!(failed["status"], "error");
+    let reason = &failed["revert_reason"];
+    assert_eq!(reason["method_call"], "TooLarge(uint256 value, uint256 limit)");
+    assert_eq!(reason["parameters"][0]["value"], "500");
+    assert_eq!(reason["parameters"][1]["value"], "100");
+
+    // Rebuild while running: a changed comment changes only the metadata hash.
+    let changed = work.path().join("Counter.sol");
+    let source = std::fs::read_to_string(solidity("Counter.sol")).unwrap();
+    std::fs::write(&changed, source.replace("what local-artifact", "what the local-artifact")).unwrap();
+    foundry_build(&out, &[changed]);
+    let rematched = poll_until("the rebuilt artifact to re-match", Duration::from_secs(30), || async {
+        let c = get_json(addr, &format!("/api/v2/smart-contracts/{counter}")).await;
+        (c["is_partially_verified"] == true).then_some(c)
+    })
+    .await;
+    assert_eq!(rematched["name"], "Counter");
+    assert_eq!(rematched["is_fully_verified"], false);
+    assert!(rematched["source_code"].as_str().unwrap().contains("what the local-artifact"));
+}
+
+/// Real proxies on anvil: an EIP-1967 proxy and an EIP-1167 clone of the same logic show `proxy_type` and the
+/// implementation (address and name); calls to them decode with the implementation's ABI; an upgrade moves the
+/// implementation, and a reorg that removes the upgrade moves it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxies_show_implementations_and_decode_with_their_abi() {
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    foundry_build(&out, &[solidity("Proxies.sol")]);
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.artifacts = vec![out.clone()];
+        c.tracing = true;
+    })
+    .await;
+    let addr = t.daemon.addr();
+    let from = accounts[0];
+    let logic = deploy_code(&node, from, creation_code(&out, "Proxies.sol", "Logic")).await;
+    let logic2 = deploy_code(&node, from, creation_code(&out, "Proxies.sol", "LogicV2")).await;
+    let proxy_code = [creation_code(&out, "Proxies.sol", "Proxy1967"), logic.into_word().to_vec()].concat();
+    let proxy = deploy_code(&node, from, proxy_code).await;
+    let cloner = deploy_code(&node, from, creation_code(&out, "Proxies.sol", "Cloner")).await;
+    let clone_tx = call(&node, from, cloner, cloneCall { target: logic }.abi_encode()).await;
+    mine(&node, 1).await;
+    let receipt = node.get_transaction_receipt(clone_tx).await.unwrap().unwrap();
+    let clone = Address::from_slice(&receipt.inner.logs()[0].data().data[12..32]);
+    let set = call(&node, from, proxy, setValueCall { v: U256::from(42) }.abi_encode()).await;
+    let set_clone = call(&node, from, clone, setValueCall { v: U256::from(9) }.abi_encode()).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    stored_contract(&t.daemon, proxy).await;
+    stored_contract(&t.daemon, clone).await;
+    let logic_json = json!([{"address_hash": logic.to_checksum(None), "name": "Logic"}]);
+
+    let p = get_json(addr, &format!("/api/v2/smart-contracts/{proxy}")).await;
+    assert_eq!((p["name"].clone(), p["proxy_type"].clone()), (json!("Proxy1967"), json!("eip1967")));
+    assert_eq!(p["implementations"], logic_json);
+    let c = get_json(addr, &format!("/api/v2/smart-contracts/{clone}")).await;
+    assert_eq!(c["proxy_type"], "eip1167");
+    assert_eq!(c["implementations"], logic_json);
+    assert_eq!(c["is_verified"], false, "the clone's own code has no artifact");
+
+    for (tx, value) in [(set, "42"), (set_clone, "9")] {
+        let item = get_json(addr, &format!("/api/v2/transactions/{tx}")).await;
+        assert_eq!(item["method"], "setValue");
+        assert_eq!(item["decoded_input"]["parameters"][0]["value"], value);
+        assert_eq!(item["to"]["implementations"], logic_json);
+        let logs = get_json(addr, &format!("/api/v2/transactions/{tx}/logs")).await;
+        assert_eq!(logs["items"][0]["decoded"]["method_call"], "ValueSet(uint256 value)");
+        assert_eq!(logs["items"][0]["decoded"]["parameters"][0]["value"], value);
+    }
+    let stored = node.get_storage_at(proxy, U256::ZERO).await.unwrap();
+    assert_eq!(stored, U256::from(42), "the call went through the proxy");
+
+    // An upgrade moves the implementation; a reorg that removes it moves it back.
+    let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+    call(&node, from, proxy, upgradeToCall { logic: logic2 }.abi_encode()).await;
+    mine(&node, 1).await;
+    let logic2_json = json!([{"address_hash": logic2.to_checksum(None), "name": "LogicV2"}]);
+    poll_until("the upgrade to show", Duration::from_secs(30), || async {
+        let p = get_json(addr, &format!("/api/v2/smart-contracts/{proxy}")).await;
+        (p["implementations"] == logic2_json).then_some(())
+    })
+    .await;
+    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+    assert!(reverted);
+    mine(&node, 2).await;
+    wait_synced(&t.daemon, &node).await;
+    let p = get_json(addr, &format!("/api/v2/smart-contracts/{proxy}")).await;
+    assert_eq!(p["implementations"], logic_json, "the reorg removed the upgrade");
 }

@@ -16,7 +16,7 @@ use crate::contracts::abi::value_json;
 use crate::contracts::proxy::ProxyType;
 use crate::contracts::{CodeFacts, Known, MatchKind};
 use crate::store::keys::BlockKey;
-use crate::store::records::ContractRecord;
+use crate::store::records::{ContractRecord, ProxyKind, ProxyRecord};
 use crate::store::tables::{Accounts, Code, Contracts as ContractRows, Headers};
 use crate::store::{Reader, StoreResult};
 use alloy::dyn_abi::JsonAbiExt;
@@ -55,7 +55,7 @@ fn implementation(reader: &Reader<'_>, address: Address) -> StoreResult<Implemen
     })
 }
 
-fn info_of(reader: &Reader<'_>, facts: &CodeFacts) -> StoreResult<ContractInfo> {
+fn info_of(reader: &Reader<'_>, facts: &CodeFacts, proxy: Option<&ProxyRecord>) -> StoreResult<ContractInfo> {
     let known = facts.known.as_ref();
     let mut info = ContractInfo {
         name: known.map(|k| k.artifact.name.clone()),
@@ -64,10 +64,20 @@ fn info_of(reader: &Reader<'_>, facts: &CodeFacts) -> StoreResult<ContractInfo> 
         proxy_type: None,
         implementations: Vec::new(),
     };
-    if let Some(target) = facts.minimal_proxy_of {
-        info.proxy_type = Some(ProxyType::Eip1167);
-        info.implementations.push(implementation(reader, target)?);
-    }
+    let (kind, target) = match (facts.minimal_proxy_of, proxy) {
+        (Some(target), _) => (ProxyType::Eip1167, target),
+        (None, Some(p)) => (
+            match p.kind {
+                ProxyKind::Eip1967 => ProxyType::Eip1967,
+                ProxyKind::Eip1967Beacon => ProxyType::Eip1967Beacon,
+                ProxyKind::Eip1822 => ProxyType::Eip1822,
+            },
+            p.implementation,
+        ),
+        (None, None) => return Ok(info),
+    };
+    info.proxy_type = Some(kind);
+    info.implementations.push(implementation(reader, target)?);
     Ok(info)
 }
 
@@ -77,7 +87,7 @@ pub fn contract_info(reader: &Reader<'_>, address: &Address) -> StoreResult<Opti
     if row.code_hash == KECCAK256_EMPTY {
         return Ok(None);
     }
-    info_of(reader, &facts(reader, &row)).map(Some)
+    info_of(reader, &facts(reader, &row), row.proxy.as_ref()).map(Some)
 }
 
 /// How the contract came to be, as far as the index knows: creator, transaction, success.
@@ -110,8 +120,9 @@ fn contract_json(
     creation_input: Option<&Bytes>,
     creation_ok: Option<bool>,
     facts: &CodeFacts,
+    proxy: Option<&ProxyRecord>,
 ) -> StoreResult<Value> {
-    let info = info_of(reader, facts)?;
+    let info = info_of(reader, facts, proxy)?;
     let known = facts.known.as_ref();
     let artifact = known.map(|k| &k.artifact);
     let args = match (artifact.and_then(|a| a.creation.as_ref()), creation_input) {
@@ -191,7 +202,8 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     if let Some((row, code)) = stored.filter(|(_, code)| !code.is_empty()) {
         let input = creation_input(&reader, row.creation_tx);
         let facts = facts(&reader, &row);
-        return Ok(ok(&contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts)?));
+        let json = contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, row.proxy.as_ref())?;
+        return Ok(ok(&json));
     }
     // Not fetched yet by the code writer (or created before the index started): the node's code at the tip.
     let Some(tip) = tip else { return Err(ApiError::NotFound) };
@@ -205,7 +217,7 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     let input = created.and_then(|(_, tx, _)| creation_input(&reader, tx));
     let code_hash = alloy::primitives::keccak256(&code);
     let facts = reader.knowledge().facts(code_hash, || Some(code.clone()), || input.clone());
-    Ok(ok(&contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts)?))
+    Ok(ok(&contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, None)?))
 }
 
 /// `GET /api/v2/smart-contracts`: contracts with known source (matched artifacts), by address; `q` filters by
@@ -311,8 +323,20 @@ pub fn verification_config() -> Response<Body> {
 
 fn license_types() -> Value {
     let names = [
-        "none", "unlicense", "mit", "gnu_gpl_v2", "gnu_gpl_v3", "gnu_lgpl_v2_1", "gnu_lgpl_v3", "bsd_2_clause",
-        "bsd_3_clause", "mpl_2_0", "osl_3_0", "apache_2_0", "gnu_agpl_v3", "bsl_1_1",
+        "none",
+        "unlicense",
+        "mit",
+        "gnu_gpl_v2",
+        "gnu_gpl_v3",
+        "gnu_lgpl_v2_1",
+        "gnu_lgpl_v3",
+        "bsd_2_clause",
+        "bsd_3_clause",
+        "mpl_2_0",
+        "osl_3_0",
+        "apache_2_0",
+        "gnu_agpl_v3",
+        "bsl_1_1",
     ];
     let map: serde_json::Map<String, Value> =
         names.iter().enumerate().map(|(i, n)| ((*n).to_owned(), json!(i + 1))).collect();

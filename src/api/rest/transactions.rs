@@ -2,13 +2,13 @@
 
 use super::blocks::types_match;
 use super::{contracts, envelope, take_page, tx_envelope, tx_items};
-use crate::contracts::abi::revert_reason;
 use crate::api::body::{ok, Body};
 use crate::api::cursor::{IndexCursor, PendingCursor, PosCursor};
 use crate::api::json::{LogJson, TxJson};
 use crate::api::router::Page;
 use crate::api::{ApiError, AppState};
 use crate::chain::TxTypes;
+use crate::contracts::abi::revert_reason;
 use crate::store::keys::BlockPos;
 use crate::store::records::{PendingTxRecord, TxRecord};
 use crate::store::tables::{Logs, Pending};
