@@ -168,6 +168,9 @@ async fn demo_artifacts_name_contracts_and_decode_calls_and_logs() {
     assert_eq!(get_json(addr, "/api/v2/smart-contracts?q=nothing").await["items"], json!([]));
     let counters = get_json(addr, "/api/v2/smart-contracts/counters").await;
     assert_eq!(counters["verified_smart_contracts"], "1");
+    let search = get_json(addr, &format!("/api/v2/search?q={demo}")).await;
+    let hit = search["items"].as_array().unwrap().iter().find(|i| i["type"] == "contract").expect("a contract hit");
+    assert_eq!((hit["name"].clone(), hit["is_smart_contract_verified"].clone()), (json!("Demo"), json!(true)));
 }
 
 alloy::sol! {
