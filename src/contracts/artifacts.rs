@@ -84,8 +84,10 @@ impl ArtifactSet {
         }
         files.sort();
         let mut by_contract: BTreeMap<(Option<String>, String), Arc<Artifact>> = BTreeMap::new();
-        let (build_infos, artifacts): (Vec<_>, Vec<_>) =
+        let (mut build_infos, artifacts): (Vec<_>, Vec<_>) =
             files.into_iter().partition(|f| f.components().any(|c| c.as_os_str() == "build-info"));
+        // A contract in several build-info files (a stale one left by an earlier build) is taken from the newest.
+        build_infos.sort_by_key(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok());
         for file in &build_infos {
             let Some(doc) = read_json(file) else { continue };
             for artifact in from_build_info(&doc, file) {

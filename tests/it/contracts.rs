@@ -180,18 +180,33 @@ alloy::sol! {
     function clone(address target) returns (address result);
 }
 
-/// Compiles `files` with the pinned solc into Foundry's `out/` layout (`scripts/foundry-out.js`).
-fn foundry_build(out: &std::path::Path, files: &[std::path::PathBuf]) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let solc = root.join("scripts/tools/node_modules/solc");
-    assert!(solc.exists(), "the pinned solc is missing: run scripts/setup (npm install in scripts/tools)");
-    let status = std::process::Command::new("node")
-        .arg(root.join("scripts/foundry-out.js"))
-        .arg(out)
-        .args(files)
-        .status()
-        .unwrap_or_else(|e| panic!("node is needed to run the pinned solc ({e}): install Node.js 18+"));
-    assert!(status.success(), "compiling {files:?} failed");
+/// A Foundry project in `dir` with `sources` (name, text) in `src/`, compiled offline by the pinned forge with the
+/// pinned solc (through the `scripts/tools/solc-0.8.37` wrapper): `forge build --build-info`. Returns `out/`.
+fn forge_build(dir: &std::path::Path, sources: &[(&str, String)]) -> std::path::PathBuf {
+    let tools = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tools");
+    let forge = tools.join("node_modules/.bin/forge");
+    assert!(forge.exists(), "forge is missing: run scripts/setup (installs the pinned Foundry 1.7.1 npm packages)");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let config = format!(
+        "[profile.default]\nsrc = \"src\"\nout = \"out\"\nsolc = \"{}\"\noffline = true\noptimizer = true\n\
+         optimizer_runs = 200\nevm_version = \"cancun\"\n",
+        tools.join("solc-0.8.37").display()
+    );
+    std::fs::write(dir.join("foundry.toml"), config).unwrap();
+    for (name, text) in sources {
+        std::fs::write(dir.join("src").join(name), text).unwrap();
+    }
+    let output = std::process::Command::new(&forge)
+        .args(["build", "--build-info"])
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("running forge failed ({e}): run scripts/setup"));
+    assert!(output.status.success(), "forge build failed: {}", String::from_utf8_lossy(&output.stderr));
+    dir.join("out")
+}
+
+fn source(name: &str) -> (&str, String) {
+    (name, std::fs::read_to_string(solidity(name)).unwrap())
 }
 
 fn solidity(name: &str) -> std::path::PathBuf {
@@ -211,15 +226,14 @@ async fn deploy_code(node: &RootProvider, from: Address, code: Vec<u8>) -> Addre
     created_address(node, tx).await
 }
 
-/// Real compiler output in Foundry's layout: a deployed contract with an immutable and a constructor argument
+/// Real compiler output (`forge build`): a deployed contract with an immutable and a constructor argument
 /// matches fully, with sources, compiler and constructor arguments; its calls, logs and a custom-error revert
 /// decode with the artifact's ABI (compared with the node's receipt and state); a rebuild while running (only a
 /// comment changed, so the metadata hash differs) re-matches it as a partial match.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foundry_artifacts_match_decode_and_rematch_after_a_rebuild() {
     let work = tempfile::tempdir().unwrap();
-    let out = work.path().join("out");
-    foundry_build(&out, &[solidity("Counter.sol")]);
+    let out = forge_build(work.path(), &[source("Counter.sol")]);
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
     let accounts = node.get_accounts().await.unwrap();
@@ -270,11 +284,9 @@ async fn foundry_artifacts_match_decode_and_rematch_after_a_rebuild() {
     assert_eq!(reason["parameters"][0]["value"], "500");
     assert_eq!(reason["parameters"][1]["value"], "100");
 
-    // Rebuild while running: a changed comment changes only the metadata hash.
-    let changed = work.path().join("Counter.sol");
-    let source = std::fs::read_to_string(solidity("Counter.sol")).unwrap();
-    std::fs::write(&changed, source.replace("what local-artifact", "what the local-artifact")).unwrap();
-    foundry_build(&out, &[changed]);
+    // `forge build` while running: a changed comment changes only the metadata hash.
+    let (name, text) = source("Counter.sol");
+    forge_build(work.path(), &[(name, text.replace("what local-artifact", "what the local-artifact"))]);
     let rematched = poll_until("the rebuilt artifact to re-match", Duration::from_secs(30), || async {
         let c = get_json(addr, &format!("/api/v2/smart-contracts/{counter}")).await;
         (c["is_partially_verified"] == true).then_some(c)
@@ -291,8 +303,7 @@ async fn foundry_artifacts_match_decode_and_rematch_after_a_rebuild() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxies_show_implementations_and_decode_with_their_abi() {
     let work = tempfile::tempdir().unwrap();
-    let out = work.path().join("out");
-    foundry_build(&out, &[solidity("Proxies.sol")]);
+    let out = forge_build(work.path(), &[source("Proxies.sol")]);
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
     let accounts = node.get_accounts().await.unwrap();
