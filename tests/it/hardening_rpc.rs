@@ -244,19 +244,22 @@ async fn a_client_has_a_bounded_number_of_passthrough_requests_in_flight() {
     let addr = t.daemon.addr();
     let body = request(1, "eth_blockNumber", json!([]));
     let paused = Paused::new(&anvil);
-    // Two requests of one client wait for the stopped node...
-    let held: Vec<_> = (0..2)
-        .map(|_| {
-            let body = body.clone();
-            tokio::spawn(async move { rpc_as(addr, "10.0.0.1", &body).await })
-        })
-        .collect();
-    // ...so its next one is refused at once, while another client is still let through to the node.
-    let refused = poll_until("a third request to be refused", Duration::from_secs(30), || async {
-        let reply = tokio::time::timeout(Duration::from_millis(500), rpc_as(addr, "10.0.0.1", &body)).await.ok()?;
-        (reply.status == 429).then_some(reply)
-    })
-    .await;
+    // Requests of one client sent one after the other: the first two wait for the stopped node (each is kept in
+    // flight, so no later request can take its slot)...
+    let mut held = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    // ...so the next one is refused at once, while another client is still let through to the node.
+    let refused = loop {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for a third request to be refused");
+        let body = body.clone();
+        let mut task = tokio::spawn(async move { rpc_as(addr, "10.0.0.1", &body).await });
+        match tokio::time::timeout(Duration::from_millis(500), &mut task).await {
+            Ok(reply) => break reply.unwrap(),
+            Err(_) => held.push(task),
+        }
+    };
+    assert_eq!(held.len(), 2, "two requests were held before the refusal");
+    assert_eq!(refused.status, 429);
     assert_eq!(refused.json()["error"]["code"], -32005, "{}", String::from_utf8_lossy(&refused.body));
     assert!(refused.json()["error"]["message"].as_str().unwrap().contains("limit 2"));
     let other = tokio::time::timeout(Duration::from_millis(500), rpc_as(addr, "10.0.0.2", &body)).await;
