@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Compiles every src/dev/contracts/*.sol with the pinned solc (scripts/tools) into <Name>.json next to it:
-// {"abi": [...], "bytecode": "0x..."}. With --check, compiles in memory and exits 1 if a checked-in artifact differs.
+// {"abi": [...], "bytecode": "0x...", "deployedBytecode": {"object": "0x...", "immutableReferences": {...}}} (the
+// runtime code and its immutable positions let `rockscout dev` match its deployed demo contracts by code). With --check, compiles in memory and exits 1 if a checked-in artifact differs.
 const fs = require("fs");
 const path = require("path");
 const solc = require(path.join(__dirname, "tools", "node_modules", "solc"));
@@ -18,7 +19,9 @@ const input = {
     optimizer: { enabled: true, runs: 200 },
     evmVersion: "cancun",
     metadata: { bytecodeHash: "none", appendCBOR: false },
-    outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } },
+    outputSelection: {
+      "*": { "*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object", "evm.deployedBytecode.immutableReferences"] },
+    },
   },
 };
 const out = JSON.parse(solc.compile(JSON.stringify(input)));
@@ -30,7 +33,17 @@ if (errors.length) {
 let stale = 0;
 for (const file of Object.keys(out.contracts)) {
   for (const [name, c] of Object.entries(out.contracts[file])) {
-    const artifact = JSON.stringify({ abi: c.abi, bytecode: "0x" + c.evm.bytecode.object }, null, 1) + "\n";
+    const deployed = c.evm.deployedBytecode;
+    const artifact =
+      JSON.stringify(
+        {
+          abi: c.abi,
+          bytecode: "0x" + c.evm.bytecode.object,
+          deployedBytecode: { object: "0x" + deployed.object, immutableReferences: deployed.immutableReferences },
+        },
+        null,
+        1,
+      ) + "\n";
     const target = path.join(dir, `${name}.json`);
     if (check) {
       const current = fs.existsSync(target) ? fs.readFileSync(target, "utf8") : "";

@@ -150,6 +150,10 @@ pub struct DaemonArgs {
     /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
     #[arg(long, env = "ROCKSCOUT_TRACING")]
     pub tracing: bool,
+    /// Folder of local build artifacts (Foundry `out/`, Hardhat `artifacts/`, with their build-info): deployed
+    /// contracts whose code matches one get its name, ABI and sources. Repeatable; rescanned when it changes.
+    #[arg(long = "artifacts", env = "ROCKSCOUT_ARTIFACTS", value_delimiter = ',')]
+    pub artifacts: Vec<PathBuf>,
     /// Blocks fetched concurrently while catching up.
     #[arg(long, env = "ROCKSCOUT_FETCH_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub fetch_concurrency: u16,
@@ -290,6 +294,10 @@ pub struct Config {
     pub indexer: IndexerConfig,
     /// HTTP server settings.
     pub api: ApiConfig,
+    /// Folders of local build artifacts, watched for changes.
+    pub artifacts: Vec<PathBuf>,
+    /// Match deployed code with the demo contracts of `rockscout dev` too.
+    pub demo_artifacts: bool,
 }
 
 impl Config {
@@ -307,6 +315,8 @@ impl Config {
             rpc_timeout: Duration::from_secs(10),
             indexer: IndexerConfig::default(),
             api: ApiConfig::default(),
+            artifacts: Vec::new(),
+            demo_artifacts: false,
         }
     }
 
@@ -326,6 +336,8 @@ impl Config {
             },
             reindex: args.reindex,
             tracing: args.tracing,
+            artifacts: args.artifacts.clone(),
+            demo_artifacts: false,
             rpc_timeout,
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),

@@ -9,6 +9,7 @@ pub mod account;
 pub mod api;
 pub mod chain;
 pub mod config;
+pub mod contracts;
 pub mod dev;
 pub mod events;
 pub mod indexer;
@@ -20,6 +21,7 @@ pub mod telemetry;
 
 pub use config::Config;
 
+use indexer::contracts::CodeWriter;
 use indexer::metadata::MetadataFetcher;
 use indexer::pending::PendingFollower;
 use indexer::traces::TraceFollower;
@@ -154,6 +156,13 @@ impl Daemon {
         helpers.spawn(pool.run(cancel.clone()));
         let metadata = MetadataFetcher::new(store.clone(), node.clone(), status.clone(), events.clone());
         helpers.spawn(metadata.run(cancel.clone()));
+        let code = CodeWriter::new(store.clone(), node.clone(), status.clone(), events.clone());
+        helpers.spawn(code.run(cancel.clone()));
+        if !config.artifacts.is_empty() || config.demo_artifacts {
+            let builtin = if config.demo_artifacts { dev::contracts::demo_artifacts() } else { Vec::new() };
+            let knowledge = store.knowledge().clone();
+            helpers.spawn(contracts::watch::run(config.artifacts.clone(), builtin, knowledge, cancel.clone()));
+        }
         if config.tracing {
             let traces = TraceFollower::new(
                 store.clone(),

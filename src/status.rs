@@ -17,6 +17,8 @@ pub enum Writer {
     Pending,
     /// The token metadata fetcher.
     TokenMetadata,
+    /// The contract code writer.
+    ContractCode,
 }
 
 impl Writer {
@@ -27,6 +29,7 @@ impl Writer {
             Writer::Traces => "traces",
             Writer::Pending => "pending",
             Writer::TokenMetadata => "token_metadata",
+            Writer::ContractCode => "contract_code",
         }
     }
 }

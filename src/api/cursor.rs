@@ -49,6 +49,19 @@ fn decimal(q: &Query, key: &'static str) -> Result<Option<U256>, ApiError> {
         .transpose()
 }
 
+/// Lists ordered by address (the smart-contract list): the last `hash` shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressCursor(pub Address);
+
+impl Cursor for AddressCursor {
+    fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
+        Ok(q.get("hash").map(|h| parse_address(h, "hash")).transpose()?.map(AddressCursor))
+    }
+    fn to_params(&self) -> Vec<(&'static str, Value)> {
+        vec![("hash", json!(checksum(&self.0)))]
+    }
+}
+
 /// Newest-first block lists (`/blocks`, coin balance history): `block_number`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockCursor(pub u64);
@@ -303,6 +316,7 @@ mod tests {
     #[test]
     fn every_cursor_reads_back_what_it_writes() {
         let a = Address::repeat_byte(0xab);
+        round_trip(AddressCursor(Address::repeat_byte(0xab)), &[("q", json!("demo"))]);
         round_trip(BlockCursor(u64::MAX), &[]);
         round_trip(ReorgCursor { number: 7, hash: Some(B256::repeat_byte(3)) }, &[]);
         round_trip(ReorgCursor { number: 7, hash: None }, &[]);

@@ -8,6 +8,8 @@
 use super::methods;
 use crate::chain::tokens::transfer_type;
 use crate::chain::TxTypes;
+use crate::contracts::abi::Abi;
+use crate::contracts::proxy::ProxyType;
 use crate::store::keys::{BlockPos, TracePos};
 use crate::store::records::{
     AuthorizationRecord, BlockRecord, InternalTxRecord, LogRecord, PendingTxRecord, TokenKind, TokenMetadata,
@@ -17,6 +19,7 @@ use alloy::primitives::{Address, Bytes, B256, U256};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// `2024-05-01T12:34:56.000000Z` from Unix seconds (proleptic Gregorian, UTC).
 pub fn iso_timestamp(seconds: u64) -> String {
@@ -101,19 +104,93 @@ pub fn bytes_hex(bytes: &Bytes) -> String {
     format!("{bytes:#x}")
 }
 
-/// Whether each address holds a contract, as far as the index knows.
+/// What is known about a contract beyond its code: its artifact's name and ABI, and for a proxy its
+/// implementations.
+#[derive(Debug, Clone, Default)]
+pub struct ContractInfo {
+    /// Contract name (from the matched artifact).
+    pub name: Option<String>,
+    /// Whether source and ABI are known (matched with a local artifact).
+    pub verified: bool,
+    /// The contract's own ABI.
+    pub abi: Option<Arc<Abi>>,
+    /// Proxy pattern, when the contract is a proxy.
+    pub proxy_type: Option<ProxyType>,
+    /// Implementations of a proxy: address, name and ABI when known.
+    pub implementations: Vec<Implementation>,
+}
+
+/// One implementation behind a proxy.
+#[derive(Debug, Clone)]
+pub struct Implementation {
+    /// Its address.
+    pub address: Address,
+    /// Its name, when its code matches an artifact.
+    pub name: Option<String>,
+    /// Its ABI, when known.
+    pub abi: Option<Arc<Abi>>,
+}
+
+impl ContractInfo {
+    /// ABIs that decode calls to this contract: the implementations' first (a proxy forwards every call it does
+    /// not know), then its own.
+    pub fn abis(&self) -> Vec<&Abi> {
+        self.implementations.iter().filter_map(|i| i.abi.as_deref()).chain(self.abi.as_deref()).collect()
+    }
+
+    /// `implementations` as Blockscout shows them.
+    pub fn implementations_json(&self) -> Vec<Value> {
+        self.implementations.iter().map(|i| json!({"address_hash": checksum(&i.address), "name": i.name})).collect()
+    }
+}
+
+/// Whether each address holds a contract, as far as the index knows, and what is known about those contracts.
 #[derive(Debug, Default, Clone)]
-pub struct Contracts(pub HashMap<Address, bool>);
+pub struct Contracts {
+    flags: HashMap<Address, bool>,
+    known: HashMap<Address, ContractInfo>,
+}
 
 impl Contracts {
+    /// Contract flags and knowledge of some addresses.
+    pub fn new(flags: HashMap<Address, bool>, known: HashMap<Address, ContractInfo>) -> Self {
+        Contracts { flags, known }
+    }
+
     /// Whether `address` is a contract.
     pub fn is_contract(&self, address: &Address) -> bool {
-        self.0.get(address).copied().unwrap_or(false)
+        self.flags.get(address).copied().unwrap_or(false)
+    }
+
+    /// What is known about the contract at `address`.
+    pub fn info(&self, address: &Address) -> Option<&ContractInfo> {
+        self.known.get(address)
+    }
+
+    /// ABIs that decode calls to `address` (none for unknown contracts).
+    pub fn abis(&self, address: Option<&Address>) -> Vec<&Abi> {
+        address.and_then(|a| self.known.get(a)).map(ContractInfo::abis).unwrap_or_default()
+    }
+
+    /// `method` of a call with `input` to `to`.
+    pub fn method(&self, input: &[u8], to: Option<&Address>) -> Option<String> {
+        methods::method_label(&self.abis(to), input, to.is_some_and(|a| self.is_contract(a)))
+    }
+
+    /// `decoded_input` of a call with `input` to `to`.
+    pub fn decode_input(&self, input: &[u8], to: Option<&Address>) -> Option<Value> {
+        methods::decode_input(&self.abis(to), input)
+    }
+
+    /// `decoded` of a log emitted by `address`: its own ABI (a proxy's implementation's), then well-known events.
+    pub fn decode_log(&self, address: &Address, topics: &[B256], data: &[u8]) -> Option<Value> {
+        let abis = self.abis(Some(address));
+        abis.into_iter().chain([&**Abi::well_known()]).find_map(|abi| abi.decode_log(topics, data))
     }
 
     /// The address object for `address`.
     pub fn address(&self, address: &Address) -> AddressJson {
-        AddressJson::new(address, self.is_contract(address))
+        AddressJson::new(address, self.is_contract(address)).with_info(self.known.get(address))
     }
 }
 
@@ -125,8 +202,8 @@ pub struct AddressJson {
     is_verified: Option<bool>,
     name: Option<String>,
     ens_domain_name: Option<String>,
-    implementations: [(); 0],
-    proxy_type: Option<String>,
+    implementations: Vec<Value>,
+    proxy_type: Option<&'static str>,
     is_scam: bool,
     reputation: &'static str,
     metadata: Option<Value>,
@@ -144,7 +221,7 @@ impl AddressJson {
             is_verified: if is_contract { Some(false) } else { None },
             name: None,
             ens_domain_name: None,
-            implementations: [],
+            implementations: Vec::new(),
             proxy_type: None,
             is_scam: false,
             reputation: "ok",
@@ -153,6 +230,18 @@ impl AddressJson {
             watchlist_names: [],
             public_tags: [],
         }
+    }
+
+    /// Adds the contract's name, verification and implementations.
+    pub fn with_info(mut self, info: Option<&ContractInfo>) -> Self {
+        if let Some(info) = info {
+            self.is_contract = true;
+            self.is_verified = Some(info.verified);
+            self.name = info.name.clone();
+            self.implementations = info.implementations_json();
+            self.proxy_type = info.proxy_type.map(ProxyType::label);
+        }
+        self
     }
 }
 
@@ -363,12 +452,12 @@ impl TxJson {
             position: None,
             revert_reason: None,
             raw_input: bytes_hex(&tx.input),
-            decoded_input: methods::decode_input(&tx.input),
+            decoded_input: contracts.decode_input(&tx.input, tx.to.as_ref()),
             token_transfers: None,
             token_transfers_overflow: None,
             exchange_rate: None,
             historic_exchange_rate: None,
-            method: methods::method_label(&tx.input, to_is_contract),
+            method: contracts.method(&tx.input, tx.to.as_ref()),
             transaction_types: TxTypes::of_call(tx, to_is_contract),
             transaction_tag: None,
             has_error_in_internal_transactions: None,
@@ -385,7 +474,8 @@ impl TxJson {
             Some(to) => (contracts.address(&to), None),
             // The published schema requires an address object in `to`: a creation shows the created contract.
             None => {
-                let object = AddressJson::new(&tx.created_or_computed(), tx.succeeded());
+                let created = tx.created_or_computed();
+                let object = AddressJson::new(&created, tx.succeeded()).with_info(contracts.info(&created));
                 (object.clone(), Some(object))
             }
         };
@@ -512,7 +602,7 @@ impl LogJson {
             topics,
             data: bytes_hex(&log.data),
             index: pos.index,
-            decoded: None,
+            decoded: contracts.decode_log(&log.address, &log.topics, &log.data),
             smart_contract: Some(contracts.address(&log.address)),
             block_number: pos.block,
             block_hash: hash_hex(&header.hash),
@@ -589,14 +679,14 @@ pub struct TransferJson {
 }
 
 impl TransferJson {
-    /// The transfer at `log` of block `header`, of token `token`, made by a transaction whose call data is
-    /// `tx_input`.
+    /// The transfer at `log` of block `header`, of token `token`, made by a transaction that called `tx_to`
+    /// with `tx_input`.
     pub fn new(
         t: &TokenTransferRecord,
         log: u32,
         header: &BlockRecord,
         token: TokenJson,
-        tx_input: Option<&Bytes>,
+        tx_call: Option<(&Bytes, Option<&Address>)>,
         contracts: &Contracts,
     ) -> Self {
         let id = t.token_id.map(|id| id.to_string());
@@ -618,7 +708,7 @@ impl TransferJson {
             token,
             token_type: t.kind.label(),
             kind: transfer_type(t),
-            method: tx_input.and_then(|input| methods::method_label(input, true)),
+            method: tx_call.and_then(|(input, to)| methods::method_label(&contracts.abis(to), input, true)),
             total,
         }
     }

@@ -7,8 +7,8 @@
 
 use super::body::Body;
 use super::cursor::{
-    BlockCursor, CallCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor, InstanceCursor, PendingCursor,
-    PosCursor, ReorgCursor, TokenCursor, TraceCursor, TransferCursor,
+    AddressCursor, BlockCursor, CallCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor, InstanceCursor,
+    PendingCursor, PosCursor, ReorgCursor, TokenCursor, TraceCursor, TransferCursor,
 };
 use super::error::ApiError;
 use super::json::BlockKind;
@@ -369,6 +369,23 @@ pub enum Route {
     IndexingStatus,
     /// `GET /api/v2/config/backend-version`.
     BackendVersion,
+    /// `GET /api/v2/smart-contracts/:a`.
+    SmartContract(Address),
+    /// `GET /api/v2/smart-contracts`: contracts with known source.
+    SmartContracts {
+        /// `q`: part of a name or address.
+        q: Option<String>,
+        /// `filter`: a language.
+        language: Option<String>,
+        /// Size and cursor.
+        page: Page<AddressCursor>,
+    },
+    /// `GET /api/v2/smart-contracts/counters`.
+    SmartContractCounters,
+    /// `GET /api/v2/smart-contracts/verification/config`.
+    VerificationConfig,
+    /// `GET /api/v2/config/smart-contracts/languages`.
+    ContractLanguages,
     /// `GET /api/v2/stats/charts/transactions`.
     TransactionsChart,
     /// `/api/account/v2/...`: the account API.
@@ -636,6 +653,24 @@ impl Route {
             ["main-page", "transactions", "watchlist"] => Route::MainPageWatchlistTransactions,
             ["main-page", "indexing-status"] => Route::IndexingStatus,
             ["config", "backend-version"] => Route::BackendVersion,
+            ["config", "smart-contracts", "languages"] => Route::ContractLanguages,
+            ["smart-contracts"] => {
+                let text = match q.get("q") {
+                    Some(text) if text.len() > 256 => {
+                        return Err(ApiError::invalid("q", "Invalid value: longer than 256 characters"))
+                    }
+                    text => text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()),
+                };
+                let language = match q.get("filter") {
+                    None | Some("") => None,
+                    Some(l @ ("solidity" | "vyper" | "yul" | "geas")) => Some(l.to_owned()),
+                    Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
+                };
+                Route::SmartContracts { q: text, language, page: page(q)? }
+            }
+            ["smart-contracts", "counters"] => Route::SmartContractCounters,
+            ["smart-contracts", "verification", "config"] => Route::VerificationConfig,
+            ["smart-contracts", a] => Route::SmartContract(addr(a)?),
             ["stats", "charts", "transactions"] => Route::TransactionsChart,
             _ => return Ok(None),
         };
@@ -705,6 +740,11 @@ impl Route {
             Route::WatchlistTransactions { .. } => "/api/v2/transactions/watchlist",
             Route::MainPageWatchlistTransactions => "/api/v2/main-page/transactions/watchlist",
             Route::Account(_) => "/api/account/v2",
+            Route::SmartContract(_) => "/api/v2/smart-contracts/:address_hash",
+            Route::SmartContracts { .. } => "/api/v2/smart-contracts",
+            Route::SmartContractCounters => "/api/v2/smart-contracts/counters",
+            Route::VerificationConfig => "/api/v2/smart-contracts/verification/config",
+            Route::ContractLanguages => "/api/v2/config/smart-contracts/languages",
         }
     }
 
@@ -729,7 +769,7 @@ impl Route {
         state: &AppState,
         client: IpAddr,
     ) -> Result<Response<Body>, ApiError> {
-        use super::rest::{addresses, blocks, search, stats, tokens, traces, transactions};
+        use super::rest::{addresses, blocks, search, smart_contracts, stats, tokens, traces, transactions};
         use super::{health, rpc, ws};
         let deadline = tokio::time::Instant::now() + state.config.request_timeout;
         match self {
@@ -766,6 +806,13 @@ impl Route {
             }
             Route::IndexingStatus => Ok(stats::indexing_status(state)),
             Route::BackendVersion => Ok(stats::backend_version()),
+            Route::SmartContract(address) => smart_contracts::detail(state, address).await,
+            Route::VerificationConfig => Ok(smart_contracts::verification_config()),
+            Route::ContractLanguages => Ok(smart_contracts::languages()),
+            Route::SmartContractCounters => read(state, deadline, smart_contracts::counters).await,
+            Route::SmartContracts { q, language, page } => {
+                read(state, deadline, move |r| smart_contracts::list(r, q, language, page)).await
+            }
             // Everything that scans runs on the blocking pool under the request's deadline.
             Route::Stats => {
                 let (state2, detailed) = (state.clone(), stats::wants_detailed_gas(req.headers()));

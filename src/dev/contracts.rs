@@ -44,3 +44,43 @@ alloy::sol!(
     DemoChild,
     "src/dev/contracts/DemoChild.json"
 );
+
+/// The demo contracts as build artifacts, so `rockscout dev` names them and decodes their calls from the first
+/// block.
+pub fn demo_artifacts() -> Vec<std::sync::Arc<crate::contracts::artifacts::Artifact>> {
+    crate::contracts::artifacts::ArtifactSet::from_documents(&[
+        ("Demo", include_str!("contracts/Demo.json"), "Demo.sol", include_str!("contracts/Demo.sol")),
+        (
+            "DemoToken",
+            include_str!("contracts/DemoToken.json"),
+            "DemoToken.sol",
+            include_str!("contracts/DemoToken.sol"),
+        ),
+        ("DemoNft", include_str!("contracts/DemoNft.json"), "DemoNft.sol", include_str!("contracts/DemoNft.sol")),
+        (
+            "DemoMulti",
+            include_str!("contracts/DemoMulti.json"),
+            "DemoMulti.sol",
+            include_str!("contracts/DemoMulti.sol"),
+        ),
+        (
+            "LiarToken",
+            include_str!("contracts/LiarToken.json"),
+            "LiarToken.sol",
+            include_str!("contracts/LiarToken.sol"),
+        ),
+        (
+            "DemoFactory",
+            include_str!("contracts/DemoFactory.json"),
+            "DemoFactory.sol",
+            include_str!("contracts/DemoFactory.sol"),
+        ),
+        (
+            "DemoChild",
+            include_str!("contracts/DemoChild.json"),
+            "DemoFactory.sol",
+            include_str!("contracts/DemoFactory.sol"),
+        ),
+    ])
+    .all
+}

@@ -38,6 +38,8 @@ pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunErro
     // anvil traces: the devnet shows internal transactions too.
     config.tracing = true;
     config.api.rpc.allow_debug = true;
+    // The demo contracts are known by their build artifacts: names and decoded calls from the first block.
+    config.demo_artifacts = true;
     let daemon = Daemon::start(&config).await?;
     let base = format!("http://{}", daemon.addr());
     let token = dev_account_token(&daemon, node.addresses()[0])?;

@@ -8,6 +8,7 @@
 
 pub mod apply;
 pub mod bundle;
+pub mod contracts;
 pub mod metadata;
 mod pause;
 pub mod pending;

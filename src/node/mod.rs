@@ -195,6 +195,11 @@ impl Node {
         self.call("eth_getCode", serde_json::json!([address, quantity(number)])).await
     }
 
+    /// Storage word `slot` of `address` at block `number`.
+    pub async fn storage(&self, address: Address, slot: B256, number: u64) -> Result<B256, NodeError> {
+        self.call("eth_getStorageAt", serde_json::json!([address, slot, quantity(number)])).await
+    }
+
     /// Replays a call at the state before block `number`; returns the revert data when it reverts (empty when the
     /// node gives no data), `None` when it succeeds.
     pub async fn revert_data(&self, call: serde_json::Value, number: u64) -> Result<Option<Bytes>, NodeError> {

@@ -5,9 +5,10 @@
 //! (every prior value, byte for byte). Reverting a block writes its undo data back ([`Batch::restore`]).
 
 use super::codec;
+use super::keys::BlockKey;
 use super::keys::Key;
 use super::records::{Undo, UndoRow};
-use super::tables::Table;
+use super::tables::{Table, UndoLog};
 use super::{Batch, Reader, StoreError, StoreResult};
 use alloy::primitives::map::HashMap;
 use std::collections::BTreeMap;
@@ -79,6 +80,46 @@ impl Batch<'_> {
     pub fn restore(&mut self, undo: &Undo) -> StoreResult<()> {
         for row in &undo.rows {
             self.set_raw(row.table, &row.key, row.before.as_deref())?;
+        }
+        Ok(())
+    }
+}
+
+impl Batch<'_> {
+    /// Sets derived rows of block `block` after that block was committed (rows a background writer derives, such
+    /// as a contract's code): each row's prior value joins the block's undo data when the block still has some, so
+    /// reverting the block restores it like any derived row. A block without undo data is below the undo depth and
+    /// can no longer be reverted. The caller holds the store's write lock, has checked that `block` is canonical,
+    /// and sets each block's late rows in one call per batch.
+    pub fn set_late<T: Table>(
+        &mut self,
+        reader: &Reader<'_>,
+        block: u64,
+        rows: &[(T::Key, Option<T::Value>)],
+    ) -> StoreResult<()> {
+        let mut undo = reader.get::<UndoLog>(&BlockKey(block))?;
+        let mut undo_changed = false;
+        for (key, value) in rows {
+            let key = key.encode().as_ref().to_vec();
+            let before = reader.get_raw(T::ID, &key)?;
+            let after = value
+                .as_ref()
+                .map(|v| codec::encode(v).map_err(|source| StoreError::Encode { table: T::NAME, source }))
+                .transpose()?;
+            if before == after {
+                continue;
+            }
+            if let Some(undo) = undo.as_mut() {
+                // A row already in the block's undo data keeps its first prior value.
+                if !undo.rows.iter().any(|r| r.table == T::ID && r.key == key) {
+                    undo.rows.push(UndoRow { table: T::ID, key: key.clone(), before });
+                    undo_changed = true;
+                }
+            }
+            self.set_raw(T::ID, &key, after.as_deref())?;
+        }
+        if let (Some(undo), true) = (undo, undo_changed) {
+            self.put::<UndoLog>(&BlockKey(block), &undo)?;
         }
         Ok(())
     }
@@ -162,5 +203,58 @@ impl<'s> Changes<'s> {
             outcome.writes.push((table, key, row.after));
         }
         outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::records::ContractRecord;
+    use super::super::tables::Contracts;
+    use super::super::{Durability, Store, StoreOptions};
+    use super::*;
+    use alloy::primitives::{Address, B256};
+
+    fn record(n: u8) -> ContractRecord {
+        ContractRecord { code_hash: B256::repeat_byte(n), creation_tx: B256::repeat_byte(n + 1), block: 5, proxy: None }
+    }
+
+    /// A late row joins its block's undo data, and restoring that undo deletes it (or brings back its prior value);
+    /// a block without undo data (below the undo depth) gets the row without undo.
+    #[test]
+    fn late_rows_are_undone_with_their_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let (new, old) = (Address::repeat_byte(1), Address::repeat_byte(2));
+        let mut batch = store.batch();
+        batch.put::<Contracts>(&old, &record(9)).unwrap();
+        let kept = UndoRow { table: 8, key: vec![7], before: None };
+        batch.put::<UndoLog>(&BlockKey(5), &Undo { rows: vec![kept.clone()] }).unwrap();
+        store.write(batch, Durability::Buffered).unwrap();
+
+        let reader = store.reader();
+        let mut batch = store.batch();
+        let rows = [(new, Some(record(1))), (old, Some(record(3)))];
+        batch.set_late::<Contracts>(&reader, 5, &rows).unwrap();
+        store.write(batch, Durability::Buffered).unwrap();
+        let reader = store.reader();
+        assert_eq!(reader.get::<Contracts>(&new).unwrap(), Some(record(1)));
+        let undo = reader.get::<UndoLog>(&BlockKey(5)).unwrap().unwrap();
+        assert_eq!(undo.rows.len(), 3);
+        assert_eq!(undo.rows[0], kept);
+
+        let mut batch = store.batch();
+        batch.restore(&undo).unwrap();
+        store.write(batch, Durability::Buffered).unwrap();
+        let reader = store.reader();
+        assert_eq!(reader.get::<Contracts>(&new).unwrap(), None, "the revert removes the contract");
+        assert_eq!(reader.get::<Contracts>(&old).unwrap(), Some(record(9)), "the prior value returns");
+
+        // Block 6 has no undo data: the row is written, nothing else.
+        let mut batch = store.batch();
+        batch.set_late::<Contracts>(&reader, 6, &[(new, Some(record(1)))]).unwrap();
+        store.write(batch, Durability::Buffered).unwrap();
+        let reader = store.reader();
+        assert_eq!(reader.get::<Contracts>(&new).unwrap(), Some(record(1)));
+        assert_eq!(reader.get::<UndoLog>(&BlockKey(6)).unwrap(), None);
     }
 }

@@ -195,6 +195,17 @@ fn encoded() -> Vec<(&'static str, String)> {
                 UndoRow { table: Daily::ID, key: vec![4], before: None },
             ],
         }),
+        row::<Code>(&Bytes::from_static(&[0x60, 0x80, 0x60, 0x40])),
+        row::<Contracts>(&ContractRecord {
+            code_hash: hash(43),
+            creation_tx: hash(44),
+            block: 45,
+            proxy: Some(ProxyRecord {
+                kind: ProxyKind::Eip1967Beacon,
+                implementation: address(46),
+                beacon: Some(address(47)),
+            }),
+        }),
         row::<Users>(&UserRecord { created_ms: 1_700_000_000_000, tokens: vec![48, 49] }),
         row::<UserTokens>(&sample_credential(Some(1_700_000_060_000))),
         row::<ApiKeys>(&sample_credential(None)),
@@ -212,7 +223,7 @@ fn encoded() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The bytes of every sample, as schema version 1 stores them.
+/// The bytes of every sample, as schema version 2 stores them.
 #[rustfmt::skip]
 const PINNED: &[(&str, &str)] = &[
     ("meta", "0001"),
@@ -250,6 +261,8 @@ const PINNED: &[(&str, &str)] = &[
     ("pending", "20080808080808080808080808080808080808080808080808080808080808080814090909090909090909090909090909090909090901140a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a080de0b6b3a764000004a9059cbb0bfca08601000001fc0094357701fc00ca9a3b02fd7b68e5cf8b010000"),
     ("pending_by_time", ""),
     ("undo", "020802010201010319010400"),
+    ("code", "0460806040"),
+    ("contracts", "202b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b202c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2d0101142e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e01142f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f"),
     ("users", "fd0068e5cf8b010000023031"),
     ("user_tokens", "142828282828282828282828282828282828282828026369202e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2efd0068e5cf8b01000001fd6052e6cf8b010000"),
     ("api_keys", "142828282828282828282828282828282828282828026369202e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2efd0068e5cf8b01000000"),

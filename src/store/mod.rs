@@ -22,6 +22,7 @@ pub use derived::{Changes, Overlay};
 pub use error::{StoreError, StoreResult};
 pub use query::{FoundTx, Order};
 
+use crate::contracts::Knowledge;
 use keys::{Key, MetaKey};
 use records::{Counters, DbState, Meta, Tip};
 use rocksdb::{
@@ -29,6 +30,7 @@ use rocksdb::{
     LruCacheOptions, Options, ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
 };
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 use tables::{Access, MetaTable, Table, TableDef};
 
@@ -36,7 +38,7 @@ use tables::{Access, MetaTable, Table, TableDef};
 pub type RawRow = (&'static str, Vec<u8>, Vec<u8>);
 
 /// Version of the on-disk layout; bump on any change to keys, values or the rows a block writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// How to open the store.
 #[derive(Debug, Clone)]
@@ -73,6 +75,7 @@ pub struct Store {
     open_state: OpenState,
     closed: bool,
     writes: std::sync::Mutex<()>,
+    knowledge: Arc<Knowledge>,
 }
 
 impl Drop for Store {
@@ -152,6 +155,7 @@ impl Store {
             open_state: OpenState::Created,
             closed: true,
             writes: std::sync::Mutex::new(()),
+            knowledge: Arc::default(),
         };
         // `closed` stays set until the checks pass, so a refused store is left exactly as it was found.
         store.open_state = store.check_meta()?;
@@ -234,6 +238,12 @@ impl Store {
     /// holds this while it reads what its batch depends on and commits the batch.
     pub fn lock_writes(&self) -> std::sync::MutexGuard<'_, ()> {
         self.writes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What is known about contract code beyond the chain (local artifacts matched with deployed code): kept with
+    /// the store so every reader sees the daemon's one set.
+    pub fn knowledge(&self) -> &Arc<Knowledge> {
+        &self.knowledge
     }
 
     /// A new, empty write batch.
@@ -435,6 +445,11 @@ fn decode_value<T: Table>(key: &[u8], bytes: &[u8]) -> StoreResult<T::Value> {
 }
 
 impl<'a> Reader<'a> {
+    /// The store's contract knowledge (see [`Store::knowledge`]).
+    pub fn knowledge(&self) -> &'a Knowledge {
+        &self.store.knowledge
+    }
+
     /// The same reader, whose scans end with [`StoreError::Deadline`] once `deadline` has passed (a request's
     /// time limit reaches into its scans).
     pub fn until(mut self, deadline: Instant) -> Self {

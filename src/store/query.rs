@@ -8,12 +8,12 @@ use super::keys::{
     InstanceKey, Key, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
 };
 use super::records::{BlockRecord, Bundle, InternalCreation, PendingTxRecord, TraceSummary, TxRecord};
-use super::tables::Table;
 use super::tables::{
     AddressInternal, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, Daily, Headers, HolderRanks,
     InternalCreations, InternalTxs, Logs, NftInstances, Pending, PendingByTime, Reorged, TokenBalances, TokenRanks,
     TokenSearch, TokenTransfers, TraceBlocks, Transactions, Transfers, TxHashes,
 };
+use super::tables::{Contracts, Table};
 use super::{Direction, KeyRange, Reader, Scan, StoreError, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use std::ops::{Range, RangeInclusive};
@@ -317,6 +317,11 @@ impl Reader<'_> {
 
     /// Every stored call frame, newest first, after `after` (top-level calls included: index 0).
     pub fn calls(&self, cursor: Option<TracePos>) -> Scan<'_, InternalTxs> {
+        self.scan(after(cursor), Direction::Forward)
+    }
+
+    /// Contracts with stored code, by address, strictly after `cursor`.
+    pub fn contracts_after(&self, cursor: Option<Address>) -> Scan<'_, Contracts> {
         self.scan(after(cursor), Direction::Forward)
     }
 

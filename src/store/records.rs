@@ -457,6 +457,43 @@ pub struct Undo {
     pub rows: Vec<UndoRow>,
 }
 
+/// Where a contract's runtime code is and which creation it belongs to (written by the code writer, reverted with
+/// the creation's block through its undo data).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContractRecord {
+    /// keccak256 of the runtime code: the key of the `code` table.
+    pub code_hash: B256,
+    /// The creating transaction.
+    pub creation_tx: B256,
+    /// The block of that transaction.
+    pub block: u64,
+    /// The implementation a storage-slot proxy pointed to (at its creation or its latest upgrade).
+    pub proxy: Option<ProxyRecord>,
+}
+
+/// Storage-slot proxy patterns (EIP-1167 clones are recognized from their code instead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProxyKind {
+    /// EIP-1967 implementation slot.
+    Eip1967,
+    /// EIP-1967 beacon slot.
+    Eip1967Beacon,
+    /// EIP-1822 `PROXIABLE` slot.
+    Eip1822,
+}
+
+/// What a proxy's storage said, read by the code writer at the proxy's creation and at each `Upgraded` or
+/// `BeaconUpgraded` event it emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxyRecord {
+    /// The pattern.
+    pub kind: ProxyKind,
+    /// The implementation (for a beacon proxy, the beacon's `implementation()` then).
+    pub implementation: Address,
+    /// The beacon, for beacon proxies.
+    pub beacon: Option<Address>,
+}
+
 /// The token standards the index recognizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TokenKind {

@@ -8,11 +8,11 @@ use super::keys::{
     TransferPos,
 };
 use super::records::{
-    AccountItem, AccountRecord, Amount, BlockRecord, CredentialRecord, DayStats, InstanceRecord, InternalCreation,
-    InternalTxRecord, ItemOwner, LogRecord, Meta, PendingTxRecord, TokenMetadata, TokenRecord, TokenTransferRecord,
-    TraceSummary, TxRecord, Undo, UserRecord,
+    AccountItem, AccountRecord, Amount, BlockRecord, ContractRecord, CredentialRecord, DayStats, InstanceRecord,
+    InternalCreation, InternalTxRecord, ItemOwner, LogRecord, Meta, PendingTxRecord, TokenMetadata, TokenRecord,
+    TokenTransferRecord, TraceSummary, TxRecord, Undo, UserRecord,
 };
-use alloy::primitives::{Address, B256};
+use alloy::primitives::{Address, Bytes, B256};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// A column family with a fixed key type and value type.
@@ -130,6 +130,10 @@ tables! {
     PendingByTime = 27 "pending_by_time": PendingKey => (), Ordered;
     /// Block number (newest first) → prior values of the derived rows the block changed.
     UndoLog = 28 "undo": BlockKey => Undo, Ordered;
+    /// keccak256 of runtime code → the code, stored once however many contracts share it (content-addressed).
+    Code = 29 "code": B256 => Bytes, Lookup;
+    /// Contract → its code hash and creation (written by the code writer; reverted with the creation's block).
+    Contracts = 30 "contracts": Address => ContractRecord, Lookup;
     /// Account address → account (account data: kept across resets and reindexing).
     Users = 40 "users": Address => UserRecord, Lookup;
     /// Token id → account token, its secret as a hash (account data).
@@ -205,6 +209,8 @@ mod tests {
             "pending",
             "pending_by_time",
             "undo",
+            "code",
+            "contracts",
         ];
         let accounts =
             [(40, "users"), (41, "user_tokens"), (42, "api_keys"), (43, "account_items"), (44, "item_owners")];

@@ -113,7 +113,11 @@ async fn node_history(node: &RootProvider, tip: u64, who: Address) -> Vec<(u64, 
 async fn start(tracing: bool) -> (rockscout::dev::anvil::Anvil, RootProvider, TestDaemon, Chain) {
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
-    let daemon = start_daemon(&anvil.http_url(), |c| c.tracing = tracing).await;
+    let daemon = start_daemon(&anvil.http_url(), |c| {
+        c.tracing = tracing;
+        c.demo_artifacts = true;
+    })
+    .await;
     let chain = build_chain(&node).await;
     wait_synced(&daemon.daemon, &node).await;
     (anvil, node, daemon, chain)
@@ -413,6 +417,31 @@ async fn log_block_transaction_and_contract_actions_match_the_node() {
     assert_eq!(created[0]["contractCreator"], lower(&r.from));
     assert_eq!(created[0]["txHash"], deploy);
     assert_eq!(created[0]["blockNumber"], r.block_number.unwrap().to_string());
+
+    // Contract source: the demo contracts match their own build artifacts, so their ABI and source are known.
+    let q = format!("module=contract&action=getabi&address={}", chain.demo);
+    let abi = poll_until("the code writer to store the demo contract", Duration::from_secs(30), || async {
+        let answer = api(addr, &q).await;
+        (answer["status"] == "1").then(|| answer["result"].clone())
+    })
+    .await;
+    let artifact: Value =
+        serde_json::from_str(include_str!("../../src/dev/contracts/Demo.json")).expect("the demo artifact parses");
+    // The same ABI items (alloy's JsonAbi compares them whatever their order).
+    let as_abi = |v: &Value| serde_json::from_value::<alloy::json_abi::JsonAbi>(v.clone()).unwrap();
+    let served: Value = serde_json::from_str(abi.as_str().expect("the ABI is a JSON string")).unwrap();
+    assert_eq!(as_abi(&served), as_abi(&artifact["abi"]));
+    let source = ok(addr, &format!("module=contract&action=getsourcecode&address={}", chain.demo)).await;
+    assert_eq!(source[0]["ContractName"], "Demo");
+    assert!(source[0]["SourceCode"].as_str().unwrap().contains("contract Demo {"), "{source}");
+    assert_eq!(as_abi(&serde_json::from_str(source[0]["ABI"].as_str().unwrap()).unwrap()), as_abi(&artifact["abi"]));
+    let eoa = api(addr, &format!("module=contract&action=getabi&address={a1}")).await;
+    assert_eq!(eoa, json!({"message": "Contract source code not verified", "result": null, "status": "0"}));
+    let eoa = ok(addr, &format!("module=contract&action=getsourcecode&address={a1}")).await;
+    assert_eq!(
+        (eoa[0]["ABI"].as_str(), eoa[0]["SourceCode"].as_str()),
+        (Some("Contract source code not verified"), Some(""))
+    );
 
     // Tokens and supply.
     let token = ok(addr, &format!("module=token&action=getToken&contractaddress={}", chain.token)).await;

@@ -3,6 +3,7 @@
 
 mod accounts;
 mod api;
+mod contracts;
 mod core;
 mod crash;
 mod dev;

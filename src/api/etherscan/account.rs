@@ -2,7 +2,8 @@
 //! holdings and the blocks it mined.
 
 use super::{bad, filter_by, lower, read, Answer, Outcome, Params, Refusal};
-use crate::api::methods::decode_input;
+use crate::api::json::Contracts;
+use crate::api::rest::contracts;
 use crate::api::rest::headers;
 use crate::api::rest::tokens::token_json;
 use crate::api::router::Direction;
@@ -50,10 +51,11 @@ fn method_id(tx: &TxBody) -> String {
     }
 }
 
-/// The decoded function signature where a built-in ABI knows the selector, else `""`.
-fn function_name(tx: &TxBody) -> String {
+/// The decoded function signature where an ABI knows the selector (the called contract's matched artifact, else
+/// the well-known signatures), else `""`.
+fn function_name(tx: &TxBody, contracts: &Contracts) -> String {
     tx.to
-        .and_then(|_| decode_input(&tx.input))
+        .and_then(|to| contracts.decode_input(&tx.input, Some(&to)))
         .and_then(|d| d["method_call"].as_str().map(str::to_string))
         .unwrap_or_default()
 }
@@ -83,7 +85,14 @@ impl CumulativeGas {
 }
 
 /// One `txlist` item.
-pub(super) fn tx_item(tx: &TxRecord, pos: BlockPos, header: &BlockRecord, tip: u64, cumulative: u64) -> Value {
+fn tx_item(
+    tx: &TxRecord,
+    pos: BlockPos,
+    header: &BlockRecord,
+    tip: u64,
+    cumulative: u64,
+    contracts: &Contracts,
+) -> Value {
     json!({
         "blockNumber": pos.block.to_string(),
         "timeStamp": header.timestamp.to_string(),
@@ -104,7 +113,7 @@ pub(super) fn tx_item(tx: &TxRecord, pos: BlockPos, header: &BlockRecord, tip: u
         "gasUsed": tx.gas_used.to_string(),
         "confirmations": tip.saturating_sub(pos.block).to_string(),
         "methodId": method_id(tx),
-        "functionName": function_name(tx),
+        "functionName": function_name(tx, contracts),
     })
 }
 
@@ -142,12 +151,13 @@ pub(super) async fn txlist(params: Params, state: &AppState, deadline: tokio::ti
         let positions: Vec<BlockPos> = rows.iter().map(|(key, _)| key.pos).collect();
         let txs = r.multi_get::<Transactions>(&positions)?;
         let headers = headers(r, positions.iter().map(|p| p.block))?;
+        let called = contracts(r, txs.iter().flatten().filter_map(|tx| tx.to))?;
         let mut cumulative = CumulativeGas::default();
         let mut items = Vec::with_capacity(positions.len());
         for (pos, tx) in positions.into_iter().zip(txs) {
             let (Some(tx), Some(header)) = (tx, headers.get(&pos.block)) else { continue };
             let gas = cumulative.at(r, pos)?;
-            items.push(tx_item(&tx, pos, header, tip.unwrap_or(0), gas));
+            items.push(tx_item(&tx, pos, header, tip.unwrap_or(0), gas, &called));
         }
         Ok(Answer::list(items, "No transactions found"))
     })
@@ -360,6 +370,7 @@ pub(super) async fn tokentx(
         let headers = headers(r, rows.iter().map(|(p, _)| p.block))?;
         let mut tokens = HashMap::new();
         let mut txs: HashMap<BlockPos, Option<TxRecord>> = HashMap::new();
+        let called = contracts(r, rows.iter().map(|(_, t)| t.token))?;
         let mut cumulative = CumulativeGas::default();
         let mut items = Vec::with_capacity(rows.len());
         for (pos, t) in &rows {
@@ -395,7 +406,7 @@ pub(super) async fn tokentx(
                 ("cumulativeGasUsed", json!(cumulative.at(r, tx_pos)?.to_string())),
                 ("input", json!(format!("0x{}", alloy::hex::encode(&tx.input)))),
                 ("methodId", json!(method_id(tx))),
-                ("functionName", json!(function_name(tx))),
+                ("functionName", json!(function_name(tx, &called))),
                 ("confirmations", json!(tip.saturating_sub(pos.block).to_string())),
             ];
             item.extend(fields.into_iter().map(|(k, v)| (k.to_string(), v)));

@@ -1,11 +1,11 @@
 //! `module=logs`, `token`, `stats`, `block`, `transaction` and the read actions of `contract`.
 
-use super::account::{tx_item, CumulativeGas};
 use super::{bad, lower, read, Answer, Outcome, Params, Refusal};
 use crate::api::rest::headers;
+use crate::api::rest::smart_contracts::{contract_info, matched_artifact};
 use crate::api::rest::tokens::token_json;
-use crate::api::rest::transactions::revert_reason;
 use crate::api::AppState;
+use crate::contracts::abi::revert_reason;
 use crate::store::keys::BlockPos;
 use crate::store::records::LogRecord;
 use crate::store::tables::{Accounts, Logs, Tokens};
@@ -327,7 +327,7 @@ pub(super) fn eth_block_number(params: &Params, state: &AppState) -> Outcome {
 /// The revert reason of a failed transaction, replayed on the node (empty when it gives none in time).
 async fn replay_revert(state: &AppState, call: Value, block: u64) -> String {
     match tokio::time::timeout(REVERT_LOOKUP, state.node.revert_data(call, block)).await {
-        Ok(Ok(Some(data))) => match revert_reason(&data) {
+        Ok(Ok(Some(data))) => match revert_reason(&[], &data) {
             Some(reason) => {
                 reason["parameters"][0]["value"].as_str().map_or_else(|| reason.to_string(), str::to_string)
             }
@@ -465,8 +465,6 @@ pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadli
         .collect::<Result<_, _>>()?;
     read(state, deadline, move |r| {
         let mut items = Vec::new();
-        let mut cumulative = CumulativeGas::default();
-        let tip = r.tip()?.map(|t| t.number).unwrap_or(0);
         for address in addresses {
             let direct = r.get::<Accounts>(&address)?.and_then(|a| a.creation);
             let (creator, tx_hash, factory) = match direct {
@@ -479,7 +477,6 @@ pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadli
             let Some((pos, tx)) = r.tx(tx_hash)? else { continue };
             let Some(header) = r.block(pos.block)? else { continue };
             let tx_from = tx.from;
-            let item = tx_item(&tx, pos, &header, tip, cumulative.at(r, pos)?);
             items.push(json!({
                 "contractAddress": lower(&address),
                 "contractCreator": lower(&if factory.is_some() { tx_from } else { creator }),
@@ -487,7 +484,7 @@ pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadli
                 "blockNumber": pos.block.to_string(),
                 "timestamp": header.timestamp.to_string(),
                 "contractFactory": factory.as_ref().map(lower).unwrap_or_default(),
-                "creationBytecode": if factory.is_none() { item["input"].clone() } else { json!("") },
+                "creationBytecode": if factory.is_none() { json!(format!("0x{}", alloy::hex::encode(&tx.input))) } else { json!("") },
             }));
         }
         Ok(Answer::Ok(Value::Array(items)))
@@ -498,31 +495,80 @@ pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadli
 /// Etherscan's text for a contract without verified source (Foundry and Hardhat look for it).
 const NOT_VERIFIED: &str = "Contract source code not verified";
 
-/// `getabi`: no contract is verified on this explorer yet, so every address answers "not verified".
-pub(super) fn getabi(params: &Params) -> Outcome {
-    params.address("address", "Query parameter address is required", "Invalid address hash")?;
-    Ok(Answer::refuse(NOT_VERIFIED))
+/// `getabi`: the ABI (as a JSON string) of a contract whose code matched a local build artifact; this explorer
+/// verifies nothing else yet, so every other address answers "not verified".
+pub(super) async fn getabi(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let address = params.address("address", "Query parameter address is required", "Invalid address hash")?;
+    read(state, deadline, move |r| match matched_artifact(r, &address)? {
+        Some(known) => Ok(Answer::Ok(json!(serde_json::to_string(&known.artifact.abi.json).unwrap_or_default()))),
+        None => Ok(Answer::refuse(NOT_VERIFIED)),
+    })
+    .await
 }
 
-/// `getsourcecode`: the "not verified" record, in the full form Etherscan clients parse.
-pub(super) fn getsourcecode(params: &Params) -> Outcome {
+/// `SourceCode` in Etherscan's forms: the one file as is, several as a standard-JSON input in double braces.
+fn source_code(sources: &[(String, String)], language: &str) -> String {
+    match sources {
+        [] => String::new(),
+        [(_, only)] => only.clone(),
+        many => {
+            let files: serde_json::Map<String, Value> =
+                many.iter().map(|(path, text)| (path.clone(), json!({"content": text}))).collect();
+            format!("{{{}}}", json!({"language": language, "sources": files}))
+        }
+    }
+}
+
+/// `getsourcecode`: what a matched local artifact says (name, ABI, sources, compiler, settings), else the full
+/// "not verified" record that Etherscan clients parse.
+pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
     let address = params.address("address", "Query parameter address is required", "Invalid address hash")?;
-    Ok(Answer::Ok(json!([{
-        "Address": lower(&address),
-        "SourceCode": "",
-        "ABI": NOT_VERIFIED,
-        "ContractName": "",
-        "CompilerVersion": "",
-        "OptimizationUsed": "",
-        "Runs": "",
-        "ConstructorArguments": "",
-        "EVMVersion": "",
-        "Library": "",
-        "LicenseType": "",
-        "Proxy": "0",
-        "Implementation": "",
-        "SwarmSource": "",
-    }])))
+    read(state, deadline, move |r| {
+        let info = contract_info(r, &address)?;
+        let implementation = info.as_ref().and_then(|i| i.implementations.first()).map(|i| lower(&i.address));
+        let proxy = if implementation.is_some() { "1" } else { "0" };
+        let Some(known) = matched_artifact(r, &address)? else {
+            return Ok(Answer::Ok(json!([{
+                "Address": lower(&address),
+                "SourceCode": "",
+                "ABI": NOT_VERIFIED,
+                "ContractName": "",
+                "CompilerVersion": "",
+                "OptimizationUsed": "",
+                "Runs": "",
+                "ConstructorArguments": "",
+                "EVMVersion": "",
+                "Library": "",
+                "LicenseType": "",
+                "Proxy": proxy,
+                "Implementation": implementation.unwrap_or_default(),
+                "SwarmSource": "",
+            }])));
+        };
+        let artifact = &known.artifact;
+        let (optimized, runs) = artifact.optimization();
+        let evm = artifact.settings.as_ref().and_then(|s| s["evmVersion"].as_str()).unwrap_or("default");
+        Ok(Answer::Ok(json!([{
+            "Address": lower(&address),
+            "SourceCode": source_code(&artifact.sources, "Solidity"),
+            "ABI": serde_json::to_string(&artifact.abi.json).unwrap_or_default(),
+            "ContractName": artifact.name,
+            "CompilerVersion": artifact.compiler_version.as_ref().map(|v| format!("v{v}")).unwrap_or_default(),
+            "OptimizationUsed": if optimized == Some(true) { "1" } else { "0" },
+            "Runs": runs.map(|r| r.to_string()).unwrap_or_default(),
+            "ConstructorArguments": "",
+            "EVMVersion": evm,
+            "Library": "",
+            "LicenseType": artifact.license.clone().unwrap_or_default(),
+            "Proxy": proxy,
+            "Implementation": implementation.unwrap_or_default(),
+            "SwarmSource": "",
+            "FileName": artifact.file_path.clone().unwrap_or_default(),
+            "MatchType": format!("{:?}", known.kind).to_lowercase(),
+            "VerificationSource": "local-artifacts",
+        }])))
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -299,8 +299,8 @@ async fn run(params: Params, state: &AppState, deadline: tokio::time::Instant) -
         ("transaction", "getstatus") => chain::getstatus(params, state, deadline).await,
         ("transaction", "gettxreceiptstatus") => chain::gettxreceiptstatus(params, state, deadline).await,
         ("contract", "getcontractcreation") => chain::getcontractcreation(params, state, deadline).await,
-        ("contract", "getabi") => chain::getabi(&params),
-        ("contract", "getsourcecode") => chain::getsourcecode(&params),
+        ("contract", "getabi") => chain::getabi(params, state, deadline).await,
+        ("contract", "getsourcecode") => chain::getsourcecode(params, state, deadline).await,
         _ => Err(Refusal::Translator(StatusCode::BAD_REQUEST, "Unknown action")),
     }
 }

@@ -53,7 +53,9 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     let is_contract = is_contract || internal.is_some_and(|c| c.success);
     let creation = record.as_ref().and_then(|r| r.creation).map(|c| (c.creator, c.tx, c.success));
     let creation = creation.or(internal.map(|c| (c.creator, c.tx, c.success)));
-    let mut body = serde_json::to_value(AddressJson::new(&address, is_contract)).expect("address object serializes");
+    let info = super::smart_contracts::contract_info(&state.store.view(), &address)?;
+    let object = AddressJson::new(&address, is_contract).with_info(info.as_ref());
+    let mut body = serde_json::to_value(object).expect("address object serializes");
     let fields = body.as_object_mut().expect("an object");
     let extra = json!({
         "creator_address_hash": creation.map(|(creator, _, _)| checksum(&creator)),

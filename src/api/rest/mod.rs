@@ -8,6 +8,7 @@ pub mod account;
 pub mod addresses;
 pub mod blocks;
 pub mod search;
+pub mod smart_contracts;
 pub mod stats;
 pub mod tokens;
 pub mod traces;
@@ -92,20 +93,26 @@ pub fn envelope<T, C: Cursor>(
 }
 
 /// Contract flags of `addresses` from the account index, and from the contracts created inside transactions
-/// once the trace pass has run.
+/// once the trace pass has run; for contracts with stored code, what is known about them (name, ABI, proxy).
 pub fn contracts(reader: &Reader<'_>, addresses: impl IntoIterator<Item = Address>) -> StoreResult<Contracts> {
     let unique: Vec<Address> = addresses.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
     let accounts = reader.multi_get::<Accounts>(&unique)?;
     let traced = reader.trace_tip()?.is_some();
     let mut flags = HashMap::with_capacity(unique.len());
+    let mut known = HashMap::new();
     for (address, account) in unique.into_iter().zip(accounts) {
         let mut is_contract = account.is_some_and(|r| r.is_contract());
         if !is_contract && traced {
             is_contract = traces::internal_creation(reader, address)?.is_some_and(|c| c.success);
         }
+        if is_contract {
+            if let Some(info) = smart_contracts::contract_info(reader, &address)? {
+                known.insert(address, info);
+            }
+        }
         flags.insert(address, is_contract);
     }
-    Ok(Contracts(flags))
+    Ok(Contracts::new(flags, known))
 }
 
 /// Headers of the given blocks.

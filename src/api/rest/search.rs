@@ -3,6 +3,7 @@
 //! name or symbol (case-insensitive).
 
 use super::blocks::find_block;
+use super::smart_contracts::contract_info;
 use super::tokens::{search as token_search, token_json};
 use crate::api::body::{ok, Body};
 use crate::api::json::{checksum, hash_hex, iso_timestamp, BlockKind, Envelope};
@@ -22,7 +23,7 @@ struct Hit {
 /// Most token hits of a text query.
 const TOKEN_HITS: usize = 50;
 
-fn token_hit(address: &alloy::primitives::Address, token: &crate::api::json::TokenJson) -> Hit {
+fn token_hit(address: &alloy::primitives::Address, token: &crate::api::json::TokenJson, verified: bool) -> Hit {
     let hash = checksum(address);
     let mut item = serde_json::to_value(token).expect("token serializes");
     let fields = item.as_object_mut().expect("an object");
@@ -36,7 +37,7 @@ fn token_hit(address: &alloy::primitives::Address, token: &crate::api::json::Tok
             "token_type": token_type,
             "token_url": format!("/token/{hash}"),
             "address_url": format!("/address/{hash}"),
-            "is_smart_contract_verified": false,
+            "is_smart_contract_verified": verified,
             "is_smart_contract_address": true,
             "is_verified_via_admin_panel": false,
             "certified": false,
@@ -70,18 +71,20 @@ fn find(reader: &Reader<'_>, q: &str) -> StoreResult<Vec<Hit>> {
             hits.push(block_hit(&block.hash, block.number, block.timestamp, kind));
         }
     } else if let Ok(address) = parse_address(q, "q") {
+        let info = contract_info(reader, &address)?;
+        let verified = info.as_ref().is_some_and(|i| i.verified);
         if let Some(token) = token_json(reader, &address)? {
-            hits.push(token_hit(&address, &token));
+            hits.push(token_hit(&address, &token, verified));
         }
-        let is_contract = reader.get::<Accounts>(&address)?.is_some_and(|a| a.is_contract());
+        let is_contract = info.is_some() || reader.get::<Accounts>(&address)?.is_some_and(|a| a.is_contract());
         let hash = checksum(&address);
         hits.push(Hit {
             item: json!({
                 "type": if is_contract { "contract" } else { "address" },
-                "name": null,
+                "name": info.and_then(|i| i.name),
                 "address_hash": hash,
                 "url": format!("/address/{hash}"),
-                "is_smart_contract_verified": false,
+                "is_smart_contract_verified": verified,
                 "is_smart_contract_address": is_contract,
                 "certified": false,
                 "ens_info": null,
@@ -91,7 +94,10 @@ fn find(reader: &Reader<'_>, q: &str) -> StoreResult<Vec<Hit>> {
             redirect: Some(("address", hash)),
         });
     } else {
-        hits.extend(token_search(reader, q, TOKEN_HITS)?.iter().map(|(a, t)| token_hit(a, t)));
+        for (address, token) in token_search(reader, q, TOKEN_HITS)? {
+            let verified = contract_info(reader, &address)?.is_some_and(|i| i.verified);
+            hits.push(token_hit(&address, &token, verified));
+        }
     }
     Ok(hits)
 }

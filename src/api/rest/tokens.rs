@@ -44,17 +44,21 @@ pub fn transfer_items(
 ) -> StoreResult<Vec<TransferJson>> {
     let headers = headers(reader, rows.iter().map(|(p, _)| p.block))?;
     let tokens = token_jsons(reader, rows.iter().map(|(_, t)| t.token))?;
-    let contracts = contracts(reader, rows.iter().flat_map(|(_, t)| [t.from, t.to]))?;
-    let mut inputs = HashMap::new();
+    let mut calls = HashMap::new();
+    for (pos, t) in rows {
+        let tx_pos = BlockPos { block: pos.block, index: t.tx_index };
+        if let std::collections::hash_map::Entry::Vacant(slot) = calls.entry(tx_pos) {
+            slot.insert(reader.get::<Transactions>(&tx_pos)?.map(|tx| (tx.body.input, tx.body.to)));
+        }
+    }
+    let called = calls.values().flatten().filter_map(|(_, to)| *to);
+    let contracts = contracts(reader, rows.iter().flat_map(|(_, t)| [t.from, t.to]).chain(called))?;
     let mut items = Vec::with_capacity(rows.len());
     for (pos, t) in rows {
         let (Some(header), Some(token)) = (headers.get(&pos.block), tokens.get(&t.token)) else { continue };
         let tx_pos = BlockPos { block: pos.block, index: t.tx_index };
-        if let std::collections::hash_map::Entry::Vacant(slot) = inputs.entry(tx_pos) {
-            slot.insert(reader.get::<Transactions>(&tx_pos)?.map(|tx| tx.body.input));
-        }
-        let input = inputs.get(&tx_pos).and_then(|i| i.as_ref());
-        items.push(TransferJson::new(t, pos.log, header, token.clone(), input, &contracts));
+        let call = calls.get(&tx_pos).and_then(|c| c.as_ref()).map(|(input, to)| (input, to.as_ref()));
+        items.push(TransferJson::new(t, pos.log, header, token.clone(), call, &contracts));
     }
     Ok(items)
 }

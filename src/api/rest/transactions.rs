@@ -8,13 +8,14 @@ use crate::api::json::{LogJson, TxJson};
 use crate::api::router::Page;
 use crate::api::{ApiError, AppState};
 use crate::chain::TxTypes;
+use crate::contracts::abi::revert_reason;
 use crate::store::keys::BlockPos;
 use crate::store::records::{PendingTxRecord, TxRecord};
 use crate::store::tables::{Logs, Pending};
 use crate::store::{FoundTx, Reader, StoreResult};
-use alloy::primitives::{Bytes, B256};
+use alloy::primitives::B256;
 use hyper::Response;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -60,29 +61,6 @@ pub fn pending(reader: &Reader<'_>, page: Page<PendingCursor>) -> Result<Respons
     Ok(ok(&envelope(items, rows.next.map(PendingCursor), page.size, &[("filter", json!("pending"))])))
 }
 
-/// `revert_reason`: `Error(string)` and `Panic(uint256)` decoded, other data raw, nothing when the node gave none.
-pub fn revert_reason(data: &Bytes) -> Option<Value> {
-    use alloy::sol_types::{Panic, Revert, SolError};
-    if data.is_empty() {
-        return None;
-    }
-    if let Ok(revert) = Revert::abi_decode(data) {
-        return Some(json!({
-            "method_call": "Error(string reason)",
-            "method_id": alloy::hex::encode(Revert::SELECTOR),
-            "parameters": [{"name": "reason", "type": "string", "value": revert.reason}],
-        }));
-    }
-    if let Ok(panic) = Panic::abi_decode(data) {
-        return Some(json!({
-            "method_call": "Panic(uint256 code)",
-            "method_id": alloy::hex::encode(Panic::SELECTOR),
-            "parameters": [{"name": "code", "type": "uint256", "value": panic.code.to_string()}],
-        }));
-    }
-    Some(json!({"raw": format!("{data:#x}")}))
-}
-
 /// `GET /api/v2/transactions/:hash`: the detail form, with the revert reason replayed from the node for a failed
 /// transaction (omitted when the node cannot answer quickly).
 pub async fn detail(state: &AppState, hash: B256) -> Result<Response<Body>, ApiError> {
@@ -101,16 +79,20 @@ pub async fn detail(state: &AppState, hash: B256) -> Result<Response<Body>, ApiE
         let overflow = transfers.len() > TRANSFERS_SHOWN;
         let shown = super::tokens::transfer_items(&reader, &transfers[..transfers.len().min(TRANSFERS_SHOWN)])?;
         let item = (item, shown, overflow);
+        let called = match tx.to {
+            Some(to) if !tx.succeeded() => super::smart_contracts::contract_info(&reader, &to)?,
+            _ => None,
+        };
         let replay = (!tx.succeeded()).then(|| {
             let call = json!({"from": tx.from, "to": tx.to, "data": tx.input, "value": tx.value, "gas": tx.gas_limit});
-            (call, pos.block)
+            (call, pos.block, called)
         });
         (item, replay)
     };
     let reason = match replay {
-        Some((call, block)) => {
+        Some((call, block, called)) => {
             match tokio::time::timeout(REVERT_LOOKUP_TIMEOUT, state.node.revert_data(call, block)).await {
-                Ok(Ok(Some(data))) => revert_reason(&data),
+                Ok(Ok(Some(data))) => revert_reason(&called.as_ref().map(|c| c.abis()).unwrap_or_default(), &data),
                 _ => None,
             }
         }

@@ -1,0 +1,355 @@
+//! Smart contracts: `/smart-contracts/:hash` for every contract (verified or not), the list of contracts with
+//! known source (`q`, `filter`), `/smart-contracts/counters`, `/smart-contracts/verification/config` and
+//! `/config/smart-contracts/languages`; and [`contract_info`], the name, ABI and implementations that address
+//! objects and decoding everywhere use.
+//!
+//! "Verified" here means the code matched a local build artifact (`--artifacts`): the response says so in
+//! `verification_metadata` (`{"source": "local-artifacts", …}`), since no verifier checked it.
+
+use super::{envelope, take_page};
+use crate::api::body::{ok, Body};
+use crate::api::cursor::AddressCursor;
+use crate::api::json::{AddressJson, ContractInfo, Implementation};
+use crate::api::router::Page;
+use crate::api::{ApiError, AppState};
+use crate::contracts::abi::value_json;
+use crate::contracts::proxy::ProxyType;
+use crate::contracts::{CodeFacts, Known, MatchKind};
+use crate::store::keys::BlockKey;
+use crate::store::records::{ContractRecord, ProxyKind, ProxyRecord};
+use crate::store::tables::{Accounts, Code, Contracts as ContractRows, Headers};
+use crate::store::{Reader, StoreResult};
+use alloy::dyn_abi::JsonAbiExt;
+use alloy::primitives::{Address, Bytes, B256, KECCAK256_EMPTY};
+use hyper::Response;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// How long a contract page waits for the node's code of a contract the index has not fetched yet.
+const CODE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Languages this instance knows contracts in.
+const LANGUAGES: &[&str] = &["solidity"];
+
+/// The creation input of the contract created by transaction `tx`, when it was a top-level creation.
+fn creation_input(reader: &Reader<'_>, tx: B256) -> Option<Bytes> {
+    let (_, record) = reader.tx(tx).ok()??;
+    record.to.is_none().then(|| record.body.input.clone())
+}
+
+/// The facts of a stored contract's code (cached by code hash).
+fn facts(reader: &Reader<'_>, row: &ContractRecord) -> CodeFacts {
+    reader.knowledge().facts(
+        row.code_hash,
+        || reader.get::<Code>(&row.code_hash).ok().flatten(),
+        || creation_input(reader, row.creation_tx),
+    )
+}
+
+fn implementation(reader: &Reader<'_>, address: Address) -> StoreResult<Implementation> {
+    let known = reader.get::<ContractRows>(&address)?.and_then(|row| facts(reader, &row).known);
+    Ok(Implementation {
+        address,
+        name: known.as_ref().map(|k| k.artifact.name.clone()),
+        abi: known.map(|k| k.artifact.abi.clone()),
+    })
+}
+
+fn info_of(reader: &Reader<'_>, facts: &CodeFacts, proxy: Option<&ProxyRecord>) -> StoreResult<ContractInfo> {
+    let known = facts.known.as_ref();
+    let mut info = ContractInfo {
+        name: known.map(|k| k.artifact.name.clone()),
+        verified: known.is_some(),
+        abi: known.map(|k| k.artifact.abi.clone()),
+        proxy_type: None,
+        implementations: Vec::new(),
+    };
+    let (kind, target) = match (facts.minimal_proxy_of, proxy) {
+        (Some(target), _) => (ProxyType::Eip1167, target),
+        (None, Some(p)) => (
+            match p.kind {
+                ProxyKind::Eip1967 => ProxyType::Eip1967,
+                ProxyKind::Eip1967Beacon => ProxyType::Eip1967Beacon,
+                ProxyKind::Eip1822 => ProxyType::Eip1822,
+            },
+            p.implementation,
+        ),
+        (None, None) => return Ok(info),
+    };
+    info.proxy_type = Some(kind);
+    info.implementations.push(implementation(reader, target)?);
+    Ok(info)
+}
+
+/// What is known about the contract at `address` (`None`: no stored code, or empty code).
+pub fn contract_info(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<ContractInfo>> {
+    let Some(row) = reader.get::<ContractRows>(address)? else { return Ok(None) };
+    if row.code_hash == KECCAK256_EMPTY {
+        return Ok(None);
+    }
+    info_of(reader, &facts(reader, &row), row.proxy.as_ref()).map(Some)
+}
+
+/// The local build artifact the code at `address` matches, if any (full or partial).
+pub fn matched_artifact(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<Known>> {
+    let Some(row) = reader.get::<ContractRows>(address)? else { return Ok(None) };
+    Ok(facts(reader, &row).known)
+}
+
+/// How the contract came to be, as far as the index knows: creator, transaction, success.
+fn creation(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<(Address, B256, bool)>> {
+    if let Some(c) = reader.get::<Accounts>(address)?.and_then(|a| a.creation) {
+        return Ok(Some((c.creator, c.tx, c.success)));
+    }
+    Ok(super::traces::internal_creation(reader, *address)?.map(|c| (c.creator, c.tx, c.success)))
+}
+
+/// `decoded_constructor_args`: `[[value, {name, type}], …]` from the constructor's ABI.
+fn decode_constructor(known: &Known, args: &[u8]) -> Option<Value> {
+    let constructor = known.artifact.abi.json.constructor.as_ref()?;
+    let values = constructor.abi_decode_input(args).ok()?;
+    let decoded: Vec<Value> = constructor
+        .inputs
+        .iter()
+        .zip(&values)
+        .map(|(param, value)| {
+            json!([value_json(value), {"name": param.name, "type": param.selector_type(), "internalType": param.internal_type.as_ref().map(|t| t.to_string())}])
+        })
+        .collect();
+    Some(Value::Array(decoded))
+}
+
+/// The contract object for `address` with runtime `code`, `creation_input` (top-level creations) and `facts`.
+fn contract_json(
+    reader: &Reader<'_>,
+    code: &Bytes,
+    creation_input: Option<&Bytes>,
+    creation_ok: Option<bool>,
+    facts: &CodeFacts,
+    proxy: Option<&ProxyRecord>,
+) -> StoreResult<Value> {
+    let info = info_of(reader, facts, proxy)?;
+    let known = facts.known.as_ref();
+    let artifact = known.map(|k| &k.artifact);
+    let args = match (artifact.and_then(|a| a.creation.as_ref()), creation_input) {
+        (Some(compiled), Some(input)) => compiled.matches_creation(input).map(|(_, args)| Bytes::copy_from_slice(args)),
+        _ => None,
+    };
+    let (optimization_enabled, optimization_runs) = artifact.map(|a| a.optimization()).unwrap_or((None, None));
+    let (source_code, file_path, additional_sources) = match artifact {
+        Some(a) if !a.sources.is_empty() => {
+            let (path, text) = &a.sources[0];
+            let rest: Vec<Value> =
+                a.sources[1..].iter().map(|(p, t)| json!({"file_path": p, "source_code": t})).collect();
+            (Some(text.clone()), Some(path.clone()), Some(rest))
+        }
+        Some(a) => (None, a.file_path.clone(), Some(Vec::new())),
+        None => (None, None, None),
+    };
+    let verification = known.map(|k| {
+        json!({
+            "source": "local-artifacts",
+            "artifact": k.artifact.origin.display().to_string(),
+            "match": match k.kind { MatchKind::Full => "full", MatchKind::Partial => "partial" },
+        })
+    });
+    Ok(json!({
+        "deployed_bytecode": format!("{code:#x}"),
+        "creation_bytecode": creation_input.map(|i| format!("{i:#x}")),
+        "creation_status": creation_ok.map(|ok| if !ok { "failed" } else if code.is_empty() { "selfdestructed" } else { "success" }),
+        "is_verified": known.is_some(),
+        "is_fully_verified": known.map(|k| k.kind == MatchKind::Full),
+        "is_partially_verified": known.map(|k| k.kind == MatchKind::Partial),
+        "is_verified_via_sourcify": known.map(|_| false),
+        "is_verified_via_eth_bytecode_db": known.map(|_| false),
+        "is_verified_via_verifier_alliance": known.map(|_| false),
+        "is_changed_bytecode": known.map(|_| false),
+        "is_blueprint": false,
+        "certified": false,
+        "can_be_visualized_via_sol2uml": known.map(|_| false),
+        "verification_metadata": verification,
+        "name": info.name,
+        "abi": artifact.map(|a| serde_json::to_value(&a.abi.json).unwrap_or(Value::Null)),
+        "language": known.map(|_| "solidity"),
+        "compiler_version": artifact.and_then(|a| a.compiler_version.clone()),
+        "compiler_settings": artifact.and_then(|a| a.settings.clone()),
+        "optimization_enabled": optimization_enabled,
+        "optimization_runs": optimization_runs,
+        "evm_version": artifact.and_then(|a| a.evm_version()),
+        "license_type": artifact.and_then(|a| a.license.clone()),
+        "source_code": source_code,
+        "file_path": file_path,
+        "additional_sources": additional_sources,
+        "external_libraries": known.map(|_| Vec::<Value>::new()),
+        "constructor_args": args.as_ref().filter(|a| !a.is_empty()).map(|a| format!("{a:#x}")),
+        "decoded_constructor_args": known.zip(args.as_ref()).and_then(|(k, a)| decode_constructor(k, a)),
+        "has_constructor_args": args.as_ref().map(|a| !a.is_empty()),
+        "verified_at": Value::Null,
+        "sourcify_repo_url": Value::Null,
+        "verified_twin_address_hash": Value::Null,
+        "proxy_type": info.proxy_type.map(ProxyType::label),
+        "implementations": info.implementations_json(),
+        "conflicting_implementations": Value::Array(Vec::new()),
+        "reputation": "ok",
+    }))
+}
+
+/// `GET /api/v2/smart-contracts/:hash`: every contract answers, verified or not; an address without code is a 404.
+pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
+    let (stored, created, tip) = {
+        let reader = state.store.view();
+        let stored = match reader.get::<ContractRows>(&address)? {
+            Some(row) => reader.get::<Code>(&row.code_hash)?.map(|code| (row, code)),
+            None => None,
+        };
+        (stored, creation(&reader, &address)?, reader.tip()?.map(|t| t.number))
+    };
+    let reader = state.store.view();
+    if let Some((row, code)) = stored.filter(|(_, code)| !code.is_empty()) {
+        let input = creation_input(&reader, row.creation_tx);
+        let facts = facts(&reader, &row);
+        let json = contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, row.proxy.as_ref())?;
+        return Ok(ok(&json));
+    }
+    // Not fetched yet by the code writer (or created before the index started): the node's code at the tip.
+    let Some(tip) = tip else { return Err(ApiError::NotFound) };
+    let code = match tokio::time::timeout(CODE_TIMEOUT, state.node.code(address, tip)).await {
+        Ok(result) => result?,
+        Err(_) => return Err(ApiError::NodeUnavailable("the node did not return the code in time".into())),
+    };
+    if code.is_empty() {
+        return Err(ApiError::NotFound);
+    }
+    let input = created.and_then(|(_, tx, _)| creation_input(&reader, tx));
+    let code_hash = alloy::primitives::keccak256(&code);
+    let facts = reader.knowledge().facts(code_hash, || Some(code.clone()), || input.clone());
+    Ok(ok(&contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, None)?))
+}
+
+/// `GET /api/v2/smart-contracts`: contracts with known source (matched artifacts), by address; `q` filters by
+/// name or address (case-insensitive substring), `filter` by language.
+pub fn list(
+    reader: &Reader<'_>,
+    q: Option<String>,
+    language: Option<String>,
+    page: Page<AddressCursor>,
+) -> Result<Response<Body>, ApiError> {
+    let needle = q.as_deref().map(str::to_lowercase).filter(|n| !n.is_empty());
+    if language.as_deref().is_some_and(|l| !LANGUAGES.contains(&l)) {
+        return Ok(ok(&envelope::<Value, AddressCursor>(Vec::new(), None, page.size, &[])));
+    }
+    let rows = reader.contracts_after(page.after.map(|c| c.0));
+    let mut found: Vec<(Address, Known)> = Vec::new();
+    let rows = take_page(rows, page.size, |address, row| {
+        let Some(known) = facts(reader, row).known else { return false };
+        let name_hit = needle.as_ref().is_none_or(|n| {
+            known.artifact.name.to_lowercase().contains(n) || format!("{address:#x}").contains(n.as_str())
+        });
+        if name_hit {
+            found.push((*address, known));
+        }
+        name_hit
+    })?;
+    let mut items = Vec::with_capacity(rows.items.len());
+    for (address, _) in &rows.items {
+        let Some((_, known)) = found.iter().find(|(a, _)| a == address) else { continue };
+        let info = contract_info(reader, address)?;
+        let tx_count = reader.get::<Accounts>(address)?.map(|a| a.tx_count);
+        let (optimization_enabled, _) = known.artifact.optimization();
+        items.push(json!({
+            "address": AddressJson::new(address, true).with_info(info.as_ref()),
+            "certified": false,
+            "coin_balance": Value::Null,
+            "compiler_version": known.artifact.compiler_version,
+            "has_constructor_args": Value::Null,
+            "language": "solidity",
+            "license_type": known.artifact.license,
+            "market_cap": Value::Null,
+            "optimization_enabled": optimization_enabled,
+            "reputation": "ok",
+            "transactions_count": tx_count,
+            "verified_at": Value::Null,
+        }));
+    }
+    let mut echo = Vec::new();
+    echo.extend(q.map(|q| ("q", json!(q))));
+    echo.extend(language.map(|l| ("filter", json!(l))));
+    Ok(ok(&envelope(items, rows.next.map(AddressCursor), page.size, &echo)))
+}
+
+/// `GET /api/v2/smart-contracts/counters`: contracts with stored code and those with known source, in total and
+/// created in the last 24 hours (before the newest block's time).
+pub fn counters(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
+    let newest = reader.tip()?.and_then(|t| reader.get::<Headers>(&BlockKey(t.number)).ok().flatten());
+    let since = newest.as_ref().map_or(0, |h| h.timestamp.saturating_sub(86_400));
+    let (mut all, mut verified, mut new_all, mut new_verified) = (0u64, 0u64, 0u64, 0u64);
+    let mut block_times = std::collections::HashMap::new();
+    for row in reader.contracts_after(None) {
+        let (_, row) = row?;
+        if row.code_hash == KECCAK256_EMPTY {
+            continue;
+        }
+        let is_verified = facts(reader, &row).known.is_some();
+        let time = match block_times.get(&row.block) {
+            Some(t) => *t,
+            None => {
+                let t = reader.get::<Headers>(&BlockKey(row.block))?.map_or(0, |h| h.timestamp);
+                block_times.insert(row.block, t);
+                t
+            }
+        };
+        all += 1;
+        verified += u64::from(is_verified);
+        if time >= since && newest.is_some() {
+            new_all += 1;
+            new_verified += u64::from(is_verified);
+        }
+    }
+    Ok(ok(&json!({
+        "smart_contracts": all.to_string(),
+        "new_smart_contracts_24h": new_all.to_string(),
+        "verified_smart_contracts": verified.to_string(),
+        "new_verified_smart_contracts_24h": new_verified.to_string(),
+    })))
+}
+
+/// `GET /api/v2/smart-contracts/verification/config`: no compilers yet (verification routes come later); source
+/// is known from local build artifacts only.
+pub fn verification_config() -> Response<Body> {
+    ok(&json!({
+        "solidity_compiler_versions": Vec::<String>::new(),
+        "solidity_evm_versions": ["default", "prague", "cancun", "shanghai", "paris", "london", "berlin", "istanbul"],
+        "vyper_compiler_versions": Vec::<String>::new(),
+        "vyper_evm_versions": Vec::<String>::new(),
+        "verification_options": Vec::<String>::new(),
+        "is_rust_verifier_microservice_enabled": false,
+        "license_types": license_types(),
+    }))
+}
+
+fn license_types() -> Value {
+    let names = [
+        "none",
+        "unlicense",
+        "mit",
+        "gnu_gpl_v2",
+        "gnu_gpl_v3",
+        "gnu_lgpl_v2_1",
+        "gnu_lgpl_v3",
+        "bsd_2_clause",
+        "bsd_3_clause",
+        "mpl_2_0",
+        "osl_3_0",
+        "apache_2_0",
+        "gnu_agpl_v3",
+        "bsl_1_1",
+    ];
+    let map: serde_json::Map<String, Value> =
+        names.iter().enumerate().map(|(i, n)| ((*n).to_owned(), json!(i + 1))).collect();
+    Value::Object(map)
+}
+
+/// `GET /api/v2/config/smart-contracts/languages`.
+pub fn languages() -> Response<Body> {
+    ok(&json!({"languages": LANGUAGES}))
+}

@@ -1,0 +1,99 @@
+//! What the explorer knows about contract code beyond the chain: which local build artifact a deployed contract's
+//! code matches ([`Knowledge`]), ABIs for decoding ([`abi`]), the bytecode matcher ([`matcher`]), reading Foundry
+//! and Hardhat output ([`artifacts`]) and watching it ([`watch`]), and proxy patterns ([`proxy`]).
+//!
+//! Matches are cached by code hash: identical code at many addresses is matched once, and a request never parses
+//! an ABI or compares code twice. A rescan of the artifact folders replaces the set and empties the cache.
+
+pub mod abi;
+pub mod artifacts;
+pub mod matcher;
+pub mod proxy;
+pub mod watch;
+
+use alloy::primitives::{Bytes, B256};
+use artifacts::{Artifact, ArtifactSet};
+pub use matcher::MatchKind;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Code hashes whose match (or absence of one) is remembered; the cache starts over beyond this.
+const CACHE_LIMIT: usize = 100_000;
+
+/// A deployed contract's code matched with an artifact.
+#[derive(Debug, Clone)]
+pub struct Known {
+    /// The artifact.
+    pub artifact: Arc<Artifact>,
+    /// Full or partial match.
+    pub kind: MatchKind,
+}
+
+/// What one runtime code is, beyond its bytes: computed once per code hash.
+#[derive(Debug, Clone, Default)]
+pub struct CodeFacts {
+    /// The artifact it matches.
+    pub known: Option<Known>,
+    /// The implementation, when the code is an EIP-1167 minimal proxy.
+    pub minimal_proxy_of: Option<alloy::primitives::Address>,
+}
+
+/// The artifact set in use and the facts found so far.
+#[derive(Debug, Default)]
+pub struct Knowledge {
+    artifacts: RwLock<Arc<ArtifactSet>>,
+    cache: Mutex<HashMap<B256, CodeFacts>>,
+}
+
+impl Knowledge {
+    /// Uses `set` from now on (forgetting every earlier match).
+    pub fn replace(&self, set: ArtifactSet) {
+        let set = Arc::new(set);
+        // The cache is emptied under the set's lock, so no match against the old set is cached after it.
+        let mut current = self.artifacts.write().unwrap_or_else(|p| p.into_inner());
+        *current = set;
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// Number of artifacts in use.
+    pub fn artifact_count(&self) -> usize {
+        self.artifacts.read().unwrap_or_else(|p| p.into_inner()).all.len()
+    }
+
+    /// The facts of code `code_hash`: the artifact it matches (runtime code compared first, then the creation input
+    /// for artifacts that carry creation code only) and the minimal-proxy target. `runtime` and `creation` are only
+    /// called on a cache miss.
+    pub fn facts(
+        &self,
+        code_hash: B256,
+        runtime: impl FnOnce() -> Option<Bytes>,
+        creation: impl FnOnce() -> Option<Bytes>,
+    ) -> CodeFacts {
+        let set = self.artifacts.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(hit) = self.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&code_hash) {
+            return hit.clone();
+        }
+        let code = runtime().unwrap_or_default();
+        let known = set.all.iter().find_map(|a| {
+            let kind = a.runtime.as_ref()?.matches_runtime(&code)?;
+            Some(Known { artifact: a.clone(), kind })
+        });
+        let creation_only = || set.all.iter().any(|a| a.runtime.is_none());
+        let known = match known {
+            None if creation_only() => creation().and_then(|input| {
+                set.all.iter().filter(|a| a.runtime.is_none()).find_map(|a| {
+                    let (kind, _) = a.creation.as_ref()?.matches_creation(&input)?;
+                    Some(Known { artifact: a.clone(), kind })
+                })
+            }),
+            known => known,
+        };
+        let facts = CodeFacts { known, minimal_proxy_of: proxy::minimal_proxy_target(&code) };
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(code_hash, facts.clone());
+        facts
+    }
+}

@@ -1,0 +1,370 @@
+//! Contract knowledge on a real chain: runtime code stored once per code hash with its creation, reverted with the
+//! creating block; `/smart-contracts/:hash` for verified and unverified contracts (and 404 without code), the
+//! list, counters and config routes; names and decoding from the demo contracts' build artifacts, compared with
+//! what the node says.
+
+use crate::support::http::{get, get_json};
+use crate::support::*;
+use alloy::primitives::{keccak256, Address, Bytes, B256, U256};
+use alloy::providers::{Provider, RootProvider};
+use alloy::sol_types::SolCall;
+use rockscout::dev::contracts::Demo;
+use rockscout::store::records::ContractRecord;
+use rockscout::store::tables::{Code, Contracts};
+use rockscout::Daemon;
+use serde_json::json;
+use std::time::Duration;
+
+async fn code_at(node: &RootProvider, address: Address) -> Bytes {
+    node.get_code_at(address).await.expect("eth_getCode")
+}
+
+/// Waits until the code writer stored `address`'s row.
+async fn stored_contract(daemon: &Daemon, address: Address) -> ContractRecord {
+    poll_until("the contract's code row", Duration::from_secs(30), || async {
+        daemon.store().reader().get::<Contracts>(&address).ok().flatten()
+    })
+    .await
+}
+
+async fn deploy_demo(node: &RootProvider, from: Address) -> (Address, B256) {
+    let tx = deploy(node, from, &Demo::BYTECODE).await;
+    mine(node, 1).await;
+    (created_address(node, tx).await, tx)
+}
+
+/// Same code twice: one `code` row, two `contracts` rows with their own creations; a reorg that removes the second
+/// deployment's block removes its row (through the block's undo data) and keeps the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_is_stored_once_and_reverted_with_its_creation() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let (first, first_tx) = deploy_demo(&node, accounts[0]).await;
+    let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+    let (second, second_tx) = deploy_demo(&node, accounts[1]).await;
+    wait_synced(&t.daemon, &node).await;
+
+    let a = stored_contract(&t.daemon, first).await;
+    let b = stored_contract(&t.daemon, second).await;
+    let runtime = code_at(&node, first).await;
+    assert!(!runtime.is_empty());
+    assert_eq!(a.code_hash, keccak256(&runtime));
+    assert_eq!(a.code_hash, b.code_hash, "same code, same hash");
+    assert_eq!((a.creation_tx, b.creation_tx), (first_tx, second_tx));
+    assert_eq!((a.block, b.block), (1, 2));
+    let reader = t.daemon.store().reader();
+    let codes: Vec<_> = reader.rows::<Code>().collect::<Result<_, _>>().unwrap();
+    assert_eq!(codes, vec![(a.code_hash, runtime.clone())], "the code is stored once");
+
+    // The second deployment's block leaves the chain: its contract goes, the first stays.
+    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+    assert!(reverted);
+    mine(&node, 2).await;
+    wait_synced(&t.daemon, &node).await;
+    let reader = t.daemon.store().reader();
+    assert_eq!(reader.get::<Contracts>(&second).unwrap(), None, "the reorg removed the contract");
+    assert_eq!(reader.get::<Contracts>(&first).unwrap(), Some(a));
+    let reply = get(t.daemon.addr(), &format!("/api/v2/smart-contracts/{second}")).await;
+    assert_eq!(reply.status, 404, "{}", String::from_utf8_lossy(&reply.body));
+}
+
+/// Every contract answers with its code and creation, verified or not; an address without code is a 404 JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smart_contract_routes_answer_every_contract() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let (demo, tx) = deploy_demo(&node, accounts[0]).await;
+    wait_synced(&t.daemon, &node).await;
+    stored_contract(&t.daemon, demo).await;
+    let addr = t.daemon.addr();
+
+    let c = get_json(addr, &format!("/api/v2/smart-contracts/{demo}")).await;
+    assert_eq!(c["deployed_bytecode"], format!("{:#x}", code_at(&node, demo).await));
+    let sent = node.get_transaction_by_hash(tx).await.unwrap().unwrap();
+    assert_eq!(c["creation_bytecode"], format!("{:#x}", alloy::consensus::Transaction::input(&sent)));
+    assert_eq!(c["creation_status"], "success");
+    assert_eq!(c["is_verified"], false);
+    assert_eq!(c["proxy_type"], json!(null));
+    assert_eq!(c["implementations"], json!([]));
+    assert_eq!(c["abi"], json!(null));
+
+    let eoa = get(addr, &format!("/api/v2/smart-contracts/{}", accounts[5])).await;
+    assert_eq!(eoa.status, 404);
+    assert_eq!(eoa.json()["message"], "Not found");
+    assert_eq!(get(addr, "/api/v2/smart-contracts/0x12").await.status, 422);
+
+    let counters = get_json(addr, "/api/v2/smart-contracts/counters").await;
+    assert_eq!(counters["smart_contracts"], "1");
+    assert_eq!(counters["verified_smart_contracts"], "0");
+    assert_eq!(counters["new_smart_contracts_24h"], "1");
+    let list = get_json(addr, "/api/v2/smart-contracts").await;
+    assert_eq!(list["items"], json!([]), "no contract has known source");
+    assert_eq!(get(addr, "/api/v2/smart-contracts?filter=cobol").await.status, 422);
+    let languages = get_json(addr, "/api/v2/config/smart-contracts/languages").await;
+    assert_eq!(languages["languages"], json!(["solidity"]));
+    let config = get_json(addr, "/api/v2/smart-contracts/verification/config").await;
+    assert!(config["solidity_evm_versions"].as_array().unwrap().contains(&json!("cancun")));
+    let address = get_json(addr, &format!("/api/v2/addresses/{demo}")).await;
+    assert_eq!((address["is_contract"].clone(), address["is_verified"].clone()), (json!(true), json!(false)));
+}
+
+/// With the demo artifacts, a Demo deployment is named and its calls and logs decode with its ABI; the values
+/// are the ones sent and the ones the node's receipt holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_artifacts_name_contracts_and_decode_calls_and_logs() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.demo_artifacts = true).await;
+    let (demo, _) = deploy_demo(&node, accounts[0]).await;
+    let poke = call(&node, accounts[1], demo, Demo::pokeCall { note: "hello".into() }.abi_encode()).await;
+    let fail = call(&node, accounts[1], demo, Demo::mayFailCall { x: U256::from(10) }.abi_encode()).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    stored_contract(&t.daemon, demo).await;
+    let addr = t.daemon.addr();
+
+    let c = get_json(addr, &format!("/api/v2/smart-contracts/{demo}")).await;
+    assert_eq!(c["is_verified"], true);
+    assert_eq!(c["name"], "Demo");
+    assert_eq!(c["is_fully_verified"], true);
+    assert_eq!(c["verification_metadata"]["source"], "local-artifacts");
+    let abi_names: Vec<_> = c["abi"].as_array().unwrap().iter().filter_map(|i| i["name"].as_str()).collect();
+    assert!(abi_names.contains(&"poke") && abi_names.contains(&"Poked"), "{abi_names:?}");
+
+    let tx = get_json(addr, &format!("/api/v2/transactions/{poke}")).await;
+    assert_eq!(tx["method"], "poke");
+    assert_eq!(tx["to"]["name"], "Demo");
+    assert_eq!(tx["to"]["is_verified"], true);
+    let input = &tx["decoded_input"];
+    assert_eq!(input["method_call"], "poke(string note)");
+    assert_eq!(input["parameters"], json!([{"name": "note", "type": "string", "value": "hello"}]));
+
+    let receipt = node.get_transaction_receipt(poke).await.unwrap().unwrap();
+    let node_log = &receipt.inner.logs()[0];
+    let logs = get_json(addr, &format!("/api/v2/transactions/{poke}/logs")).await;
+    let decoded = &logs["items"][0]["decoded"];
+    assert_eq!(decoded["method_call"], "Poked(address indexed by, uint256 indexed count, string note)");
+    assert_eq!(decoded["method_id"], alloy::hex::encode(node_log.topics()[0]));
+    let by = Address::from_word(node_log.topics()[1]);
+    assert_eq!(
+        decoded["parameters"][0],
+        json!({"name": "by", "type": "address", "indexed": true, "value": by.to_checksum(None)})
+    );
+    assert_eq!(decoded["parameters"][1]["value"], U256::from_be_bytes(node_log.topics()[2].0).to_string());
+    assert_eq!(decoded["parameters"][2]["value"], "hello");
+
+    let failed = get_json(addr, &format!("/api/v2/transactions/{fail}")).await;
+    assert_eq!(failed["method"], "mayFail");
+    assert_eq!(failed["revert_reason"]["parameters"][0]["value"], "Demo: multiple of five");
+
+    let list = get_json(addr, "/api/v2/smart-contracts?q=dem").await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+    assert_eq!(list["items"][0]["address"]["name"], "Demo");
+    assert_eq!(get_json(addr, "/api/v2/smart-contracts?q=nothing").await["items"], json!([]));
+    let counters = get_json(addr, "/api/v2/smart-contracts/counters").await;
+    assert_eq!(counters["verified_smart_contracts"], "1");
+    let search = get_json(addr, &format!("/api/v2/search?q={demo}")).await;
+    let hit = search["items"].as_array().unwrap().iter().find(|i| i["type"] == "contract").expect("a contract hit");
+    assert_eq!((hit["name"].clone(), hit["is_smart_contract_verified"].clone()), (json!("Demo"), json!(true)));
+}
+
+alloy::sol! {
+    function add(uint256 value);
+    function setValue(uint256 v);
+    function upgradeTo(address logic);
+    function clone(address target) returns (address result);
+}
+
+/// A Foundry project in `dir` with `sources` (name, text) in `src/`, compiled offline by the pinned forge with the
+/// pinned solc (through the `scripts/tools/solc-0.8.37` wrapper): `forge build --build-info`. Returns `out/`.
+fn forge_build(dir: &std::path::Path, sources: &[(&str, String)]) -> std::path::PathBuf {
+    let tools = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tools");
+    let forge = tools.join("node_modules/.bin/forge");
+    assert!(forge.exists(), "forge is missing: run scripts/setup (installs the pinned Foundry 1.7.1 npm packages)");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let config = format!(
+        "[profile.default]\nsrc = \"src\"\nout = \"out\"\nsolc = \"{}\"\noffline = true\noptimizer = true\n\
+         optimizer_runs = 200\nevm_version = \"cancun\"\n",
+        tools.join("solc-0.8.37").display()
+    );
+    std::fs::write(dir.join("foundry.toml"), config).unwrap();
+    for (name, text) in sources {
+        std::fs::write(dir.join("src").join(name), text).unwrap();
+    }
+    let output = std::process::Command::new(&forge)
+        .args(["build", "--build-info"])
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("running forge failed ({e}): run scripts/setup"));
+    assert!(output.status.success(), "forge build failed: {}", String::from_utf8_lossy(&output.stderr));
+    dir.join("out")
+}
+
+fn source(name: &str) -> (&str, String) {
+    (name, std::fs::read_to_string(solidity(name)).unwrap())
+}
+
+fn solidity(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/solidity").join(name)
+}
+
+/// The creation code of `contract` in a Foundry `out/` folder.
+fn creation_code(out: &std::path::Path, file: &str, contract: &str) -> Vec<u8> {
+    let path = out.join(file).join(format!("{contract}.json"));
+    let artifact: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    alloy::hex::decode(artifact["bytecode"]["object"].as_str().unwrap()).unwrap()
+}
+
+async fn deploy_code(node: &RootProvider, from: Address, code: Vec<u8>) -> Address {
+    let tx = deploy(node, from, &Bytes::from(code)).await;
+    mine(node, 1).await;
+    created_address(node, tx).await
+}
+
+/// Real compiler output (`forge build`): a deployed contract with an immutable and a constructor argument
+/// matches fully, with sources, compiler and constructor arguments; its calls, logs and a custom-error revert
+/// decode with the artifact's ABI (compared with the node's receipt and state); a rebuild while running (only a
+/// comment changed, so the metadata hash differs) re-matches it as a partial match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foundry_artifacts_match_decode_and_rematch_after_a_rebuild() {
+    let work = tempfile::tempdir().unwrap();
+    let out = forge_build(work.path(), &[source("Counter.sol")]);
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.artifacts = vec![out.clone()]).await;
+    let addr = t.daemon.addr();
+
+    let args = alloy::sol_types::SolValue::abi_encode(&U256::from(7));
+    let code = [creation_code(&out, "Counter.sol", "Counter"), args.clone()].concat();
+    let counter = deploy_code(&node, accounts[0], code).await;
+    let ok_tx = call(&node, accounts[1], counter, addCall { value: U256::from(5) }.abi_encode()).await;
+    let bad_tx = call(&node, accounts[1], counter, addCall { value: U256::from(500) }.abi_encode()).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    stored_contract(&t.daemon, counter).await;
+
+    let c = get_json(addr, &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!(c["name"], "Counter");
+    assert_eq!((c["is_verified"].clone(), c["is_fully_verified"].clone()), (json!(true), json!(true)));
+    assert_eq!(c["file_path"], "src/Counter.sol");
+    assert_eq!(c["source_code"], std::fs::read_to_string(solidity("Counter.sol")).unwrap());
+    assert!(c["compiler_version"].as_str().unwrap().starts_with("0.8.37+commit."), "{}", c["compiler_version"]);
+    assert_eq!((c["optimization_enabled"].clone(), c["optimization_runs"].clone()), (json!(true), json!(200)));
+    assert_eq!(c["evm_version"], "cancun");
+    assert_eq!(c["license_type"], "MIT");
+    assert_eq!(c["constructor_args"], format!("0x{}", alloy::hex::encode(&args)));
+    assert_eq!(c["decoded_constructor_args"][0][0], "7");
+    assert_eq!(c["decoded_constructor_args"][0][1]["name"], "start");
+    assert!(c["verification_metadata"]["artifact"].as_str().unwrap().contains("build-info"));
+
+    let tx = get_json(addr, &format!("/api/v2/transactions/{ok_tx}")).await;
+    assert_eq!(tx["method"], "add");
+    assert_eq!(tx["decoded_input"]["parameters"][0], json!({"name": "value", "type": "uint256", "value": "5"}));
+    let receipt = node.get_transaction_receipt(ok_tx).await.unwrap().unwrap();
+    let node_log = &receipt.inner.logs()[0];
+    let total = node.get_storage_at(counter, U256::ZERO).await.unwrap();
+    let logs = get_json(addr, &format!("/api/v2/transactions/{ok_tx}/logs")).await;
+    let decoded = &logs["items"][0]["decoded"];
+    assert_eq!(decoded["method_call"], "Counted(address indexed by, uint256 value, uint256 total)");
+    assert_eq!(decoded["parameters"][0]["value"], Address::from_word(node_log.topics()[1]).to_checksum(None));
+    assert_eq!(decoded["parameters"][1]["value"], U256::from_be_slice(&node_log.data().data[..32]).to_string());
+    assert_eq!(decoded["parameters"][2]["value"], total.to_string());
+    assert_eq!(decoded["parameters"][2]["value"], "12");
+
+    let failed = get_json(addr, &format!("/api/v2/transactions/{bad_tx}")).await;
+    assert_eq!(failed["status"], "error");
+    let reason = &failed["revert_reason"];
+    assert_eq!(reason["method_call"], "TooLarge(uint256 value, uint256 limit)");
+    assert_eq!(reason["parameters"][0]["value"], "500");
+    assert_eq!(reason["parameters"][1]["value"], "100");
+
+    // `forge build` while running: a changed comment changes only the metadata hash.
+    let (name, text) = source("Counter.sol");
+    forge_build(work.path(), &[(name, text.replace("what local-artifact", "what the local-artifact"))]);
+    let rematched = poll_until("the rebuilt artifact to re-match", Duration::from_secs(30), || async {
+        let c = get_json(addr, &format!("/api/v2/smart-contracts/{counter}")).await;
+        (c["is_partially_verified"] == true).then_some(c)
+    })
+    .await;
+    assert_eq!(rematched["name"], "Counter");
+    assert_eq!(rematched["is_fully_verified"], false);
+    assert!(rematched["source_code"].as_str().unwrap().contains("what the local-artifact"));
+}
+
+/// Real proxies on anvil: an EIP-1967 proxy and an EIP-1167 clone of the same logic show `proxy_type` and the
+/// implementation (address and name); calls to them decode with the implementation's ABI; an upgrade moves the
+/// implementation, and a reorg that removes the upgrade moves it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxies_show_implementations_and_decode_with_their_abi() {
+    let work = tempfile::tempdir().unwrap();
+    let out = forge_build(work.path(), &[source("Proxies.sol")]);
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.artifacts = vec![out.clone()];
+        c.tracing = true;
+    })
+    .await;
+    let addr = t.daemon.addr();
+    let from = accounts[0];
+    let logic = deploy_code(&node, from, creation_code(&out, "Proxies.sol", "Logic")).await;
+    let logic2 = deploy_code(&node, from, creation_code(&out, "Proxies.sol", "LogicV2")).await;
+    let proxy_code = [creation_code(&out, "Proxies.sol", "Proxy1967"), logic.into_word().to_vec()].concat();
+    let proxy = deploy_code(&node, from, proxy_code).await;
+    let cloner = deploy_code(&node, from, creation_code(&out, "Proxies.sol", "Cloner")).await;
+    let clone_tx = call(&node, from, cloner, cloneCall { target: logic }.abi_encode()).await;
+    mine(&node, 1).await;
+    let receipt = node.get_transaction_receipt(clone_tx).await.unwrap().unwrap();
+    let clone = Address::from_slice(&receipt.inner.logs()[0].data().data[12..32]);
+    let set = call(&node, from, proxy, setValueCall { v: U256::from(42) }.abi_encode()).await;
+    let set_clone = call(&node, from, clone, setValueCall { v: U256::from(9) }.abi_encode()).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    stored_contract(&t.daemon, proxy).await;
+    stored_contract(&t.daemon, clone).await;
+    let logic_json = json!([{"address_hash": logic.to_checksum(None), "name": "Logic"}]);
+
+    let p = get_json(addr, &format!("/api/v2/smart-contracts/{proxy}")).await;
+    assert_eq!((p["name"].clone(), p["proxy_type"].clone()), (json!("Proxy1967"), json!("eip1967")));
+    assert_eq!(p["implementations"], logic_json);
+    let c = get_json(addr, &format!("/api/v2/smart-contracts/{clone}")).await;
+    assert_eq!(c["proxy_type"], "eip1167");
+    assert_eq!(c["implementations"], logic_json);
+    assert_eq!(c["is_verified"], false, "the clone's own code has no artifact");
+
+    for (tx, value) in [(set, "42"), (set_clone, "9")] {
+        let item = get_json(addr, &format!("/api/v2/transactions/{tx}")).await;
+        assert_eq!(item["method"], "setValue");
+        assert_eq!(item["decoded_input"]["parameters"][0]["value"], value);
+        assert_eq!(item["to"]["implementations"], logic_json);
+        let logs = get_json(addr, &format!("/api/v2/transactions/{tx}/logs")).await;
+        assert_eq!(logs["items"][0]["decoded"]["method_call"], "ValueSet(uint256 value)");
+        assert_eq!(logs["items"][0]["decoded"]["parameters"][0]["value"], value);
+    }
+    let stored = node.get_storage_at(proxy, U256::ZERO).await.unwrap();
+    assert_eq!(stored, U256::from(42), "the call went through the proxy");
+
+    // An upgrade moves the implementation; a reorg that removes it moves it back.
+    let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+    call(&node, from, proxy, upgradeToCall { logic: logic2 }.abi_encode()).await;
+    mine(&node, 1).await;
+    let logic2_json = json!([{"address_hash": logic2.to_checksum(None), "name": "LogicV2"}]);
+    poll_until("the upgrade to show", Duration::from_secs(30), || async {
+        let p = get_json(addr, &format!("/api/v2/smart-contracts/{proxy}")).await;
+        (p["implementations"] == logic2_json).then_some(())
+    })
+    .await;
+    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+    assert!(reverted);
+    mine(&node, 2).await;
+    wait_synced(&t.daemon, &node).await;
+    let p = get_json(addr, &format!("/api/v2/smart-contracts/{proxy}")).await;
+    assert_eq!(p["implementations"], logic_json, "the reorg removed the upgrade");
+}

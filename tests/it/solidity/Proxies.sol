@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+/// Logic behind the proxies.
+contract Logic {
+    uint256 public value;
+
+    event ValueSet(uint256 value);
+
+    function setValue(uint256 v) external {
+        value = v;
+        emit ValueSet(v);
+    }
+}
+
+/// A second version of the logic, for an upgrade.
+contract LogicV2 {
+    uint256 public value;
+
+    function double() external {
+        value *= 2;
+    }
+}
+
+/// An EIP-1967 proxy: the implementation in the standard slot, `Upgraded` on every change.
+contract Proxy1967 {
+    bytes32 private constant SLOT = 0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc;
+
+    event Upgraded(address indexed implementation);
+
+    constructor(address logic) {
+        _set(logic);
+    }
+
+    function upgradeTo(address logic) external {
+        _set(logic);
+    }
+
+    function _set(address logic) private {
+        assembly {
+            sstore(SLOT, logic)
+        }
+        emit Upgraded(logic);
+    }
+
+    fallback() external payable {
+        assembly {
+            let impl := sload(SLOT)
+            calldatacopy(0, 0, calldatasize())
+            let ok := delegatecall(gas(), impl, 0, calldatasize(), 0, 0)
+            returndatacopy(0, 0, returndatasize())
+            switch ok
+            case 0 { revert(0, returndatasize()) }
+            default { return(0, returndatasize()) }
+        }
+    }
+}
+
+/// Makes EIP-1167 minimal proxies.
+contract Cloner {
+    event Cloned(address clone);
+
+    function clone(address target) external returns (address result) {
+        bytes20 t = bytes20(target);
+        assembly {
+            let p := mload(0x40)
+            mstore(p, 0x3d602d80600a3d3981f3363d3d373d3d3d363d73000000000000000000000000)
+            mstore(add(p, 0x14), t)
+            mstore(add(p, 0x28), 0x5af43d82803e903d91602b57fd5bf30000000000000000000000000000000000)
+            result := create(0, p, 0x37)
+        }
+        emit Cloned(result);
+    }
+}
