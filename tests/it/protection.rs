@@ -187,26 +187,32 @@ async fn sigterm_under_load_exits_cleanly_and_loses_nothing() {
         Some(())
     })
     .await;
-    // Load: API readers and new blocks, while the signal arrives.
-    let load = tokio::spawn(async move {
-        let mut served = 0u32;
-        for i in 0..200 {
-            let path = if i % 2 == 0 { "/api/v2/blocks" } else { "/api/v2/transactions" };
-            // Once the server stops, connections fail: that ends the load.
-            match http::try_request(addr, Method::GET, path, &[], "").await {
-                Ok(reply) if reply.status == 200 => served += 1,
-                Ok(reply) => panic!("{path}: status {}", reply.status),
-                Err(_) => break,
+    // Load: API readers and new blocks, while the signal arrives. The readers go on until the server stops (their
+    // connections then fail), so the signal always lands in the middle of them.
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let load = tokio::spawn({
+        let served = served.clone();
+        async move {
+            for i in 0..1_000_000u32 {
+                let path = if i % 2 == 0 { "/api/v2/blocks" } else { "/api/v2/transactions" };
+                match http::try_request(addr, Method::GET, path, &[], "").await {
+                    Ok(reply) if reply.status == 200 => served.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
+                    Ok(reply) => panic!("{path}: status {}", reply.status),
+                    Err(_) => break,
+                };
             }
         }
-        served
     });
     generate_traffic(&node, &accounts, 5, 2).await;
+    poll_until("the load to be served", Duration::from_secs(30), || async {
+        (served.load(std::sync::atomic::Ordering::SeqCst) > 0).then_some(())
+    })
+    .await;
     let pid = child.id().to_string();
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     let status = child.wait().unwrap();
     assert!(status.success(), "SIGTERM under load exits 0: {status}");
-    assert!(load.await.unwrap() > 0);
+    load.await.expect("every answer before the shutdown was a 200");
 
     // Everything indexed before the signal is intact; a restart catches up to an exact copy of the chain.
     let t = start_daemon(&anvil.http_url(), |c| c.data_dir = dir.path().to_path_buf()).await;
