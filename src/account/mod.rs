@@ -163,12 +163,17 @@ pub struct Personal {
     pub transaction_tags: std::collections::HashMap<B256, String>,
     /// Watched address → (watchlist item id, name).
     pub watched: std::collections::HashMap<Address, (u64, String)>,
+    /// Contract → the ABI the owner gave for it (decodes the owner's views where no other ABI does).
+    pub custom_abis: std::collections::HashMap<Address, std::sync::Arc<crate::contracts::abi::Abi>>,
 }
 
 impl Personal {
     /// Whether there is nothing to show.
     pub fn is_empty(&self) -> bool {
-        self.address_tags.is_empty() && self.transaction_tags.is_empty() && self.watched.is_empty()
+        self.address_tags.is_empty()
+            && self.transaction_tags.is_empty()
+            && self.watched.is_empty()
+            && self.custom_abis.is_empty()
     }
 }
 
@@ -416,10 +421,10 @@ impl Accounts {
         }
     }
 
-    /// What responses show `owner` about its own tags and watchlist.
+    /// What responses show `owner` about its own tags, watchlist and custom ABIs.
     pub fn personal(&self, owner: Address) -> Result<Personal, AccountError> {
         let mut out = Personal::default();
-        for kind in [ItemKind::AddressTag, ItemKind::TransactionTag, ItemKind::Watch] {
+        for kind in [ItemKind::AddressTag, ItemKind::TransactionTag, ItemKind::Watch, ItemKind::CustomAbi] {
             for (id, item) in self.items(owner, kind, None, limit_of(kind))? {
                 match item {
                     AccountItem::AddressTag { address, name } => {
@@ -431,7 +436,13 @@ impl Accounts {
                     AccountItem::Watch { address, name, .. } => {
                         out.watched.insert(address, (id, name));
                     }
-                    AccountItem::ApiKey { .. } | AccountItem::CustomAbi { .. } => {}
+                    AccountItem::CustomAbi { address, abi, .. } => {
+                        // Stored ABIs were validated on the way in; one that no longer parses decodes nothing.
+                        if let Ok(json) = serde_json::from_str::<alloy::json_abi::JsonAbi>(&abi) {
+                            out.custom_abis.insert(address, std::sync::Arc::new(crate::contracts::abi::Abi::new(json)));
+                        }
+                    }
+                    AccountItem::ApiKey { .. } => {}
                 }
             }
         }

@@ -193,7 +193,11 @@ pub fn mentions(body: &[u8], personal: &Personal) -> bool {
             40 => std::str::from_utf8(hex)
                 .ok()
                 .and_then(|h| h.parse::<Address>().ok())
-                .is_some_and(|a| personal.address_tags.contains_key(&a) || personal.watched.contains_key(&a)),
+                .is_some_and(|a| {
+                    personal.address_tags.contains_key(&a)
+                        || personal.watched.contains_key(&a)
+                        || personal.custom_abis.contains_key(&a)
+                }),
             64 => std::str::from_utf8(hex)
                 .ok()
                 .and_then(|h| h.parse::<B256>().ok())
@@ -214,7 +218,8 @@ fn tag_json(address: &str, name: &str) -> Value {
 
 /// Writes the viewer's own data into a read response: `private_tags` and `watchlist_names` of every address
 /// object it tagged or watches, `transaction_tag` of every transaction it tagged, `watchlist_address_id` of an
-/// address it watches, and `private_tags` on address search results. Nothing else changes.
+/// address it watches, `private_tags` on address search results, and calls and logs of contracts it gave an ABI
+/// for decoded with that ABI where nothing else decoded them. Nothing else changes.
 pub fn personalize(value: &mut Value, personal: &Personal) {
     match value {
         Value::Array(items) => items.iter_mut().for_each(|v| personalize(v, personal)),
@@ -242,9 +247,47 @@ pub fn personalize(value: &mut Value, personal: &Personal) {
                     }
                 }
             }
+            decode_with_custom_abi(fields, personal);
             fields.values_mut().for_each(|v| personalize(v, personal));
         }
         _ => {}
+    }
+}
+
+/// The `hash` of the address object in `field`, if any.
+fn address_in(fields: &serde_json::Map<String, Value>, field: &str) -> Option<Address> {
+    fields.get(field)?.get("hash")?.as_str()?.parse().ok()
+}
+
+fn hex_bytes(value: Option<&Value>) -> Option<Vec<u8>> {
+    alloy::hex::decode(value?.as_str()?).ok()
+}
+
+/// A call to (a transaction: `to`, `raw_input`, `decoded_input`) or a log of (`address`, `topics`, `data`,
+/// `decoded`) a contract the viewer gave an ABI for, decoded with it where no other ABI could.
+fn decode_with_custom_abi(fields: &mut serde_json::Map<String, Value>, personal: &Personal) {
+    if personal.custom_abis.is_empty() {
+        return;
+    }
+    if fields.get("decoded_input").is_some_and(Value::is_null) {
+        let abi = address_in(fields, "to").and_then(|to| personal.custom_abis.get(&to));
+        if let (Some(abi), Some(input)) = (abi, hex_bytes(fields.get("raw_input"))) {
+            if let (Some(decoded), Some(function)) = (abi.decode_input(&input), abi.function(&input)) {
+                fields.insert("method".into(), Value::String(function.name.clone()));
+                fields.insert("decoded_input".into(), decoded);
+            }
+        }
+    }
+    if fields.get("decoded").is_some_and(Value::is_null) {
+        let abi = address_in(fields, "address").and_then(|a| personal.custom_abis.get(&a));
+        let topics: Option<Vec<B256>> = fields.get("topics").and_then(Value::as_array).map(|topics| {
+            topics.iter().filter_map(|t| t.as_str()?.parse().ok()).collect()
+        });
+        if let (Some(abi), Some(topics), Some(data)) = (abi, topics, hex_bytes(fields.get("data"))) {
+            if let Some(decoded) = abi.decode_log(&topics, &data) {
+                fields.insert("decoded".into(), decoded);
+            }
+        }
     }
 }
 

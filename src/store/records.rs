@@ -702,7 +702,7 @@ pub enum AccountItem {
         /// The owner's name for it.
         name: String,
     },
-    /// An ABI the owner gives for a contract (stored; decoding with it comes with contract verification).
+    /// An ABI the owner gives for a contract: the owner's views decode calls to it and its logs with it.
     CustomAbi {
         /// The contract.
         address: Address,

@@ -505,6 +505,58 @@ async fn custom_abis_are_stored_per_account() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_abi_decodes_its_owners_views_only() {
+    use alloy::providers::Provider;
+    use alloy::sol_types::{SolCall, SolEvent};
+    use rockscout::dev::contracts::Demo;
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    // No artifacts: the demo contract's calls are unknown selectors to everybody but the ABI's owner.
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let accounts = Accounts::new(t.daemon.store().clone());
+    let (alice, bob) =
+        (accounts.mint_token(a[8], "a", None, false).unwrap(), accounts.mint_token(a[9], "b", None, false).unwrap());
+    let deployed = deploy(&node, a[0], &Demo::BYTECODE).await;
+    mine(&node, 1).await;
+    let demo = created_address(&node, deployed).await;
+    let poke = crate::support::call(&node, a[1], demo, Demo::pokeCall { note: "hi there".into() }.abi_encode()).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    let abi: Value = serde_json::from_str(include_str!("../../src/dev/contracts/Demo.json")).unwrap();
+    let body = json!({"contract_address_hash": demo, "name": "demo", "abi": abi["abi"]});
+    let created = call(addr, Method::POST, "/api/account/v2/user/custom_abis", Some(&alice), body).await;
+    assert_eq!(created.status, 200, "{}", String::from_utf8_lossy(&created.body));
+
+    let selector = format!("0x{}", alloy::hex::encode(Demo::pokeCall::SELECTOR));
+    let tx_path = format!("/api/v2/transactions/{poke}");
+    let logs_path = format!("/api/v2/transactions/{poke}/logs");
+    let list_path = format!("/api/v2/addresses/{}/transactions", a[1]);
+    // The owner: named and decoded in the detail, the lists and the logs.
+    let mine = get_as(addr, &tx_path, Some(&alice)).await;
+    assert_eq!(mine["method"], "poke");
+    assert_eq!(mine["decoded_input"]["method_call"], "poke(string note)");
+    assert_eq!(mine["decoded_input"]["parameters"][0]["value"], "hi there");
+    let listed = get_as(addr, &list_path, Some(&alice)).await;
+    assert_eq!(listed["items"][0]["method"], "poke");
+    let logs = get_as(addr, &logs_path, Some(&alice)).await;
+    let receipt = node.get_transaction_receipt(poke).await.unwrap().unwrap();
+    let event = Demo::Poked::decode_log(&receipt.inner.logs()[0].inner).unwrap();
+    assert_eq!(logs["items"][0]["decoded"]["method_call"], "Poked(address indexed by, uint256 indexed count, string note)");
+    let values: Vec<&Value> = logs["items"][0]["decoded"]["parameters"].as_array().unwrap().iter().map(|p| &p["value"]).collect();
+    assert_eq!(values, [&json!(event.by.to_checksum(None)), &json!(event.count.to_string()), &json!(event.note)]);
+    // Anybody else: the raw selector and nothing decoded.
+    for (token, who) in [(None, "anonymous"), (Some(&bob), "another account")] {
+        let seen = get_as(addr, &tx_path, token.map(String::as_str)).await;
+        assert_eq!((&seen["method"], &seen["decoded_input"]), (&json!(selector), &Value::Null), "{who}");
+        let logs = get_as(addr, &logs_path, token.map(String::as_str)).await;
+        assert_eq!(logs["items"][0]["decoded"], Value::Null, "{who}");
+    }
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchlist_events_go_live_to_their_owner_only() {
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
