@@ -154,8 +154,8 @@ pub struct CredentialInfo {
     pub record: CredentialRecord,
 }
 
-/// Everything an account owns that responses show to it: its tags and watched addresses.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Everything an account owns that responses show to it: its tags, watched addresses and custom ABIs.
+#[derive(Debug, Clone, Default)]
 pub struct Personal {
     /// Address → tag name.
     pub address_tags: std::collections::HashMap<Address, String>,

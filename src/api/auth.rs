@@ -190,14 +190,11 @@ pub fn mentions(body: &[u8], personal: &Personal) -> bool {
         let end = start + body[start..].iter().take_while(|b| b.is_ascii_hexdigit()).count();
         let hex = &body[start..end];
         let found = match hex.len() {
-            40 => std::str::from_utf8(hex)
-                .ok()
-                .and_then(|h| h.parse::<Address>().ok())
-                .is_some_and(|a| {
-                    personal.address_tags.contains_key(&a)
-                        || personal.watched.contains_key(&a)
-                        || personal.custom_abis.contains_key(&a)
-                }),
+            40 => std::str::from_utf8(hex).ok().and_then(|h| h.parse::<Address>().ok()).is_some_and(|a| {
+                personal.address_tags.contains_key(&a)
+                    || personal.watched.contains_key(&a)
+                    || personal.custom_abis.contains_key(&a)
+            }),
             64 => std::str::from_utf8(hex)
                 .ok()
                 .and_then(|h| h.parse::<B256>().ok())
@@ -280,9 +277,10 @@ fn decode_with_custom_abi(fields: &mut serde_json::Map<String, Value>, personal:
     }
     if fields.get("decoded").is_some_and(Value::is_null) {
         let abi = address_in(fields, "address").and_then(|a| personal.custom_abis.get(&a));
-        let topics: Option<Vec<B256>> = fields.get("topics").and_then(Value::as_array).map(|topics| {
-            topics.iter().filter_map(|t| t.as_str()?.parse().ok()).collect()
-        });
+        let topics: Option<Vec<B256>> = fields
+            .get("topics")
+            .and_then(Value::as_array)
+            .map(|topics| topics.iter().filter_map(|t| t.as_str()?.parse().ok()).collect());
         if let (Some(abi), Some(topics), Some(data)) = (abi, topics, hex_bytes(fields.get("data"))) {
             if let Some(decoded) = abi.decode_log(&topics, &data) {
                 fields.insert("decoded".into(), decoded);

@@ -543,8 +543,12 @@ async fn a_custom_abi_decodes_its_owners_views_only() {
     let logs = get_as(addr, &logs_path, Some(&alice)).await;
     let receipt = node.get_transaction_receipt(poke).await.unwrap().unwrap();
     let event = Demo::Poked::decode_log(&receipt.inner.logs()[0].inner).unwrap();
-    assert_eq!(logs["items"][0]["decoded"]["method_call"], "Poked(address indexed by, uint256 indexed count, string note)");
-    let values: Vec<&Value> = logs["items"][0]["decoded"]["parameters"].as_array().unwrap().iter().map(|p| &p["value"]).collect();
+    assert_eq!(
+        logs["items"][0]["decoded"]["method_call"],
+        "Poked(address indexed by, uint256 indexed count, string note)"
+    );
+    let values: Vec<&Value> =
+        logs["items"][0]["decoded"]["parameters"].as_array().unwrap().iter().map(|p| &p["value"]).collect();
     assert_eq!(values, [&json!(event.by.to_checksum(None)), &json!(event.count.to_string()), &json!(event.note)]);
     // Anybody else: the raw selector and nothing decoded.
     for (token, who) in [(None, "anonymous"), (Some(&bob), "another account")] {
