@@ -68,6 +68,8 @@ async fn build_chain(node: &RootProvider) -> Chain {
     Chain { accounts: a[..3].to_vec(), demo, token, factory, demo_deploy, failed, spawn, tip }
 }
 
+const NOT_VERIFIED: &str = "Contract source code not verified";
+
 async fn api(addr: SocketAddr, query: &str) -> Value {
     let reply = get(addr, &format!("/api?{query}")).await;
     assert_eq!(reply.status, 200, "{query}: {}", String::from_utf8_lossy(&reply.body));
@@ -442,6 +444,16 @@ async fn log_block_transaction_and_contract_actions_match_the_node() {
         (eoa[0]["ABI"].as_str(), eoa[0]["SourceCode"].as_str()),
         (Some("Contract source code not verified"), Some(""))
     );
+
+    // The contract list: every stored contract, the matched ones with their ABI.
+    let all = ok(addr, "module=contract&action=listcontracts&offset=100").await;
+    let listed: Vec<&str> = all.as_array().unwrap().iter().map(|c| c["Address"].as_str().unwrap()).collect();
+    assert!(listed.contains(&lower(&chain.demo).as_str()) && listed.contains(&lower(&chain.token).as_str()), "{all}");
+    let verified = ok(addr, "module=contract&action=listcontracts&filter=verified&offset=100").await;
+    assert!(verified.as_array().unwrap().iter().all(|c| c["ABI"] != NOT_VERIFIED && c["ContractName"].is_string()));
+    assert!(verified.as_array().unwrap().iter().any(|c| c["ContractName"] == "Demo"));
+    let reply = get(addr, "/api?module=contract&action=listcontracts&filter=shiny").await;
+    assert_eq!(reply.status, 400);
 
     // Tokens and supply.
     let token = ok(addr, &format!("module=token&action=getToken&contractaddress={}", chain.token)).await;

@@ -506,6 +506,57 @@ pub(super) async fn getabi(params: Params, state: &AppState, deadline: tokio::ti
     .await
 }
 
+/// `listcontracts`: contracts in address order, `filter=verified|unverified` (`1|2`); `empty` (`3`, contracts
+/// without code) lists nothing, since only contracts with code are stored. Pages of `offset` (default 10).
+pub(super) async fn listcontracts(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let wanted = match params.get("filter") {
+        None => None,
+        Some("verified" | "1") => Some(true),
+        Some("unverified" | "2") => Some(false),
+        Some("empty" | "3") => return Ok(Answer::Ok(json!([]))),
+        Some(_) => {
+            return Err(Refusal::Translator(
+                hyper::StatusCode::BAD_REQUEST,
+                "Not a valid value for `filter`. Please use one of: verified, unverified, empty, 1, 2, 3.",
+            ))
+        }
+    };
+    let paging = params.paging(10, true)?;
+    read(state, deadline, move |r| {
+        let mut items = Vec::new();
+        let mut skip = paging.skip;
+        for row in r.contracts_after(None) {
+            let (address, _) = row?;
+            let known = matched_artifact(r, &address)?;
+            if wanted.is_some_and(|verified| verified != known.is_some()) {
+                continue;
+            }
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            items.push(match known {
+                Some(known) => {
+                    let artifact = &known.artifact;
+                    json!({
+                        "Address": lower(&address),
+                        "ABI": serde_json::to_string(&artifact.abi.json).unwrap_or_default(),
+                        "ContractName": artifact.name,
+                        "CompilerVersion": artifact.compiler_version.as_ref().map(|v| format!("v{v}")).unwrap_or_default(),
+                        "OptimizationUsed": if artifact.optimization().0 == Some(true) { "1" } else { "0" },
+                    })
+                }
+                None => json!({"Address": lower(&address), "ABI": NOT_VERIFIED}),
+            });
+            if items.len() == paging.take {
+                break;
+            }
+        }
+        Ok(Answer::Ok(Value::Array(items)))
+    })
+    .await
+}
+
 /// `SourceCode` in Etherscan's forms: the one file as is, several as a standard-JSON input in double braces.
 fn source_code(sources: &[(String, String)], language: &str) -> String {
     match sources {

@@ -301,6 +301,7 @@ async fn run(params: Params, state: &AppState, deadline: tokio::time::Instant) -
         ("contract", "getcontractcreation") => chain::getcontractcreation(params, state, deadline).await,
         ("contract", "getabi") => chain::getabi(params, state, deadline).await,
         ("contract", "getsourcecode") => chain::getsourcecode(params, state, deadline).await,
+        ("contract", "listcontracts") => chain::listcontracts(params, state, deadline).await,
         _ => Err(Refusal::Translator(StatusCode::BAD_REQUEST, "Unknown action")),
     }
 }
