@@ -734,3 +734,29 @@ pub struct ItemOwner {
     /// The item's kind.
     pub kind: ItemKind,
 }
+
+/// A contract source checked by the verifier: what the contract page and decoding show for that address (kept
+/// across reorgs of other blocks; shown only while the address still has its contract row).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifiedSource {
+    /// Contract name.
+    pub name: String,
+    /// The file that declares it.
+    pub file_path: String,
+    /// The ABI as compact JSON text.
+    pub abi: String,
+    /// Every source (path, content), the contract's own file first.
+    pub sources: Vec<(String, String)>,
+    /// Compiler version as the compiler reported it (`0.8.37+commit.…`).
+    pub compiler_version: String,
+    /// Compiler settings as compact JSON text.
+    pub settings: String,
+    /// Whether the metadata hash agreed too (full match) or only the code (partial match).
+    pub full_match: bool,
+    /// Constructor arguments: the creation input after the creation code.
+    pub constructor_args: Bytes,
+    /// SPDX license of the contract's file.
+    pub license: Option<String>,
+    /// Unix seconds of the verification.
+    pub verified_at: u64,
+}

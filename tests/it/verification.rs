@@ -1,0 +1,131 @@
+//! Contract verification on a real chain with the real compiler (the pinned solcjs behind the
+//! `scripts/tools/solc-0.8.37` wrapper): a contract compiled here and deployed on anvil, verified from its
+//! standard-JSON input (full match, partial match, wrong source, unknown version), stored, and shown by the
+//! contract resource with priority over artifacts and across a restart.
+
+use crate::support::http::get_json;
+use crate::support::*;
+use alloy::primitives::{Bytes, U256};
+use alloy::providers::Provider;
+use rockscout::contracts::verifier::{self, Compilers, Deployed, Request, VerifyError};
+use rockscout::store::tables::Contracts;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The compilers folder of the tests: `scripts/tools` (holds `solc-0.8.37`, installed by scripts/setup).
+pub fn compilers_dir() -> PathBuf {
+    let tools = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tools");
+    assert!(
+        tools.join("node_modules/solc").is_dir(),
+        "the pinned solc is missing: run scripts/setup (installs npm `solc` into scripts/tools/node_modules)"
+    );
+    tools
+}
+
+/// Counter.sol, optionally changed by `edit`.
+pub fn counter_source(edit: impl Fn(String) -> String) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/solidity/Counter.sol");
+    edit(std::fs::read_to_string(path).unwrap())
+}
+
+/// A standard-JSON input with `source` as `src/Counter.sol`, optimizer on (200 runs), EVM cancun.
+pub fn standard_input(source: &str) -> Value {
+    json!({
+        "language": "Solidity",
+        "sources": {"src/Counter.sol": {"content": source}},
+        "settings": {"optimizer": {"enabled": true, "runs": 200}, "evmVersion": "cancun",
+                     "outputSelection": {"*": {"*": ["evm.bytecode.object"]}}}
+    })
+}
+
+/// Counter's creation code compiled from `input` by the real compiler.
+pub async fn compiled_creation_code(input: &Value) -> Vec<u8> {
+    let compiler = Compilers::new(Some(compilers_dir())).path("0.8.37").unwrap();
+    let output = verifier::compile(&compiler, &serde_json::to_vec(input).unwrap(), Duration::from_secs(120))
+        .await
+        .expect("solc compiles Counter.sol");
+    let object = output["contracts"]["src/Counter.sol"]["Counter"]["evm"]["bytecode"]["object"].as_str();
+    alloy::hex::decode(object.unwrap_or_else(|| panic!("no bytecode in {output}"))).unwrap()
+}
+
+fn request(input: &Value, version: &str) -> Request {
+    Request { compiler_version: version.into(), contract_name: "src/Counter.sol:Counter".into(), input: input.clone() }
+}
+
+/// Verified by the verifier core against the deployed code: the original source matches fully with the constructor
+/// arguments and the immutable (the deployer) masked; a changed comment matches partially; a changed body and an
+/// unknown compiler version do not verify, with the reason. The stored source is what the contract resource shows
+/// (`verification_metadata.source = "verifier"`), and it survives a restart of the daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verifier_matches_full_partial_and_rejects_wrong_sources() {
+    let compilers = Compilers::new(Some(compilers_dir()));
+    let original = standard_input(&counter_source(|s| s));
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(&anvil.http_url(), dir.path());
+    let daemon = rockscout::Daemon::start(&config).await.expect("daemon starts");
+
+    let args = alloy::sol_types::SolValue::abi_encode(&U256::from(7));
+    let creation = [compiled_creation_code(&original).await, args.clone()].concat();
+    let tx = deploy(&node, accounts[0], &Bytes::from(creation.clone())).await;
+    mine(&node, 1).await;
+    let counter = created_address(&node, tx).await;
+    let deployed =
+        Deployed { runtime: node.get_code_at(counter).await.unwrap(), creation_input: Some(Bytes::from(creation)) };
+    let limit = Duration::from_secs(120);
+
+    let full = verifier::verify(&compilers, &request(&original, "v0.8.37+commit.a1b2c3d4"), &deployed, limit)
+        .await
+        .expect("the original source verifies");
+    assert!(full.full_match);
+    assert_eq!((full.name.as_str(), full.file_path.as_str()), ("Counter", "src/Counter.sol"));
+    assert_eq!(full.constructor_args.as_ref(), &args[..]);
+    assert!(full.compiler_version.starts_with("0.8.37+commit."), "{}", full.compiler_version);
+    assert_eq!(full.license.as_deref(), Some("MIT"));
+
+    let commented = standard_input(&counter_source(|s| s.replace("what local-artifact", "what the local-artifact")));
+    let partial = verifier::verify(&compilers, &request(&commented, "0.8.37"), &deployed, limit).await.unwrap();
+    assert!(!partial.full_match, "a changed comment changes only the metadata hash");
+    assert_eq!(partial.constructor_args.as_ref(), &args[..]);
+
+    let wrong = standard_input(&counter_source(|s| s.replace("value > 100", "value > 101")));
+    let err = verifier::verify(&compilers, &request(&wrong, "0.8.37"), &deployed, limit).await.unwrap_err();
+    assert!(matches!(err, VerifyError::Mismatch(_)), "{err}");
+    assert!(err.to_string().contains("runtime code differs"), "{err}");
+
+    let err = verifier::verify(&compilers, &request(&original, "0.8.19"), &deployed, limit).await.unwrap_err();
+    assert_eq!(err.to_string(), "compiler version 0.8.19 is not available (available: 0.8.37)");
+    let broken = standard_input("contract {");
+    let err = verifier::verify(&compilers, &request(&broken, "0.8.37"), &deployed, limit).await.unwrap_err();
+    assert!(matches!(err, VerifyError::Compilation(_)), "{err}");
+
+    wait_synced(&daemon, &node).await;
+    poll_until("the contract's code row", Duration::from_secs(30), || async {
+        daemon.store().reader().get::<Contracts>(&counter).ok().flatten()
+    })
+    .await;
+    let before = get_json(daemon.addr(), &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!(before["is_verified"], false);
+    verifier::save(daemon.store(), counter, &partial).unwrap();
+    let shown = get_json(daemon.addr(), &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!((shown["is_verified"].clone(), shown["is_partially_verified"].clone()), (json!(true), json!(true)));
+    assert_eq!(shown["verification_metadata"]["source"], "verifier");
+    assert_eq!(shown["name"], "Counter");
+    assert!(shown["source_code"].as_str().unwrap().contains("what the local-artifact"));
+    assert_eq!(shown["decoded_constructor_args"][0][0], "7");
+    assert!(shown["verified_at"].is_string());
+
+    // Stored: a restart on the same data directory shows it again.
+    daemon.shutdown().await.unwrap();
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    let daemon = rockscout::Daemon::start(&config).await.expect("daemon restarts");
+    let again = get_json(daemon.addr(), &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!(again["verification_metadata"]["source"], "verifier");
+    assert_eq!(again["abi"], shown["abi"]);
+    let info = get_json(daemon.addr(), &format!("/api/v2/addresses/{counter}")).await;
+    assert_eq!(info["name"], "Counter");
+    assert_eq!(info["is_verified"], true);
+}
