@@ -7,6 +7,7 @@
 
 pub mod abi;
 pub mod artifacts;
+pub mod jobs;
 pub mod matcher;
 pub mod proxy;
 pub mod verifier;

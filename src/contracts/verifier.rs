@@ -183,6 +183,11 @@ fn prepared_input(input: &Value) -> Result<Value, VerifyError> {
     Ok(input)
 }
 
+/// Whether `input` is a Solidity standard-JSON input with sources (checked before a job is queued).
+pub fn check_input(input: &Value) -> Result<(), VerifyError> {
+    prepared_input(input).map(|_| ())
+}
+
 /// Compiles `request` with `compilers` (killed past `limit`) and compares the named contract with `deployed`.
 pub async fn verify(
     compilers: &Compilers,

@@ -760,3 +760,33 @@ pub struct VerifiedSource {
     /// Unix seconds of the verification.
     pub verified_at: u64,
 }
+
+/// Where a verification job is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobState {
+    /// Waiting for a compile slot.
+    Queued,
+    /// Being compiled (re-queued if the process stops meanwhile).
+    Running,
+    /// Matched: the source is in `verified_sources`.
+    Verified,
+    /// Not verified, with the reason.
+    Failed(String),
+}
+
+/// A verification request and its state (kept across restarts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerificationJob {
+    /// The contract to verify.
+    pub address: Address,
+    /// Compiler version as asked.
+    pub compiler_version: String,
+    /// Contract name (`Name` or `path:Name`).
+    pub contract_name: String,
+    /// The standard-JSON input as text.
+    pub input: String,
+    /// Progress.
+    pub state: JobState,
+    /// Unix milliseconds of the request.
+    pub created_ms: u64,
+}

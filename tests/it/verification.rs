@@ -3,13 +3,16 @@
 //! standard-JSON input (full match, partial match, wrong source, unknown version), stored, and shown by the
 //! contract resource with priority over artifacts and across a restart.
 
-use crate::support::http::get_json;
+use crate::support::http::{get_json, request, Reply};
+use crate::support::ws::WsClient;
 use crate::support::*;
 use alloy::primitives::{Bytes, U256};
 use alloy::providers::Provider;
+use hyper::Method;
 use rockscout::contracts::verifier::{self, Compilers, Deployed, Request, VerifyError};
 use rockscout::store::tables::Contracts;
 use serde_json::{json, Value};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -49,7 +52,7 @@ pub async fn compiled_creation_code(input: &Value) -> Vec<u8> {
     alloy::hex::decode(object.unwrap_or_else(|| panic!("no bytecode in {output}"))).unwrap()
 }
 
-fn request(input: &Value, version: &str) -> Request {
+fn verify_request(input: &Value, version: &str) -> Request {
     Request { compiler_version: version.into(), contract_name: "src/Counter.sol:Counter".into(), input: input.clone() }
 }
 
@@ -77,7 +80,7 @@ async fn verifier_matches_full_partial_and_rejects_wrong_sources() {
         Deployed { runtime: node.get_code_at(counter).await.unwrap(), creation_input: Some(Bytes::from(creation)) };
     let limit = Duration::from_secs(120);
 
-    let full = verifier::verify(&compilers, &request(&original, "v0.8.37+commit.a1b2c3d4"), &deployed, limit)
+    let full = verifier::verify(&compilers, &verify_request(&original, "v0.8.37+commit.a1b2c3d4"), &deployed, limit)
         .await
         .expect("the original source verifies");
     assert!(full.full_match);
@@ -87,19 +90,19 @@ async fn verifier_matches_full_partial_and_rejects_wrong_sources() {
     assert_eq!(full.license.as_deref(), Some("MIT"));
 
     let commented = standard_input(&counter_source(|s| s.replace("what local-artifact", "what the local-artifact")));
-    let partial = verifier::verify(&compilers, &request(&commented, "0.8.37"), &deployed, limit).await.unwrap();
+    let partial = verifier::verify(&compilers, &verify_request(&commented, "0.8.37"), &deployed, limit).await.unwrap();
     assert!(!partial.full_match, "a changed comment changes only the metadata hash");
     assert_eq!(partial.constructor_args.as_ref(), &args[..]);
 
     let wrong = standard_input(&counter_source(|s| s.replace("value > 100", "value > 101")));
-    let err = verifier::verify(&compilers, &request(&wrong, "0.8.37"), &deployed, limit).await.unwrap_err();
+    let err = verifier::verify(&compilers, &verify_request(&wrong, "0.8.37"), &deployed, limit).await.unwrap_err();
     assert!(matches!(err, VerifyError::Mismatch(_)), "{err}");
     assert!(err.to_string().contains("runtime code differs"), "{err}");
 
-    let err = verifier::verify(&compilers, &request(&original, "0.8.19"), &deployed, limit).await.unwrap_err();
+    let err = verifier::verify(&compilers, &verify_request(&original, "0.8.19"), &deployed, limit).await.unwrap_err();
     assert_eq!(err.to_string(), "compiler version 0.8.19 is not available (available: 0.8.37)");
     let broken = standard_input("contract {");
-    let err = verifier::verify(&compilers, &request(&broken, "0.8.37"), &deployed, limit).await.unwrap_err();
+    let err = verifier::verify(&compilers, &verify_request(&broken, "0.8.37"), &deployed, limit).await.unwrap_err();
     assert!(matches!(err, VerifyError::Compilation(_)), "{err}");
 
     wait_synced(&daemon, &node).await;
@@ -128,4 +131,111 @@ async fn verifier_matches_full_partial_and_rejects_wrong_sources() {
     let info = get_json(daemon.addr(), &format!("/api/v2/addresses/{counter}")).await;
     assert_eq!(info["name"], "Counter");
     assert_eq!(info["is_verified"], true);
+}
+
+/// Deploys Counter (constructor argument 7) compiled from `input`; returns its address.
+async fn deploy_counter(
+    node: &alloy::providers::RootProvider,
+    from: alloy::primitives::Address,
+    input: &Value,
+) -> alloy::primitives::Address {
+    let args = alloy::sol_types::SolValue::abi_encode(&U256::from(7));
+    let creation = [compiled_creation_code(input).await, args].concat();
+    let tx = deploy(node, from, &Bytes::from(creation)).await;
+    mine(node, 1).await;
+    created_address(node, tx).await
+}
+
+async fn post(addr: SocketAddr, path: &str, token: Option<&str>, content_type: &str, body: String) -> Reply {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("content-type", content_type)];
+    if let Some(auth) = &auth {
+        headers.push(("authorization", auth.as_str()));
+    }
+    request(addr, Method::POST, path, &headers, body).await
+}
+
+/// The standard-input route as Blockscout's frontend uses it: multipart/form-data with the input as `files[0]`
+/// verifies (full match, announced on `addresses:<hash>` and shown by the contract resource); a JSON body with a
+/// wrong source is accepted and fails with the reason; no token is 401, an unknown compiler, a malformed input and
+/// a malformed form 422, an address without code 404, sources over 10 MB 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standard_input_route_verifies_and_reports_errors() {
+    let original = standard_input(&counter_source(|s| s));
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let addr = t.daemon.addr();
+    let token =
+        rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
+    let counter = deploy_counter(&node, accounts[0], &original).await;
+    let other = deploy_counter(&node, accounts[0], &original).await;
+    wait_synced(&t.daemon, &node).await;
+    for contract in [counter, other] {
+        poll_until("the contract's code row", Duration::from_secs(30), || async {
+            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
+        })
+        .await;
+    }
+    let path = |a: alloy::primitives::Address| format!("/api/v2/smart-contracts/{a}/verification/via/standard-input");
+    let json_body = |input: &Value, version: &str| {
+        json!({"compiler_version": version, "contract_name": "Counter", "input": input.to_string(),
+               "license_type": "mit", "autodetect_constructor_args": true})
+        .to_string()
+    };
+    const JSON: &str = "application/json";
+
+    let anonymous = post(addr, &path(counter), None, JSON, json_body(&original, "0.8.37")).await;
+    assert_eq!(anonymous.status, 401);
+    let unknown = post(addr, &path(counter), Some(&token), JSON, json_body(&original, "0.8.19")).await;
+    assert_eq!(unknown.status, 422);
+    assert!(unknown.json().to_string().contains("available: 0.8.37"), "{}", unknown.json());
+    let malformed = post(addr, &path(counter), Some(&token), JSON, json_body(&json!({"sources": {}}), "0.8.37")).await;
+    assert_eq!(malformed.status, 422);
+    assert!(malformed.json().to_string().contains("sources"), "{}", malformed.json());
+    let not_json = post(addr, &path(counter), Some(&token), JSON, "{".into()).await;
+    assert_eq!(not_json.status, 422);
+    let bad_form = post(addr, &path(counter), Some(&token), "multipart/form-data; boundary=B", "--B\r\nx".into()).await;
+    assert_eq!(bad_form.status, 422, "{}", String::from_utf8_lossy(&bad_form.body));
+    let no_code = post(addr, &path(accounts[5]), Some(&token), JSON, json_body(&original, "0.8.37")).await;
+    assert_eq!(no_code.status, 404);
+    let huge = post(addr, &path(counter), Some(&token), JSON, "x".repeat(10 * 1024 * 1024 + 1)).await;
+    assert_eq!(huge.status, 413);
+
+    let mut ws = WsClient::connect(addr, "/socket/v2/websocket?vsn=2.0.0").await;
+    let topic = format!("addresses:{counter:#x}");
+    ws.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+    ws.until(Duration::from_secs(10), |f| f[3] == "phx_reply").await;
+    let form = format!(
+        "--XyZ\r\nContent-Disposition: form-data; name=\"compiler_version\"\r\n\r\nv0.8.37+commit.1\r\n\
+         --XyZ\r\nContent-Disposition: form-data; name=\"contract_name\"\r\n\r\nCounter\r\n\
+         --XyZ\r\nContent-Disposition: form-data; name=\"files[0]\"; filename=\"input.json\"\r\n\
+         Content-Type: application/json\r\n\r\n{original}\r\n--XyZ--\r\n"
+    );
+    let started = post(addr, &path(counter), Some(&token), "multipart/form-data; boundary=XyZ", form).await;
+    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    assert_eq!(started.json(), json!({"message": "Smart-contract verification started"}));
+    let result = ws.until(Duration::from_secs(120), |f| f[3] == "verification_result").await;
+    assert_eq!(result[4], json!({"status": "success"}));
+    ws.until(Duration::from_secs(10), |f| f[3] == "smart_contract_was_verified").await;
+    let shown = get_json(addr, &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!(shown["is_fully_verified"], true);
+    assert_eq!(shown["verification_metadata"]["source"], "verifier");
+    assert_eq!(shown["decoded_constructor_args"][0][0], "7");
+
+    let wrong = standard_input(&counter_source(|s| s.replace("value > 100", "value > 101")));
+    let accepted = post(addr, &path(other), Some(&token), JSON, json_body(&wrong, "0.8.37")).await;
+    assert_eq!(accepted.status, 200);
+    let failed = poll_until("the wrong source's job to fail", Duration::from_secs(120), || async {
+        let reader = t.daemon.store().reader();
+        let jobs: Vec<_> = reader.rows::<rockscout::store::tables::VerificationJobs>().filter_map(Result::ok).collect();
+        jobs.into_iter().find_map(|(_, job)| match job.state {
+            rockscout::store::records::JobState::Failed(reason) if job.address == other => Some(reason),
+            _ => None,
+        })
+    })
+    .await;
+    assert!(failed.contains("runtime code differs"), "{failed}");
+    assert_eq!(get_json(addr, &format!("/api/v2/smart-contracts/{other}")).await["is_verified"], false);
 }

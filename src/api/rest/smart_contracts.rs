@@ -324,15 +324,15 @@ pub fn counters(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
     })))
 }
 
-/// `GET /api/v2/smart-contracts/verification/config`: no compilers yet (verification routes come later); source
-/// is known from local build artifacts only.
-pub fn verification_config() -> Response<Body> {
+/// `GET /api/v2/smart-contracts/verification/config`: the compiler versions of `--compilers-dir` and the
+/// verification methods served.
+pub fn verification_config(state: &AppState) -> Response<Body> {
     ok(&json!({
-        "solidity_compiler_versions": Vec::<String>::new(),
+        "solidity_compiler_versions": state.verifications.compilers().versions(),
         "solidity_evm_versions": ["default", "prague", "cancun", "shanghai", "paris", "london", "berlin", "istanbul"],
         "vyper_compiler_versions": Vec::<String>::new(),
         "vyper_evm_versions": Vec::<String>::new(),
-        "verification_options": Vec::<String>::new(),
+        "verification_options": ["standard-input"],
         "is_rust_verifier_microservice_enabled": false,
         "license_types": license_types(),
     }))
