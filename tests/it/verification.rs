@@ -239,3 +239,101 @@ async fn standard_input_route_verifies_and_reports_errors() {
     assert!(failed.contains("runtime code differs"), "{failed}");
     assert_eq!(get_json(addr, &format!("/api/v2/smart-contracts/{other}")).await["is_verified"], false);
 }
+
+/// Form-encodes `pairs` (what Etherscan clients POST).
+fn form(pairs: &[(&str, &str)]) -> String {
+    pairs.iter().map(|(k, v)| format!("{k}={}", url_encode(v))).collect::<Vec<_>>().join("&")
+}
+
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The Etherscan-style actions as Foundry and Hardhat send them: `verifysourcecode` with `apikey=` (a valid API
+/// key) and `constructorArguements` queues a job whose `guid` `checkverifystatus` follows to "Pass - Verified",
+/// and `getsourcecode` then returns the source; without a key it is 401, an unknown compiler is refused with the
+/// versions available, a wrong source ends "Fail - Unable to verify", an unknown guid is "Unknown UID".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etherscan_verifysourcecode_and_checkverifystatus() {
+    let original = standard_input(&counter_source(|s| s));
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let addr = t.daemon.addr();
+    let (_, key) =
+        rockscout::account::Accounts::new(t.daemon.store().clone()).create_api_key(accounts[0], "ci").unwrap();
+    let counter = deploy_counter(&node, accounts[0], &original).await;
+    let other = deploy_counter(&node, accounts[0], &original).await;
+    wait_synced(&t.daemon, &node).await;
+    for contract in [counter, other] {
+        poll_until("the contract's code row", Duration::from_secs(30), || async {
+            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
+        })
+        .await;
+    }
+    const FORM: &str = "application/x-www-form-urlencoded";
+    let args = alloy::hex::encode(alloy::sol_types::SolValue::abi_encode(&U256::from(7)));
+    let submit = |address: alloy::primitives::Address, input: &Value, version: &str, key: Option<&str>| {
+        let (address, input, version) = (address.to_string(), input.to_string(), version.to_owned());
+        let (key, args) = (key.map(str::to_owned), args.clone());
+        async move {
+            let mut pairs = vec![
+                ("module", "contract"),
+                ("action", "verifysourcecode"),
+                ("contractaddress", address.as_str()),
+                ("sourceCode", input.as_str()),
+                ("codeformat", "solidity-standard-json-input"),
+                ("contractname", "src/Counter.sol:Counter"),
+                ("compilerversion", version.as_str()),
+                ("constructorArguements", args.as_str()),
+            ];
+            if let Some(key) = &key {
+                pairs.push(("apikey", key.as_str()));
+            }
+            post(addr, "/api", None, FORM, form(&pairs)).await
+        }
+    };
+    let status = |guid: String| async move {
+        get_json(addr, &format!("/api?module=contract&action=checkverifystatus&guid={guid}")).await
+    };
+
+    let anonymous = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", None).await;
+    assert_eq!(anonymous.status, 401);
+    assert_eq!(anonymous.json()["status"], "0");
+    let wrong_key = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", Some("nope")).await;
+    assert_eq!(wrong_key.status, 401);
+    let unknown = submit(counter, &original, "v0.8.19+commit.7dd6d404", Some(&key)).await.json();
+    assert_eq!(unknown["status"], "0");
+    assert!(unknown["message"].as_str().unwrap().contains("available: 0.8.37"), "{unknown}");
+
+    let queued = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", Some(&key)).await.json();
+    assert_eq!(queued["status"], "1", "{queued}");
+    let guid = queued["result"].as_str().unwrap().to_owned();
+    let passed = poll_until("checkverifystatus to pass", Duration::from_secs(120), || async {
+        let answer = status(guid.clone()).await;
+        (answer["result"] != "Pending in queue").then_some(answer)
+    })
+    .await;
+    assert_eq!(passed, json!({"status": "1", "message": "OK", "result": "Pass - Verified"}));
+    let source = get_json(addr, &format!("/api?module=contract&action=getsourcecode&address={counter}")).await;
+    assert_eq!(source["result"][0]["ContractName"], "Counter", "{source}");
+    assert_eq!(source["result"][0]["ConstructorArguments"].as_str().unwrap().trim_start_matches("0x"), args);
+
+    let wrong = standard_input(&counter_source(|s| s.replace("value > 100", "value > 101")));
+    let queued = submit(other, &wrong, "0.8.37", Some(&key)).await.json();
+    let guid = queued["result"].as_str().unwrap().to_owned();
+    let failed = poll_until("checkverifystatus to fail", Duration::from_secs(120), || async {
+        let answer = status(guid.clone()).await;
+        (answer["result"] != "Pending in queue").then_some(answer)
+    })
+    .await;
+    assert_eq!((failed["status"].clone(), failed["result"].clone()), (json!("0"), json!("Fail - Unable to verify")));
+    assert!(failed["message"].as_str().unwrap().contains("runtime code differs"), "{failed}");
+    assert_eq!(status("987654".into()).await["result"], "Unknown UID");
+}
