@@ -254,8 +254,10 @@ fn url_encode(text: &str) -> String {
         .collect()
 }
 
-/// The Etherscan-style actions as Foundry and Hardhat send them: `verifysourcecode` with `apikey=` (a valid API
-/// key) and `constructorArguements` queues a job whose `guid` `checkverifystatus` follows to "Pass - Verified",
+/// The Etherscan-style actions as Foundry and Hardhat send them (forge's form fields: `contractaddress`,
+/// `sourceCode`, `codeformat`, `contractname`, `compilerversion`, `optimizationUsed`, `runs`,
+/// `constructorArguements`, `evmversion`, `apikey`; forge itself cannot run offline here, see docs/api.md):
+/// `verifysourcecode` with `apikey=` (a valid API key) queues a job whose `guid` `checkverifystatus` follows to "Pass - Verified",
 /// and `getsourcecode` then returns the source; without a key it is 401, an unknown compiler is refused with the
 /// versions available, a wrong source ends "Fail - Unable to verify", an unknown guid is "Unknown UID".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -292,6 +294,9 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
                 ("contractname", "src/Counter.sol:Counter"),
                 ("compilerversion", version.as_str()),
                 ("constructorArguements", args.as_str()),
+                ("optimizationUsed", "1"),
+                ("runs", "200"),
+                ("evmversion", "cancun"),
             ];
             if let Some(key) = &key {
                 pairs.push(("apikey", key.as_str()));
