@@ -390,8 +390,9 @@ pub enum Route {
     TransactionsChart,
     /// `/api/account/v2/...`: the account API.
     Account(AccountRoute),
-    /// `POST /api/v2/smart-contracts/:hash/verification/via/standard-input` (an account token is required).
-    VerifyStandardInput(Address),
+    /// `POST /api/v2/smart-contracts/:hash/verification/via/{standard-input,flattened-code,multi-part}` (an
+    /// account token is required).
+    Verify(Address, super::rest::verification::Via),
     /// `GET /api/v2/transactions/watchlist`: transactions of the caller's watched addresses (token required).
     WatchlistTransactions {
         /// Size and cursor.
@@ -525,10 +526,14 @@ impl Route {
             // The Etherscan-style API: any method (clients GET and POST alike), parameters read when served.
             ["api"] | ["api", "v1"] => return Ok(Route::Etherscan),
             ["api", "account", "v2", rest @ ..] => return parse_account(method, rest, &q).map(Route::Account),
-            ["api", "v2", "smart-contracts", hash, "verification", "via", "standard-input"] => {
+            ["api", "v2", "smart-contracts", hash, "verification", "via", via]
+                if super::rest::verification::Via::parse(via).is_some() =>
+            {
                 let address = parse_address(hash, "address_hash_param")?;
+                let via =
+                    super::rest::verification::Via::parse(via).unwrap_or(super::rest::verification::Via::StandardInput);
                 return match *method {
-                    Method::POST => Ok(Route::VerifyStandardInput(address)),
+                    Method::POST => Ok(Route::Verify(address, via)),
                     _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
                 };
             }
@@ -749,7 +754,7 @@ impl Route {
             Route::WatchlistTransactions { .. } => "/api/v2/transactions/watchlist",
             Route::MainPageWatchlistTransactions => "/api/v2/main-page/transactions/watchlist",
             Route::Account(_) => "/api/account/v2",
-            Route::VerifyStandardInput(_) => "/api/v2/smart-contracts/:address_hash/verification/via/standard-input",
+            Route::Verify(_, via) => via.path(),
             Route::SmartContract(_) => "/api/v2/smart-contracts/:address_hash",
             Route::SmartContracts { .. } => "/api/v2/smart-contracts",
             Route::SmartContractCounters => "/api/v2/smart-contracts/counters",
@@ -773,7 +778,7 @@ impl Route {
                 | Route::Etherscan
                 | Route::Socket
                 | Route::Account(_)
-                | Route::VerifyStandardInput(_)
+                | Route::Verify(..)
         )
     }
 
@@ -896,9 +901,7 @@ impl Route {
             Route::SearchQuick(q) => read(state, deadline, move |r| search::quick(r, &q)).await,
             Route::SearchRedirect(q) => read(state, deadline, move |r| search::redirect(r, &q)).await,
             Route::Account(route) => super::rest::account::serve(route, req, state, client).await,
-            Route::VerifyStandardInput(address) => {
-                super::rest::verification::standard_input(req, state, client, address).await
-            }
+            Route::Verify(address, via) => super::rest::verification::verify(req, state, client, address, via).await,
             Route::WatchlistTransactions { page } => {
                 let watched = super::rest::account::watched(req.headers(), state, client)?;
                 read(state, deadline, move |r| super::rest::account::watchlist_transactions(r, &watched, page, true))

@@ -342,3 +342,80 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
     assert!(failed["message"].as_str().unwrap().contains("runtime code differs"), "{failed}");
     assert_eq!(status("987654".into()).await["result"], "Unknown UID");
 }
+
+/// The flattened-code route (one file as `source_code`, JSON body) and the multi-part route (the file as a form
+/// part named by its path) turn the sources and the optimizer/EVM fields into a standard-JSON input: both verify
+/// Counter (multi-part with the same file path fully; flattened under another file name, so only partially, as the
+/// metadata names the file), and wrong optimizer settings fail with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flattened_code_and_multi_part_routes_verify() {
+    let source = counter_source(|s| s);
+    let original = standard_input(&source);
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let addr = t.daemon.addr();
+    let token =
+        rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
+    let mut contracts = Vec::new();
+    for _ in 0..3 {
+        contracts.push(deploy_counter(&node, accounts[0], &original).await);
+    }
+    wait_synced(&t.daemon, &node).await;
+    for contract in &contracts {
+        poll_until("the contract's code row", Duration::from_secs(30), || async {
+            t.daemon.store().reader().get::<Contracts>(contract).ok().flatten()
+        })
+        .await;
+    }
+    let (flattened, multi, unoptimized) = (contracts[0], contracts[1], contracts[2]);
+    let path = |a: alloy::primitives::Address, via: &str| format!("/api/v2/smart-contracts/{a}/verification/via/{via}");
+    let flat_body = |enabled: bool| {
+        json!({"compiler_version": "v0.8.37+commit.1", "contract_name": "Counter", "source_code": source,
+               "is_optimization_enabled": enabled, "optimization_runs": 200, "evm_version": "cancun",
+               "license_type": "mit"})
+        .to_string()
+    };
+    let started =
+        post(addr, &path(flattened, "flattened-code"), Some(&token), "application/json", flat_body(true)).await;
+    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    let started =
+        post(addr, &path(unoptimized, "flattened-code"), Some(&token), "application/json", flat_body(false)).await;
+    assert_eq!(started.status, 200);
+    let form = format!(
+        "--B0\r\nContent-Disposition: form-data; name=\"compiler_version\"\r\n\r\n0.8.37\r\n\
+         --B0\r\nContent-Disposition: form-data; name=\"contract_name\"\r\n\r\nCounter\r\n\
+         --B0\r\nContent-Disposition: form-data; name=\"is_optimization_enabled\"\r\n\r\ntrue\r\n\
+         --B0\r\nContent-Disposition: form-data; name=\"optimization_runs\"\r\n\r\n200\r\n\
+         --B0\r\nContent-Disposition: form-data; name=\"evm_version\"\r\n\r\ncancun\r\n\
+         --B0\r\nContent-Disposition: form-data; name=\"files[0]\"; filename=\"src/Counter.sol\"\r\n\
+         Content-Type: application/octet-stream\r\n\r\n{source}\r\n--B0--\r\n"
+    );
+    let started = post(addr, &path(multi, "multi-part"), Some(&token), "multipart/form-data; boundary=B0", form).await;
+    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    let anonymous = post(addr, &path(multi, "multi-part"), None, "application/json", "{}".into()).await;
+    assert_eq!(anonymous.status, 401);
+
+    let verified = |a: alloy::primitives::Address| async move {
+        let c = get_json(addr, &format!("/api/v2/smart-contracts/{a}")).await;
+        (c["is_verified"] == true).then_some(c)
+    };
+    let multi_shown = poll_until("multi-part to verify", Duration::from_secs(120), || verified(multi)).await;
+    assert_eq!(multi_shown["is_fully_verified"], true);
+    assert_eq!(multi_shown["file_path"], "src/Counter.sol");
+    let flat_shown = poll_until("flattened code to verify", Duration::from_secs(120), || verified(flattened)).await;
+    assert_eq!(flat_shown["is_partially_verified"], true);
+    assert_eq!(flat_shown["file_path"], "Counter.sol");
+    assert_eq!(flat_shown["optimization_enabled"], true);
+    let failed = poll_until("the unoptimized job to fail", Duration::from_secs(120), || async {
+        let reader = t.daemon.store().reader();
+        let jobs: Vec<_> = reader.rows::<rockscout::store::tables::VerificationJobs>().filter_map(Result::ok).collect();
+        jobs.into_iter().find_map(|(_, job)| match job.state {
+            rockscout::store::records::JobState::Failed(reason) if job.address == unoptimized => Some(reason),
+            _ => None,
+        })
+    })
+    .await;
+    assert!(failed.contains("code differs"), "{failed}");
+}

@@ -332,7 +332,7 @@ pub fn verification_config(state: &AppState) -> Response<Body> {
         "solidity_evm_versions": ["default", "prague", "cancun", "shanghai", "paris", "london", "berlin", "istanbul"],
         "vyper_compiler_versions": Vec::<String>::new(),
         "vyper_evm_versions": Vec::<String>::new(),
-        "verification_options": ["standard-input"],
+        "verification_options": ["standard-input", "flattened-code", "multi-part"],
         "is_rust_verifier_microservice_enabled": false,
         "license_types": license_types(),
     }))

@@ -1,5 +1,7 @@
-//! Contract verification requests: `POST /api/v2/smart-contracts/:hash/verification/via/standard-input` (JSON or
-//! multipart/form-data as Blockscout's frontend sends it), behind an account token; [`start`] queues a job (shared
+//! Contract verification requests: `POST /api/v2/smart-contracts/:hash/verification/via/{standard-input,
+//! flattened-code,multi-part}` (JSON or multipart/form-data as Blockscout's frontend sends them), behind an account
+//! token; flattened code and multi-part sources become a standard-JSON input with the form's optimizer and EVM
+//! settings; [`start`] queues a job (shared
 //! with the Etherscan-style `verifysourcecode`), and [`publish_outcomes`] tells the `addresses:<hash>` WebSocket
 //! topic how it ended.
 
@@ -44,12 +46,45 @@ pub fn start(state: &AppState, address: Address, request: Request) -> Result<u64
     })
 }
 
-/// `POST …/verification/via/standard-input`.
-pub async fn standard_input(
+/// How the sources are given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// A standard-JSON input.
+    StandardInput,
+    /// One Solidity file (`source_code`).
+    FlattenedCode,
+    /// Several Solidity files (`files[N]` parts named by their file names, or a `files` object).
+    MultiPart,
+}
+
+impl Via {
+    /// The method named by the path's last segment.
+    pub fn parse(segment: &str) -> Option<Via> {
+        match segment {
+            "standard-input" => Some(Via::StandardInput),
+            "flattened-code" => Some(Via::FlattenedCode),
+            "multi-part" => Some(Via::MultiPart),
+            _ => None,
+        }
+    }
+
+    /// The route's path pattern.
+    pub fn path(self) -> &'static str {
+        match self {
+            Via::StandardInput => "/api/v2/smart-contracts/:address_hash/verification/via/standard-input",
+            Via::FlattenedCode => "/api/v2/smart-contracts/:address_hash/verification/via/flattened-code",
+            Via::MultiPart => "/api/v2/smart-contracts/:address_hash/verification/via/multi-part",
+        }
+    }
+}
+
+/// `POST …/verification/via/<method>`.
+pub async fn verify(
     req: hyper::Request<Incoming>,
     state: &AppState,
     client: IpAddr,
     address: Address,
+    via: Via,
 ) -> Result<hyper::Response<Body>, ApiError> {
     auth::require_account(req.headers(), state, client)?;
     let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
@@ -66,7 +101,11 @@ pub async fn standard_input(
             .map_err(|e| ApiError::invalid("body", format!("the body is not JSON: {e}")))?;
         value.as_object().cloned().ok_or_else(|| ApiError::invalid("body", "the body is not a JSON object"))?
     };
-    start(state, address, request_from(&fields)?)?;
+    let request = match via {
+        Via::StandardInput => request_from(&fields)?,
+        Via::FlattenedCode | Via::MultiPart => request_from_sources(&fields, via)?,
+    };
+    start(state, address, request)?;
     Ok(ok(&json!({"message": "Smart-contract verification started"})))
 }
 
@@ -92,7 +131,52 @@ fn request_from(fields: &serde_json::Map<String, Value>) -> Result<Request, ApiE
     Ok(Request { compiler_version: text("compiler_version")?, contract_name: text("contract_name")?, input })
 }
 
-/// The fields of a multipart/form-data body (files as their text).
+/// A standard-JSON input made of the form's sources (`source_code` for flattened code, the `files` for
+/// multi-part) and its `is_optimization_enabled`, `optimization_runs` and `evm_version`.
+fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -> Result<Request, ApiError> {
+    let text = |name: &'static str| {
+        fields.get(name).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| ApiError::invalid(name, "missing"))
+    };
+    let contract_name = text("contract_name")?;
+    let mut sources = serde_json::Map::new();
+    match via {
+        Via::FlattenedCode => {
+            let file = format!("{}.sol", contract_name.rsplit(':').next().unwrap_or(&contract_name));
+            sources.insert(file, json!({"content": text("source_code")?}));
+        }
+        _ => {
+            let files = fields.get("files").and_then(Value::as_object);
+            for (path, content) in files.into_iter().flatten() {
+                let content = content.as_str().ok_or_else(|| ApiError::invalid("files", "a file is not text"))?;
+                sources.insert(path.clone(), json!({"content": content}));
+            }
+            if sources.is_empty() {
+                return Err(ApiError::invalid("files", "no source files"));
+            }
+        }
+    }
+    let flag = |v: &Value| v.as_bool().or_else(|| v.as_str().map(|s| s == "true" || s == "1"));
+    let enabled = fields.get("is_optimization_enabled").and_then(flag).unwrap_or(false);
+    let runs = match fields.get("optimization_runs") {
+        None => 200,
+        Some(v) => v
+            .as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+            .ok_or_else(|| ApiError::invalid("optimization_runs", "not a number"))?,
+    };
+    let mut settings = json!({"optimizer": {"enabled": enabled, "runs": runs}});
+    if let Some(evm) = fields.get("evm_version").and_then(Value::as_str).filter(|v| !v.is_empty() && *v != "default") {
+        settings["evmVersion"] = json!(evm);
+    }
+    Ok(Request {
+        compiler_version: text("compiler_version")?,
+        contract_name,
+        input: json!({"language": "Solidity", "sources": sources, "settings": settings}),
+    })
+}
+
+/// The fields of a multipart/form-data body (files as their text; parts with a file name are also collected in
+/// a `files` object by file name).
 fn form_fields(body: &[u8], boundary: &str) -> Result<serde_json::Map<String, Value>, ApiError> {
     let bad = |why: &str| ApiError::invalid("body", format!("malformed multipart/form-data: {why}"));
     let delimiter = format!("--{boundary}");
@@ -116,6 +200,14 @@ fn form_fields(body: &[u8], boundary: &str) -> Result<serde_json::Map<String, Va
             .find_map(|p| p.trim().strip_prefix("name="))
             .map(|n| n.trim_matches('"').to_owned())
             .ok_or_else(|| bad("a part without a name"))?;
+        let file_name =
+            disposition.split(';').find_map(|p| p.trim().strip_prefix("filename=")).map(|n| n.trim_matches('"'));
+        if let Some(file_name) = file_name {
+            let files = fields.entry("files").or_insert_with(|| json!({}));
+            if let Some(files) = files.as_object_mut() {
+                files.insert(file_name.to_owned(), Value::String(content.to_owned()));
+            }
+        }
         fields.insert(name, Value::String(content.to_owned()));
     }
     Err(bad("no closing boundary"))
