@@ -203,3 +203,74 @@ impl Verifications {
         tracker.wait().await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreOptions;
+    use serde_json::json;
+
+    fn request() -> Request {
+        Request {
+            compiler_version: "0.8.37".into(),
+            contract_name: "C".into(),
+            input: json!({"sources": {"c.sol": {"content": ""}}}),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_queue_is_bounded_and_pending_jobs_survive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path(), &StoreOptions::default()).unwrap());
+        let queue = Verifications::new(store.clone(), Compilers::default(), Duration::from_secs(1)).unwrap();
+        let ids: Vec<u64> = (0..QUEUED).map(|_| queue.submit(Address::ZERO, &request()).unwrap()).collect();
+        assert!(matches!(queue.submit(Address::ZERO, &request()), Err(SubmitError::Full)));
+        assert_eq!(queue.job(ids[0]).unwrap().unwrap().state, JobState::Queued);
+        let mut running = queue.job(ids[1]).unwrap().unwrap();
+        running.state = JobState::Running;
+        queue.put(ids[1], &running).unwrap();
+        drop(queue);
+
+        // Restarted: the 16 pending jobs are queued again (the queue is full again), ids continue.
+        let again = Verifications::new(store.clone(), Compilers::default(), Duration::from_secs(1)).unwrap();
+        assert!(matches!(again.submit(Address::ZERO, &request()), Err(SubmitError::Full)));
+        let (cancel, runner) = (CancellationToken::new(), again.clone());
+        let task = tokio::spawn(runner.run(cancel.clone()));
+        // Without contract code every job fails with the reason once it runs.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        for id in &ids {
+            let job = loop {
+                let job = again.job(*id).unwrap().unwrap();
+                if matches!(job.state, JobState::Failed(_)) {
+                    break job;
+                }
+                assert!(std::time::Instant::now() < deadline, "job {id} was not run again: {job:?}");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            };
+            let JobState::Failed(reason) = job.state else { unreachable!() };
+            assert!(reason.contains("no indexed contract code"), "{reason}");
+        }
+        let next = again.submit(Address::ZERO, &request()).unwrap();
+        assert_eq!(next, ids[QUEUED - 1] + 1);
+        cancel.cancel();
+        task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_crashing_or_hanging_compiler_fails_the_job_with_a_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let crash = dir.path().join("crash");
+        std::fs::write(&crash, "#!/bin/sh\necho 'out of memory' >&2\nexit 3\n").unwrap();
+        let hang = dir.path().join("hang");
+        std::fs::write(&hang, "#!/bin/sh\nexec sleep 30\n").unwrap();
+        for file in [&crash, &hang] {
+            std::fs::set_permissions(file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        }
+        let err = verifier::compile(&crash, b"{}", Duration::from_secs(10)).await.unwrap_err();
+        assert!(err.to_string().contains("out of memory"), "{err}");
+        let started = std::time::Instant::now();
+        let err = verifier::compile(&hang, b"{}", Duration::from_millis(300)).await.unwrap_err();
+        assert!(err.to_string().contains("ran past its limit"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "the compiler was not killed");
+    }
+}
