@@ -247,6 +247,7 @@ fn compare(artifact: &Artifact, deployed: &Deployed) -> Result<VerifiedSource, V
     };
     let verified_at = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     Ok(VerifiedSource {
+        code_hash: alloy::primitives::keccak256(&deployed.runtime),
         name: artifact.name.clone(),
         file_path: artifact.file_path.clone().unwrap_or_default(),
         abi: serde_json::to_string(&artifact.abi.json).unwrap_or_else(|_| "[]".into()),

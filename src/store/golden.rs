@@ -207,6 +207,7 @@ fn encoded() -> Vec<(&'static str, String)> {
             }),
         }),
         row::<VerifiedSources>(&VerifiedSource {
+            code_hash: hash(53),
             name: "V".into(),
             file_path: "v.sol".into(),
             abi: "[]".into(),
@@ -283,7 +284,7 @@ const PINNED: &[(&str, &str)] = &[
     ("undo", "020802010201010319010400"),
     ("code", "0460806040"),
     ("contracts", "202b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b202c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2d0101142e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e01142f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f"),
-    ("verified_sources", "015605762e736f6c025b5d0105762e736f6c016303302e38027b7d01010701034d495432"),
+    ("verified_sources", "203535353535353535353535353535353535353535353535353535353535353535015605762e736f6c025b5d0105762e736f6c016303302e38027b7d01010701034d495432"),
     ("verification_jobs", "14333333333333333333333333333333333333333303302e380156027b7d03026e6f34"),
     ("users", "fd0068e5cf8b010000023031"),
     ("user_tokens", "142828282828282828282828282828282828282828026369202e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2efd0068e5cf8b01000001fd6052e6cf8b010000"),

@@ -736,9 +736,11 @@ pub struct ItemOwner {
 }
 
 /// A contract source checked by the verifier: what the contract page and decoding show for that address (kept
-/// across reorgs of other blocks; shown only while the address still has its contract row).
+/// across reorgs of other blocks; shown only while the address's contract row has the same code hash).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerifiedSource {
+    /// keccak256 of the runtime code it was verified against (other code at the address later is not covered).
+    pub code_hash: B256,
     /// Contract name.
     pub name: String,
     /// The file that declares it.

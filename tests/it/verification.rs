@@ -419,3 +419,61 @@ async fn flattened_code_and_multi_part_routes_verify() {
     .await;
     assert!(failed.contains("code differs"), "{failed}");
 }
+
+/// A reorg: the verified source of a contract whose creation stays is kept (a reorg of later blocks does not touch
+/// it); the one whose creation the reorg removes disappears (404), and other code deployed at the same address on
+/// the new branch (same sender and nonce) is not shown as verified.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reorg_hides_the_source_of_a_removed_creation_only() {
+    use alloy::primitives::U256 as Word;
+    let original = standard_input(&counter_source(|s| s));
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let kept = deploy_counter(&node, accounts[0], &original).await;
+    let snapshot: Word = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+    let removed = deploy_counter(&node, accounts[1], &original).await;
+    wait_synced(&t.daemon, &node).await;
+    for contract in [kept, removed] {
+        poll_until("the contract's code row", Duration::from_secs(30), || async {
+            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
+        })
+        .await;
+    }
+    let compilers = Compilers::new(Some(compilers_dir()));
+    for contract in [kept, removed] {
+        let tx = t.daemon.store().reader().get::<Contracts>(&contract).unwrap().unwrap().creation_tx;
+        let input = node.get_transaction_by_hash(tx).await.unwrap().unwrap();
+        let deployed = Deployed {
+            runtime: node.get_code_at(contract).await.unwrap(),
+            creation_input: Some(alloy::consensus::Transaction::input(&input).clone()),
+        };
+        let request = verify_request(&original, "0.8.37");
+        let source = verifier::verify(&compilers, &request, &deployed, Duration::from_secs(120)).await.unwrap();
+        verifier::save(t.daemon.store(), contract, &source).unwrap();
+        assert_eq!(get_json(addr, &format!("/api/v2/smart-contracts/{contract}")).await["is_verified"], true);
+    }
+
+    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+    assert!(reverted);
+    // The new branch: the same sender and nonce deploy other code at the removed contract's address.
+    let tx = deploy(&node, accounts[1], &rockscout::dev::contracts::Demo::BYTECODE).await;
+    mine(&node, 2).await;
+    let other_code = created_address(&node, tx).await;
+    assert_eq!(other_code, removed, "same sender and nonce, same address");
+    wait_synced(&t.daemon, &node).await;
+    let new_row = poll_until("the new code's row", Duration::from_secs(30), || async {
+        let row = t.daemon.store().reader().get::<Contracts>(&removed).ok().flatten()?;
+        (row.creation_tx == tx).then_some(row)
+    })
+    .await;
+    assert_ne!(new_row.code_hash, alloy::primitives::keccak256(node.get_code_at(kept).await.unwrap()));
+    let shown = get_json(addr, &format!("/api/v2/smart-contracts/{removed}")).await;
+    assert_eq!(shown["is_verified"], false, "{shown}");
+    assert!(shown["name"].is_null());
+    let kept_shown = get_json(addr, &format!("/api/v2/smart-contracts/{kept}")).await;
+    assert_eq!(kept_shown["verification_metadata"]["source"], "verifier");
+    assert_eq!(kept_shown["name"], "Counter");
+}

@@ -38,14 +38,16 @@ fn creation_input(reader: &Reader<'_>, tx: B256) -> Option<Bytes> {
 }
 
 /// The facts of the contract at `address` with stored `row`: its code's facts (cached by code hash), with a
-/// source the verifier matched for this address taking the place of any artifact.
+/// source the verifier matched for this address (and this code: a reorg may put other code there) taking the
+/// place of any artifact.
 fn facts(reader: &Reader<'_>, address: &Address, row: &ContractRecord) -> CodeFacts {
     let mut facts = reader.knowledge().facts(
         row.code_hash,
         || reader.get::<Code>(&row.code_hash).ok().flatten(),
         || creation_input(reader, row.creation_tx),
     );
-    if let Some(verified) = reader.get::<VerifiedSources>(address).ok().flatten().and_then(Known::from_verified) {
+    let verified = reader.get::<VerifiedSources>(address).ok().flatten().filter(|v| v.code_hash == row.code_hash);
+    if let Some(verified) = verified.and_then(Known::from_verified) {
         facts.known = Some(verified);
     }
     facts
