@@ -253,12 +253,21 @@ fn compare(artifact: &Artifact, deployed: &Deployed) -> Result<VerifiedSource, V
         abi: serde_json::to_string(&artifact.abi.json).unwrap_or_else(|_| "[]".into()),
         sources: artifact.sources.clone(),
         compiler_version: artifact.compiler_version.clone().unwrap_or_default(),
-        settings: artifact.settings.as_ref().map(Value::to_string).unwrap_or_else(|| "{}".into()),
+        settings: artifact.settings.as_ref().map(shown_settings).unwrap_or_else(|| "{}".into()),
         full_match: kind == MatchKind::Full,
         constructor_args: args,
         license: artifact.license.clone(),
         verified_at,
     })
+}
+
+/// The compiler settings as the user gave them: without the output selection the verifier sets.
+fn shown_settings(settings: &Value) -> String {
+    let mut settings = settings.clone();
+    if let Some(object) = settings.as_object_mut() {
+        object.remove("outputSelection");
+    }
+    settings.to_string()
 }
 
 /// Stores `source` as the verified source of `address` (replacing an earlier one).
