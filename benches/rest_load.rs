@@ -162,6 +162,12 @@ fn main() {
             anvil.http_url(),
             rockscout::events::channel(16),
             ApiConfig::default(),
+            rockscout::contracts::jobs::Verifications::new(
+                store.clone(),
+                rockscout::contracts::verifier::Compilers::default(),
+                std::time::Duration::from_secs(60),
+            )
+            .unwrap(),
         );
         tokio::spawn(api::serve(listener, state, cancel.clone()));
         addr

@@ -154,6 +154,10 @@ pub struct DaemonArgs {
     /// contracts whose code matches one get its name, ABI and sources. Repeatable; rescanned when it changes.
     #[arg(long = "artifacts", env = "ROCKSCOUT_ARTIFACTS", value_delimiter = ',')]
     pub artifacts: Vec<PathBuf>,
+    /// Folder of Solidity compilers for contract verification: programs named by version (`0.8.37` or
+    /// `solc-0.8.37`) that speak `solc --standard-json` on stdin.
+    #[arg(long = "compilers-dir", env = "ROCKSCOUT_COMPILERS_DIR")]
+    pub compilers_dir: Option<PathBuf>,
     /// Blocks fetched concurrently while catching up.
     #[arg(long, env = "ROCKSCOUT_FETCH_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub fetch_concurrency: u16,
@@ -298,6 +302,10 @@ pub struct Config {
     pub artifacts: Vec<PathBuf>,
     /// Match deployed code with the demo contracts of `rockscout dev` too.
     pub demo_artifacts: bool,
+    /// Folder of compilers for verification (none: verification answers that no compiler is available).
+    pub compilers_dir: Option<PathBuf>,
+    /// Time limit of one verification's compile (the compiler is killed past it).
+    pub verify_timeout: Duration,
 }
 
 impl Config {
@@ -317,6 +325,8 @@ impl Config {
             api: ApiConfig::default(),
             artifacts: Vec::new(),
             demo_artifacts: false,
+            compilers_dir: None,
+            verify_timeout: Duration::from_secs(60),
         }
     }
 
@@ -338,6 +348,8 @@ impl Config {
             tracing: args.tracing,
             artifacts: args.artifacts.clone(),
             demo_artifacts: false,
+            compilers_dir: args.compilers_dir.clone(),
+            verify_timeout: Duration::from_secs(60),
             rpc_timeout,
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),

@@ -136,6 +136,9 @@ impl Daemon {
         let status = Arc::new(Status::with_metrics(metrics));
         let events = events::channel(1024);
         let cancel = CancellationToken::new();
+        let compilers = contracts::verifier::Compilers::new(config.compilers_dir.clone());
+        let verifications = contracts::jobs::Verifications::new(store.clone(), compilers, config.verify_timeout)
+            .map_err(|source| RunError::Store { path: config.data_dir.display().to_string(), source })?;
         let state = api::AppState::new(
             store.clone(),
             status.clone(),
@@ -143,8 +146,11 @@ impl Daemon {
             config.rpc_url.clone(),
             events.clone(),
             config.api.clone(),
+            verifications.clone(),
         );
         let helpers = TaskTracker::new();
+        helpers.spawn(verifications.run(cancel.clone()));
+        helpers.spawn(api::publish_verification_outcomes(state.clone(), cancel.clone()));
         helpers.spawn(api::ws::publish::run(state.clone(), cancel.clone()));
         if let Some((listener, _)) = metrics_listener {
             helpers.spawn(api::serve_metrics(listener, state.clone(), cancel.clone()));

@@ -66,6 +66,9 @@ pub enum ApiError {
     /// The client IP made too many failed authentications recently.
     #[error("too many failed authentications")]
     AuthBudget,
+    /// A bounded queue is full: try again later (429 with the reason).
+    #[error("throttled: {0}")]
+    Throttled(String),
     /// A request the server refuses for a reason it states (e.g. a sign-in message that does not check out).
     #[error("refused: {0}")]
     Refused(String),
@@ -94,7 +97,7 @@ impl ApiError {
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unauthorized | ApiError::Refused(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
-            ApiError::AuthBudget => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::AuthBudget | ApiError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -127,7 +130,7 @@ impl ApiError {
             ApiError::Unauthorized => json!({"message": "Unauthorized"}),
             ApiError::Forbidden => json!({"message": "Forbidden: the object belongs to another account"}),
             ApiError::AuthBudget => json!({"message": "Too many failed authentications; try again later"}),
-            ApiError::Refused(reason) => json!({"message": reason}),
+            ApiError::Refused(reason) | ApiError::Throttled(reason) => json!({"message": reason}),
         }
     }
 

@@ -32,6 +32,7 @@ pub mod ws;
 pub use error::ApiError;
 pub use health::{HealthConfig, DEFAULT_READY_MAX_LAG_BLOCKS};
 pub use metrics::serve_metrics;
+pub use rest::verification::publish_outcomes as publish_verification_outcomes;
 pub use router::Route;
 
 use crate::events::EventSender;
@@ -138,6 +139,8 @@ pub struct Shared {
     pub accounts: Arc<crate::account::Accounts>,
     /// Failed-authentication budget and sign-in nonces.
     pub auth: AuthState,
+    /// The contract verification queue.
+    pub verifications: Arc<crate::contracts::jobs::Verifications>,
     limiter: RateLimiter,
     key_limiter: RateLimiter<u64>,
     /// One permit per store-reading handler running on the blocking pool.
@@ -191,6 +194,7 @@ impl AppState {
         rpc_url: String,
         events: EventSender,
         config: ApiConfig,
+        verifications: Arc<crate::contracts::jobs::Verifications>,
     ) -> Self {
         let hub = ws::hub::Hub::new(config.ws.queue, status.metrics().clone());
         let auth = AuthState {
@@ -200,6 +204,7 @@ impl AppState {
         AppState(Arc::new(Shared {
             accounts: Arc::new(crate::account::Accounts::new(store.clone())),
             auth,
+            verifications,
             store,
             status,
             node,

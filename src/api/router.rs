@@ -390,6 +390,9 @@ pub enum Route {
     TransactionsChart,
     /// `/api/account/v2/...`: the account API.
     Account(AccountRoute),
+    /// `POST /api/v2/smart-contracts/:hash/verification/via/{standard-input,flattened-code,multi-part}` (an
+    /// account token is required).
+    Verify(Address, super::rest::verification::Via),
     /// `GET /api/v2/transactions/watchlist`: transactions of the caller's watched addresses (token required).
     WatchlistTransactions {
         /// Size and cursor.
@@ -523,6 +526,17 @@ impl Route {
             // The Etherscan-style API: any method (clients GET and POST alike), parameters read when served.
             ["api"] | ["api", "v1"] => return Ok(Route::Etherscan),
             ["api", "account", "v2", rest @ ..] => return parse_account(method, rest, &q).map(Route::Account),
+            ["api", "v2", "smart-contracts", hash, "verification", "via", via]
+                if super::rest::verification::Via::parse(via).is_some() =>
+            {
+                let address = parse_address(hash, "address_hash_param")?;
+                let via =
+                    super::rest::verification::Via::parse(via).unwrap_or(super::rest::verification::Via::StandardInput);
+                return match *method {
+                    Method::POST => Ok(Route::Verify(address, via)),
+                    _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
+                };
+            }
             ["api", "v2", rest @ ..] => match Self::parse_v2(rest, &q)? {
                 Some(route) => route,
                 None if method == Method::GET => return Err(ApiError::UnknownAction),
@@ -740,6 +754,7 @@ impl Route {
             Route::WatchlistTransactions { .. } => "/api/v2/transactions/watchlist",
             Route::MainPageWatchlistTransactions => "/api/v2/main-page/transactions/watchlist",
             Route::Account(_) => "/api/account/v2",
+            Route::Verify(_, via) => via.path(),
             Route::SmartContract(_) => "/api/v2/smart-contracts/:address_hash",
             Route::SmartContracts { .. } => "/api/v2/smart-contracts",
             Route::SmartContractCounters => "/api/v2/smart-contracts/counters",
@@ -757,7 +772,13 @@ impl Route {
     pub fn shows_private_data(&self) -> bool {
         !matches!(
             self,
-            Route::Health | Route::Ready | Route::Rpc | Route::Etherscan | Route::Socket | Route::Account(_)
+            Route::Health
+                | Route::Ready
+                | Route::Rpc
+                | Route::Etherscan
+                | Route::Socket
+                | Route::Account(_)
+                | Route::Verify(..)
         )
     }
 
@@ -794,7 +815,7 @@ impl Route {
                     Err(e) => Err(e),
                 }
             }
-            Route::Etherscan => super::etherscan::serve(req, state, deadline).await,
+            Route::Etherscan => super::etherscan::serve(req, state, deadline, client).await,
             // Single objects: a few point reads, served inline.
             Route::Block(id) => blocks::detail(state, id),
             Route::Transaction(hash) => transactions::detail(state, hash).await,
@@ -807,7 +828,7 @@ impl Route {
             Route::IndexingStatus => Ok(stats::indexing_status(state)),
             Route::BackendVersion => Ok(stats::backend_version()),
             Route::SmartContract(address) => smart_contracts::detail(state, address).await,
-            Route::VerificationConfig => Ok(smart_contracts::verification_config()),
+            Route::VerificationConfig => Ok(smart_contracts::verification_config(state)),
             Route::ContractLanguages => Ok(smart_contracts::languages()),
             Route::SmartContractCounters => read(state, deadline, smart_contracts::counters).await,
             Route::SmartContracts { q, language, page } => {
@@ -880,6 +901,7 @@ impl Route {
             Route::SearchQuick(q) => read(state, deadline, move |r| search::quick(r, &q)).await,
             Route::SearchRedirect(q) => read(state, deadline, move |r| search::redirect(r, &q)).await,
             Route::Account(route) => super::rest::account::serve(route, req, state, client).await,
+            Route::Verify(address, via) => super::rest::verification::verify(req, state, client, address, via).await,
             Route::WatchlistTransactions { page } => {
                 let watched = super::rest::account::watched(req.headers(), state, client)?;
                 read(state, deadline, move |r| super::rest::account::watchlist_transactions(r, &watched, page, true))

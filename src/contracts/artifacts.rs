@@ -202,7 +202,7 @@ fn from_metadata(metadata: Option<&Value>, file: Option<&str>) -> (Option<String
 }
 
 /// Every contract of a standard-JSON build-info file.
-fn from_build_info(doc: &Value, origin: &Path) -> Vec<Artifact> {
+pub(crate) fn from_build_info(doc: &Value, origin: &Path) -> Vec<Artifact> {
     let (Some(input), Some(output)) = (doc.get("input"), doc.get("output")) else { return Vec::new() };
     if input.get("language").and_then(Value::as_str).is_some_and(|l| l != "Solidity") {
         return Vec::new();

@@ -7,10 +7,13 @@
 
 pub mod abi;
 pub mod artifacts;
+pub mod jobs;
 pub mod matcher;
 pub mod proxy;
+pub mod verifier;
 pub mod watch;
 
+use crate::store::records::VerifiedSource;
 use alloy::primitives::{Bytes, B256};
 use artifacts::{Artifact, ArtifactSet};
 pub use matcher::MatchKind;
@@ -27,6 +30,30 @@ pub struct Known {
     pub artifact: Arc<Artifact>,
     /// Full or partial match.
     pub kind: MatchKind,
+    /// The verifier's record, when the verifier matched it (else a local artifact did).
+    pub verified: Option<Arc<VerifiedSource>>,
+}
+
+impl Known {
+    /// What a source checked by the verifier is known as: an artifact without code (the code was compared when
+    /// it was verified) and the match kind found then.
+    pub fn from_verified(source: VerifiedSource) -> Option<Known> {
+        let abi: alloy::json_abi::JsonAbi = serde_json::from_str(&source.abi).ok()?;
+        let artifact = Artifact {
+            name: source.name.clone(),
+            file_path: Some(source.file_path.clone()),
+            abi: Arc::new(abi::Abi::new(abi)),
+            runtime: None,
+            creation: None,
+            compiler_version: Some(source.compiler_version.clone()),
+            settings: serde_json::from_str(&source.settings).ok(),
+            sources: source.sources.clone(),
+            license: source.license.clone(),
+            origin: std::path::PathBuf::from("verifier"),
+        };
+        let kind = if source.full_match { MatchKind::Full } else { MatchKind::Partial };
+        Some(Known { artifact: Arc::new(artifact), kind, verified: Some(Arc::new(source)) })
+    }
 }
 
 /// What one runtime code is, beyond its bytes: computed once per code hash.
@@ -76,14 +103,14 @@ impl Knowledge {
         let code = runtime().unwrap_or_default();
         let known = set.all.iter().find_map(|a| {
             let kind = a.runtime.as_ref()?.matches_runtime(&code)?;
-            Some(Known { artifact: a.clone(), kind })
+            Some(Known { artifact: a.clone(), kind, verified: None })
         });
         let creation_only = || set.all.iter().any(|a| a.runtime.is_none());
         let known = match known {
             None if creation_only() => creation().and_then(|input| {
                 set.all.iter().filter(|a| a.runtime.is_none()).find_map(|a| {
                     let (kind, _) = a.creation.as_ref()?.matches_creation(&input)?;
-                    Some(Known { artifact: a.clone(), kind })
+                    Some(Known { artifact: a.clone(), kind, verified: None })
                 })
             }),
             known => known,

@@ -23,6 +23,10 @@ fn dev_account_token(daemon: &Daemon, address: alloy::primitives::Address) -> Re
 /// Runs the devnet, the daemon and the traffic until `cancel` fires.
 pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunError> {
     let bin = anvil::locate(args.anvil_bin.as_deref())?;
+    let tools = bin
+        .ancestors()
+        .find(|dir| !crate::contracts::verifier::Compilers::new(Some(dir.to_path_buf())).versions().is_empty())
+        .map(std::path::Path::to_path_buf);
     let options = anvil::AnvilOptions { block_time: Some(args.block_time), ..Default::default() };
     let node = tokio::task::spawn_blocking(move || anvil::Anvil::spawn(&bin, &options))
         .await
@@ -40,6 +44,10 @@ pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunErro
     config.api.rpc.allow_debug = true;
     // The demo contracts are known by their build artifacts: names and decoded calls from the first block.
     config.demo_artifacts = true;
+    // Verification compiles with the pinned solc wrappers next to the pinned anvil (scripts/tools).
+    if config.compilers_dir.is_none() {
+        config.compilers_dir = tools;
+    }
     let daemon = Daemon::start(&config).await?;
     let base = format!("http://{}", daemon.addr());
     let token = dev_account_token(&daemon, node.addresses()[0])?;

@@ -734,3 +734,61 @@ pub struct ItemOwner {
     /// The item's kind.
     pub kind: ItemKind,
 }
+
+/// A contract source checked by the verifier: what the contract page and decoding show for that address (kept
+/// across reorgs of other blocks; shown only while the address's contract row has the same code hash).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifiedSource {
+    /// keccak256 of the runtime code it was verified against (other code at the address later is not covered).
+    pub code_hash: B256,
+    /// Contract name.
+    pub name: String,
+    /// The file that declares it.
+    pub file_path: String,
+    /// The ABI as compact JSON text.
+    pub abi: String,
+    /// Every source (path, content), the contract's own file first.
+    pub sources: Vec<(String, String)>,
+    /// Compiler version as the compiler reported it (`0.8.37+commit.…`).
+    pub compiler_version: String,
+    /// Compiler settings as compact JSON text.
+    pub settings: String,
+    /// Whether the metadata hash agreed too (full match) or only the code (partial match).
+    pub full_match: bool,
+    /// Constructor arguments: the creation input after the creation code.
+    pub constructor_args: Bytes,
+    /// SPDX license of the contract's file.
+    pub license: Option<String>,
+    /// Unix seconds of the verification.
+    pub verified_at: u64,
+}
+
+/// Where a verification job is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobState {
+    /// Waiting for a compile slot.
+    Queued,
+    /// Being compiled (re-queued if the process stops meanwhile).
+    Running,
+    /// Matched: the source is in `verified_sources`.
+    Verified,
+    /// Not verified, with the reason.
+    Failed(String),
+}
+
+/// A verification request and its state (kept across restarts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerificationJob {
+    /// The contract to verify.
+    pub address: Address,
+    /// Compiler version as asked.
+    pub compiler_version: String,
+    /// Contract name (`Name` or `path:Name`).
+    pub contract_name: String,
+    /// The standard-JSON input as text.
+    pub input: String,
+    /// Progress.
+    pub state: JobState,
+    /// Unix milliseconds of the request.
+    pub created_ms: u64,
+}

@@ -10,7 +10,7 @@ use super::keys::{
 use super::records::{
     AccountItem, AccountRecord, Amount, BlockRecord, ContractRecord, CredentialRecord, DayStats, InstanceRecord,
     InternalCreation, InternalTxRecord, ItemOwner, LogRecord, Meta, PendingTxRecord, TokenMetadata, TokenRecord,
-    TokenTransferRecord, TraceSummary, TxRecord, Undo, UserRecord,
+    TokenTransferRecord, TraceSummary, TxRecord, Undo, UserRecord, VerificationJob, VerifiedSource,
 };
 use alloy::primitives::{Address, Bytes, B256};
 use serde::{de::DeserializeOwned, Serialize};
@@ -134,6 +134,11 @@ tables! {
     Code = 29 "code": B256 => Bytes, Lookup;
     /// Contract → its code hash and creation (written by the code writer; reverted with the creation's block).
     Contracts = 30 "contracts": Address => ContractRecord, Lookup;
+    /// Contract → the source the verifier matched with its code (not chain state: no undo; hidden while the
+    /// address has no `contracts` row).
+    VerifiedSources = 31 "verified_sources": Address => VerifiedSource, Lookup;
+    /// Job id → a verification request and its state (not chain state: pending jobs are re-queued at start).
+    VerificationJobs = 32 "verification_jobs": SerialKey => VerificationJob, Ordered;
     /// Account address → account (account data: kept across resets and reindexing).
     Users = 40 "users": Address => UserRecord, Lookup;
     /// Token id → account token, its secret as a hash (account data).
@@ -211,6 +216,8 @@ mod tests {
             "undo",
             "code",
             "contracts",
+            "verified_sources",
+            "verification_jobs",
         ];
         let accounts =
             [(40, "users"), (41, "user_tokens"), (42, "api_keys"), (43, "account_items"), (44, "item_owners")];

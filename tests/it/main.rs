@@ -22,4 +22,5 @@ mod support;
 mod sync;
 mod tokens;
 mod traces;
+mod verification;
 mod ws;

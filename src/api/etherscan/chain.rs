@@ -570,7 +570,7 @@ fn source_code(sources: &[(String, String)], language: &str) -> String {
     }
 }
 
-/// `getsourcecode`: what a matched local artifact says (name, ABI, sources, compiler, settings), else the full
+/// `getsourcecode`: what a verified source (first) or a matched local artifact says (name, ABI, sources, compiler, settings), else the full
 /// "not verified" record that Etherscan clients parse.
 pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
     let address = params.address("address", "Query parameter address is required", "Invalid address hash")?;
@@ -607,7 +607,7 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
             "CompilerVersion": artifact.compiler_version.as_ref().map(|v| format!("v{v}")).unwrap_or_default(),
             "OptimizationUsed": if optimized == Some(true) { "1" } else { "0" },
             "Runs": runs.map(|r| r.to_string()).unwrap_or_default(),
-            "ConstructorArguments": "",
+            "ConstructorArguments": known.verified.as_ref().map(|v| alloy::hex::encode(&v.constructor_args)).unwrap_or_default(),
             "EVMVersion": evm,
             "Library": "",
             "LicenseType": artifact.license.clone().unwrap_or_default(),
@@ -616,7 +616,7 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
             "SwarmSource": "",
             "FileName": artifact.file_path.clone().unwrap_or_default(),
             "MatchType": format!("{:?}", known.kind).to_lowercase(),
-            "VerificationSource": "local-artifacts",
+            "VerificationSource": if known.verified.is_some() { "verifier" } else { "local-artifacts" },
         }])))
     })
     .await

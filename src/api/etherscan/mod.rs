@@ -8,6 +8,7 @@
 
 mod account;
 mod chain;
+mod verify;
 
 use super::body::{json_response, Body};
 use super::error::ApiError;
@@ -232,13 +233,15 @@ pub async fn serve(
     req: Request<Incoming>,
     state: &AppState,
     deadline: tokio::time::Instant,
+    client: std::net::IpAddr,
 ) -> Result<Response<Body>, ApiError> {
     let query = Query::parse(req.uri().query());
+    let headers = req.headers().clone();
     let content_type =
         req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
     let body = read_body(req, MAX_BODY).await?;
     let outcome = match body_params(&content_type, &body) {
-        Ok(from_body) => run(Params(Query::merged(from_body, query)), state, deadline).await,
+        Ok(from_body) => run(Params(Query::merged(from_body, query)), state, deadline, (&headers, client)).await,
         Err(refusal) => Err(refusal),
     };
     Ok(match outcome {
@@ -265,7 +268,12 @@ where
     Ok(blocking_read(state, deadline, move |r| f(r).map_err(ApiError::from)).await?)
 }
 
-async fn run(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+async fn run(
+    params: Params,
+    state: &AppState,
+    deadline: tokio::time::Instant,
+    (headers, client): (&hyper::HeaderMap, std::net::IpAddr),
+) -> Outcome {
     let (Some(module), Some(action)) = (params.get("module"), params.get("action")) else {
         return Err(Refusal::Translator(
             StatusCode::BAD_REQUEST,
@@ -302,6 +310,8 @@ async fn run(params: Params, state: &AppState, deadline: tokio::time::Instant) -
         ("contract", "getabi") => chain::getabi(params, state, deadline).await,
         ("contract", "getsourcecode") => chain::getsourcecode(params, state, deadline).await,
         ("contract", "listcontracts") => chain::listcontracts(params, state, deadline).await,
+        ("contract", "verifysourcecode") => verify::verifysourcecode(&params, headers, state, client),
+        ("contract", "checkverifystatus") => verify::checkverifystatus(&params, state),
         _ => Err(Refusal::Translator(StatusCode::BAD_REQUEST, "Unknown action")),
     }
 }

@@ -13,6 +13,7 @@ pub mod stats;
 pub mod tokens;
 pub mod traces;
 pub mod transactions;
+pub mod verification;
 
 use super::cursor::{next_page_params, Cursor, PosCursor};
 use super::json::{Contracts, Envelope, TxJson};

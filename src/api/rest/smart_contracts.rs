@@ -3,8 +3,8 @@
 //! `/config/smart-contracts/languages`; and [`contract_info`], the name, ABI and implementations that address
 //! objects and decoding everywhere use.
 //!
-//! "Verified" here means the code matched a local build artifact (`--artifacts`): the response says so in
-//! `verification_metadata` (`{"source": "local-artifacts", …}`), since no verifier checked it.
+//! "Verified" means the verifier matched a source for the address (`verification_metadata.source = "verifier"`),
+//! which takes priority, or else the code matched a local build artifact (`--artifacts`, `"local-artifacts"`).
 
 use super::{envelope, take_page};
 use crate::api::body::{ok, Body};
@@ -17,7 +17,7 @@ use crate::contracts::proxy::ProxyType;
 use crate::contracts::{CodeFacts, Known, MatchKind};
 use crate::store::keys::BlockKey;
 use crate::store::records::{ContractRecord, ProxyKind, ProxyRecord};
-use crate::store::tables::{Accounts, Code, Contracts as ContractRows, Headers};
+use crate::store::tables::{Accounts, Code, Contracts as ContractRows, Headers, VerifiedSources};
 use crate::store::{Reader, StoreResult};
 use alloy::dyn_abi::JsonAbiExt;
 use alloy::primitives::{Address, Bytes, B256, KECCAK256_EMPTY};
@@ -37,17 +37,24 @@ fn creation_input(reader: &Reader<'_>, tx: B256) -> Option<Bytes> {
     record.to.is_none().then(|| record.body.input.clone())
 }
 
-/// The facts of a stored contract's code (cached by code hash).
-fn facts(reader: &Reader<'_>, row: &ContractRecord) -> CodeFacts {
-    reader.knowledge().facts(
+/// The facts of the contract at `address` with stored `row`: its code's facts (cached by code hash), with a
+/// source the verifier matched for this address (and this code: a reorg may put other code there) taking the
+/// place of any artifact.
+fn facts(reader: &Reader<'_>, address: &Address, row: &ContractRecord) -> CodeFacts {
+    let mut facts = reader.knowledge().facts(
         row.code_hash,
         || reader.get::<Code>(&row.code_hash).ok().flatten(),
         || creation_input(reader, row.creation_tx),
-    )
+    );
+    let verified = reader.get::<VerifiedSources>(address).ok().flatten().filter(|v| v.code_hash == row.code_hash);
+    if let Some(verified) = verified.and_then(Known::from_verified) {
+        facts.known = Some(verified);
+    }
+    facts
 }
 
 fn implementation(reader: &Reader<'_>, address: Address) -> StoreResult<Implementation> {
-    let known = reader.get::<ContractRows>(&address)?.and_then(|row| facts(reader, &row).known);
+    let known = reader.get::<ContractRows>(&address)?.and_then(|row| facts(reader, &address, &row).known);
     Ok(Implementation {
         address,
         name: known.as_ref().map(|k| k.artifact.name.clone()),
@@ -87,13 +94,13 @@ pub fn contract_info(reader: &Reader<'_>, address: &Address) -> StoreResult<Opti
     if row.code_hash == KECCAK256_EMPTY {
         return Ok(None);
     }
-    info_of(reader, &facts(reader, &row), row.proxy.as_ref()).map(Some)
+    info_of(reader, &facts(reader, address, &row), row.proxy.as_ref()).map(Some)
 }
 
 /// The local build artifact the code at `address` matches, if any (full or partial).
 pub fn matched_artifact(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<Known>> {
     let Some(row) = reader.get::<ContractRows>(address)? else { return Ok(None) };
-    Ok(facts(reader, &row).known)
+    Ok(facts(reader, address, &row).known)
 }
 
 /// How the contract came to be, as far as the index knows: creator, transaction, success.
@@ -131,7 +138,9 @@ fn contract_json(
     let info = info_of(reader, facts, proxy)?;
     let known = facts.known.as_ref();
     let artifact = known.map(|k| &k.artifact);
+    let verified = known.and_then(|k| k.verified.as_ref());
     let args = match (artifact.and_then(|a| a.creation.as_ref()), creation_input) {
+        _ if verified.is_some() => verified.map(|v| v.constructor_args.clone()),
         (Some(compiled), Some(input)) => compiled.matches_creation(input).map(|(_, args)| Bytes::copy_from_slice(args)),
         _ => None,
     };
@@ -146,12 +155,16 @@ fn contract_json(
         Some(a) => (None, a.file_path.clone(), Some(Vec::new())),
         None => (None, None, None),
     };
-    let verification = known.map(|k| {
-        json!({
+    let verification = known.map(|k| match &k.verified {
+        Some(_) => json!({
+            "source": "verifier",
+            "match": match k.kind { MatchKind::Full => "full", MatchKind::Partial => "partial" },
+        }),
+        None => json!({
             "source": "local-artifacts",
             "artifact": k.artifact.origin.display().to_string(),
             "match": match k.kind { MatchKind::Full => "full", MatchKind::Partial => "partial" },
-        })
+        }),
     });
     Ok(json!({
         "deployed_bytecode": format!("{code:#x}"),
@@ -184,7 +197,7 @@ fn contract_json(
         "constructor_args": args.as_ref().filter(|a| !a.is_empty()).map(|a| format!("{a:#x}")),
         "decoded_constructor_args": known.zip(args.as_ref()).and_then(|(k, a)| decode_constructor(k, a)),
         "has_constructor_args": args.as_ref().map(|a| !a.is_empty()),
-        "verified_at": Value::Null,
+        "verified_at": verified.map(|v| crate::api::json::iso_timestamp(v.verified_at)),
         "sourcify_repo_url": Value::Null,
         "verified_twin_address_hash": Value::Null,
         "proxy_type": info.proxy_type.map(ProxyType::label),
@@ -207,7 +220,7 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     let reader = state.store.view();
     if let Some((row, code)) = stored.filter(|(_, code)| !code.is_empty()) {
         let input = creation_input(&reader, row.creation_tx);
-        let facts = facts(&reader, &row);
+        let facts = facts(&reader, &address, &row);
         let json = contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, row.proxy.as_ref())?;
         return Ok(ok(&json));
     }
@@ -241,7 +254,7 @@ pub fn list(
     let rows = reader.contracts_after(page.after.map(|c| c.0));
     let mut found: Vec<(Address, Known)> = Vec::new();
     let rows = take_page(rows, page.size, |address, row| {
-        let Some(known) = facts(reader, row).known else { return false };
+        let Some(known) = facts(reader, address, row).known else { return false };
         let name_hit = needle.as_ref().is_none_or(|n| {
             known.artifact.name.to_lowercase().contains(n) || format!("{address:#x}").contains(n.as_str())
         });
@@ -268,7 +281,7 @@ pub fn list(
             "optimization_enabled": optimization_enabled,
             "reputation": "ok",
             "transactions_count": tx_count,
-            "verified_at": Value::Null,
+            "verified_at": known.verified.as_ref().map(|v| crate::api::json::iso_timestamp(v.verified_at)),
         }));
     }
     let mut echo = Vec::new();
@@ -285,11 +298,11 @@ pub fn counters(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
     let (mut all, mut verified, mut new_all, mut new_verified) = (0u64, 0u64, 0u64, 0u64);
     let mut block_times = std::collections::HashMap::new();
     for row in reader.contracts_after(None) {
-        let (_, row) = row?;
+        let (address, row) = row?;
         if row.code_hash == KECCAK256_EMPTY {
             continue;
         }
-        let is_verified = facts(reader, &row).known.is_some();
+        let is_verified = facts(reader, &address, &row).known.is_some();
         let time = match block_times.get(&row.block) {
             Some(t) => *t,
             None => {
@@ -313,15 +326,15 @@ pub fn counters(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
     })))
 }
 
-/// `GET /api/v2/smart-contracts/verification/config`: no compilers yet (verification routes come later); source
-/// is known from local build artifacts only.
-pub fn verification_config() -> Response<Body> {
+/// `GET /api/v2/smart-contracts/verification/config`: the compiler versions of `--compilers-dir` and the
+/// verification methods served.
+pub fn verification_config(state: &AppState) -> Response<Body> {
     ok(&json!({
-        "solidity_compiler_versions": Vec::<String>::new(),
+        "solidity_compiler_versions": state.verifications.compilers().versions(),
         "solidity_evm_versions": ["default", "prague", "cancun", "shanghai", "paris", "london", "berlin", "istanbul"],
         "vyper_compiler_versions": Vec::<String>::new(),
         "vyper_evm_versions": Vec::<String>::new(),
-        "verification_options": Vec::<String>::new(),
+        "verification_options": ["standard-input", "flattened-code", "multi-part"],
         "is_rust_verifier_microservice_enabled": false,
         "license_types": license_types(),
     }))

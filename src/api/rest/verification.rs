@@ -1,0 +1,274 @@
+//! Contract verification requests: `POST /api/v2/smart-contracts/:hash/verification/via/{standard-input,
+//! flattened-code,multi-part}` (JSON or multipart/form-data as Blockscout's frontend sends them), behind an account
+//! token; flattened code and multi-part sources become a standard-JSON input with the form's optimizer and EVM
+//! settings; [`start`] queues a job (shared
+//! with the Etherscan-style `verifysourcecode`), and [`publish_outcomes`] tells the `addresses:<hash>` WebSocket
+//! topic how it ended.
+
+use crate::api::body::{ok, Body};
+use crate::api::{auth, read_body, ApiError, AppState};
+use crate::contracts::jobs::SubmitError;
+use crate::contracts::verifier::{self, Request};
+use crate::store::tables::{Code, Contracts};
+use alloy::primitives::Address;
+use hyper::body::Incoming;
+use hyper::header::CONTENT_TYPE;
+use serde_json::{json, Value};
+use std::net::IpAddr;
+use tokio_util::sync::CancellationToken;
+
+/// Largest verification request (sources and form together), in bytes.
+pub const MAX_SOURCES: usize = 10 * 1024 * 1024;
+
+/// Queues the verification of `address` with `request`; returns the job id. Unknown compiler versions and
+/// malformed inputs are 422, an address without contract code 404, a full queue 429.
+pub fn start(state: &AppState, address: Address, request: Request) -> Result<u64, ApiError> {
+    let queue = &state.verifications;
+    queue
+        .compilers()
+        .path(&request.compiler_version)
+        .map_err(|e| ApiError::invalid("compiler_version", e.to_string()))?;
+    verifier::check_input(&request.input).map_err(|e| ApiError::invalid("files", e.to_string()))?;
+    if request.contract_name.trim().is_empty() {
+        return Err(ApiError::invalid("contract_name", "missing contract name"));
+    }
+    let reader = state.store.reader();
+    let has_code = match reader.get::<Contracts>(&address)? {
+        Some(row) => reader.get::<Code>(&row.code_hash)?.is_some_and(|code| !code.is_empty()),
+        None => false,
+    };
+    if !has_code {
+        return Err(ApiError::NotFound);
+    }
+    queue.submit(address, &request).map_err(|e| match e {
+        SubmitError::Full => ApiError::Throttled(e.to_string()),
+        SubmitError::Store(detail) => ApiError::Internal(detail),
+    })
+}
+
+/// How the sources are given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// A standard-JSON input.
+    StandardInput,
+    /// One Solidity file (`source_code`).
+    FlattenedCode,
+    /// Several Solidity files (`files[N]` parts named by their file names, or a `files` object).
+    MultiPart,
+}
+
+impl Via {
+    /// The method named by the path's last segment.
+    pub fn parse(segment: &str) -> Option<Via> {
+        match segment {
+            "standard-input" => Some(Via::StandardInput),
+            "flattened-code" => Some(Via::FlattenedCode),
+            "multi-part" => Some(Via::MultiPart),
+            _ => None,
+        }
+    }
+
+    /// The route's path pattern.
+    pub fn path(self) -> &'static str {
+        match self {
+            Via::StandardInput => "/api/v2/smart-contracts/:address_hash/verification/via/standard-input",
+            Via::FlattenedCode => "/api/v2/smart-contracts/:address_hash/verification/via/flattened-code",
+            Via::MultiPart => "/api/v2/smart-contracts/:address_hash/verification/via/multi-part",
+        }
+    }
+}
+
+/// `POST …/verification/via/<method>`.
+pub async fn verify(
+    req: hyper::Request<Incoming>,
+    state: &AppState,
+    client: IpAddr,
+    address: Address,
+    via: Via,
+) -> Result<hyper::Response<Body>, ApiError> {
+    auth::require_account(req.headers(), state, client)?;
+    let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let body = read_body(req, MAX_SOURCES).await?;
+    let fields = if content_type.starts_with("multipart/form-data") {
+        let boundary = content_type
+            .split(';')
+            .find_map(|p| p.trim().strip_prefix("boundary="))
+            .map(|b| b.trim_matches('"').to_owned())
+            .ok_or_else(|| ApiError::invalid("body", "multipart/form-data without a boundary"))?;
+        form_fields(&body, &boundary)?
+    } else {
+        let value: Value = serde_json::from_slice(&body)
+            .map_err(|e| ApiError::invalid("body", format!("the body is not JSON: {e}")))?;
+        value.as_object().cloned().ok_or_else(|| ApiError::invalid("body", "the body is not a JSON object"))?
+    };
+    let request = match via {
+        Via::StandardInput => request_from(&fields)?,
+        Via::FlattenedCode | Via::MultiPart => request_from_sources(&fields, via)?,
+    };
+    start(state, address, request)?;
+    Ok(ok(&json!({"message": "Smart-contract verification started"})))
+}
+
+/// The request named by Blockscout's fields: `compiler_version`, `contract_name` and the standard-JSON input as
+/// `input` (text or object) or as the first of `files` (`files[0]` in a form, or an object of file contents).
+fn request_from(fields: &serde_json::Map<String, Value>) -> Result<Request, ApiError> {
+    let text = |name: &'static str| {
+        fields.get(name).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| ApiError::invalid(name, "missing"))
+    };
+    let input = match fields.get("input").or_else(|| fields.get("files[0]")) {
+        Some(v) => v.clone(),
+        None => match fields.get("files") {
+            Some(Value::Object(files)) => files.values().next().cloned().unwrap_or(Value::Null),
+            Some(Value::Array(files)) => files.first().cloned().unwrap_or(Value::Null),
+            _ => return Err(ApiError::invalid("files", "missing standard JSON input (`files` or `input`)")),
+        },
+    };
+    let input = match input {
+        Value::String(text) => serde_json::from_str(&text)
+            .map_err(|e| ApiError::invalid("files", format!("the standard JSON input is not JSON: {e}")))?,
+        other => other,
+    };
+    Ok(Request { compiler_version: text("compiler_version")?, contract_name: text("contract_name")?, input })
+}
+
+/// A standard-JSON input made of the form's sources (`source_code` for flattened code, the `files` for
+/// multi-part) and its `is_optimization_enabled`, `optimization_runs` and `evm_version`.
+fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -> Result<Request, ApiError> {
+    let text = |name: &'static str| {
+        fields.get(name).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| ApiError::invalid(name, "missing"))
+    };
+    let contract_name = text("contract_name")?;
+    let mut sources = serde_json::Map::new();
+    match via {
+        Via::FlattenedCode => {
+            let file = format!("{}.sol", contract_name.rsplit(':').next().unwrap_or(&contract_name));
+            sources.insert(file, json!({"content": text("source_code")?}));
+        }
+        _ => {
+            let files = fields.get("files").and_then(Value::as_object);
+            for (path, content) in files.into_iter().flatten() {
+                let content = content.as_str().ok_or_else(|| ApiError::invalid("files", "a file is not text"))?;
+                sources.insert(path.clone(), json!({"content": content}));
+            }
+            if sources.is_empty() {
+                return Err(ApiError::invalid("files", "no source files"));
+            }
+        }
+    }
+    let flag = |v: &Value| v.as_bool().or_else(|| v.as_str().map(|s| s == "true" || s == "1"));
+    let enabled = fields.get("is_optimization_enabled").and_then(flag).unwrap_or(false);
+    let runs = match fields.get("optimization_runs") {
+        None => 200,
+        Some(v) => v
+            .as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+            .ok_or_else(|| ApiError::invalid("optimization_runs", "not a number"))?,
+    };
+    let mut settings = json!({"optimizer": {"enabled": enabled, "runs": runs}});
+    if let Some(evm) = fields.get("evm_version").and_then(Value::as_str).filter(|v| !v.is_empty() && *v != "default") {
+        settings["evmVersion"] = json!(evm);
+    }
+    Ok(Request {
+        compiler_version: text("compiler_version")?,
+        contract_name,
+        input: json!({"language": "Solidity", "sources": sources, "settings": settings}),
+    })
+}
+
+/// The fields of a multipart/form-data body (files as their text; parts with a file name are also collected in
+/// a `files` object by file name).
+fn form_fields(body: &[u8], boundary: &str) -> Result<serde_json::Map<String, Value>, ApiError> {
+    let bad = |why: &str| ApiError::invalid("body", format!("malformed multipart/form-data: {why}"));
+    let delimiter = format!("--{boundary}");
+    let text = std::str::from_utf8(body).map_err(|_| bad("not UTF-8 text"))?;
+    let mut fields = serde_json::Map::new();
+    let mut parts = text.split(delimiter.as_str());
+    parts.next(); // preamble
+    for part in parts {
+        if part.starts_with("--") {
+            return Ok(fields);
+        }
+        let part = part.strip_prefix("\r\n").ok_or_else(|| bad("a part does not start on a new line"))?;
+        let (headers, content) = part.split_once("\r\n\r\n").ok_or_else(|| bad("a part without headers"))?;
+        let content = content.strip_suffix("\r\n").unwrap_or(content);
+        let disposition = headers
+            .lines()
+            .find(|l| l.to_ascii_lowercase().starts_with("content-disposition:"))
+            .ok_or_else(|| bad("a part without Content-Disposition"))?;
+        let name = disposition
+            .split(';')
+            .find_map(|p| p.trim().strip_prefix("name="))
+            .map(|n| n.trim_matches('"').to_owned())
+            .ok_or_else(|| bad("a part without a name"))?;
+        let file_name =
+            disposition.split(';').find_map(|p| p.trim().strip_prefix("filename=")).map(|n| n.trim_matches('"'));
+        if let Some(file_name) = file_name {
+            let files = fields.entry("files").or_insert_with(|| json!({}));
+            if let Some(files) = files.as_object_mut() {
+                files.insert(file_name.to_owned(), Value::String(content.to_owned()));
+            }
+        }
+        fields.insert(name, Value::String(content.to_owned()));
+    }
+    Err(bad("no closing boundary"))
+}
+
+/// Publishes each finished job on its address topic: `verification_result` for the form, then
+/// `smart_contract_was_verified` or `smart_contract_was_not_verified` for the contract tab.
+pub async fn publish_outcomes(state: AppState, cancel: CancellationToken) {
+    let mut outcomes = state.verifications.subscribe();
+    loop {
+        let outcome = tokio::select! {
+            _ = cancel.cancelled() => return,
+            outcome = outcomes.recv() => outcome,
+        };
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let topic = crate::api::ws::topic::Topic::Address(outcome.address).to_string();
+        let hub = &state.ws.hub;
+        match &outcome.failure {
+            None => {
+                hub.publish(&topic, "verification_result", &json!({"status": "success"}));
+                hub.publish(&topic, "smart_contract_was_verified", &json!({}));
+            }
+            Some(reason) => {
+                hub.publish(&topic, "verification_result", &json!({"status": "error", "errors": {"files": [reason]}}));
+                hub.publish(&topic, "smart_contract_was_not_verified", &json!({}));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_fields_are_read_like_the_frontend_sends_them() {
+        let body = "--XyZ\r\nContent-Disposition: form-data; name=\"compiler_version\"\r\n\r\nv0.8.37+commit.1\r\n\
+                    --XyZ\r\nContent-Disposition: form-data; name=\"files[0]\"; filename=\"input.json\"\r\n\
+                    Content-Type: application/json\r\n\r\n{\"sources\":{}}\r\n--XyZ--\r\n";
+        let fields = form_fields(body.as_bytes(), "XyZ").unwrap();
+        assert_eq!(fields["compiler_version"], "v0.8.37+commit.1");
+        assert_eq!(fields["files[0]"], "{\"sources\":{}}");
+        assert!(form_fields(b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx", "XyZ").is_err());
+        assert!(form_fields(b"--XyZ\r\nno headers--XyZ--", "XyZ").is_err());
+    }
+
+    #[test]
+    fn the_input_comes_as_text_object_or_first_file() {
+        let fields = |v: Value| v.as_object().unwrap().clone();
+        let as_text = fields(json!({"compiler_version": "0.8.37", "contract_name": "C", "input": "{\"a\":1}"}));
+        assert_eq!(request_from(&as_text).unwrap().input, json!({"a": 1}));
+        let as_files =
+            fields(json!({"compiler_version": "0.8.37", "contract_name": "C", "files": {"x.json": {"a": 2}}}));
+        assert_eq!(request_from(&as_files).unwrap().input, json!({"a": 2}));
+        let broken = fields(json!({"compiler_version": "0.8.37", "contract_name": "C", "input": "{"}));
+        assert!(request_from(&broken).unwrap_err().to_string().contains("not JSON"));
+        let no_version = fields(json!({"contract_name": "C", "input": "{}"}));
+        assert!(request_from(&no_version).is_err());
+    }
+}

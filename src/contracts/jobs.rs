@@ -1,0 +1,276 @@
+//! The verification queue: requests become jobs stored in `verification_jobs` and are compiled in the background,
+//! at most [`RUNNING`] at once and [`QUEUED`] waiting (a request beyond that is refused), each under a time limit
+//! (the compiler is killed past it). A job stopped by a shutdown stays `Queued` or `Running` in the store and is
+//! re-queued at the next start; jobs that no longer fit the queue then are marked failed.
+
+use super::verifier::{self, Compilers, Deployed, Request};
+use crate::store::records::{JobState, VerificationJob};
+use crate::store::tables::{Code, Contracts, VerificationJobs};
+use crate::store::{keys::SerialKey, Durability, Store, StoreResult};
+use alloy::primitives::Address;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::{broadcast, mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// Jobs compiled at once.
+pub const RUNNING: usize = 2;
+/// Jobs waiting at most.
+pub const QUEUED: usize = 16;
+
+/// Why a request was not queued.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    /// The queue is full.
+    #[error("the verification queue is full ({QUEUED} jobs waiting); try again later")]
+    Full,
+    /// The job could not be stored.
+    #[error("store error: {0}")]
+    Store(String),
+}
+
+/// A finished job, announced to WebSocket subscribers.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The contract.
+    pub address: Address,
+    /// `None`: verified; else the reason it was not.
+    pub failure: Option<String>,
+}
+
+/// The queue: submit jobs, read their state, hear their outcomes.
+#[derive(Debug)]
+pub struct Verifications {
+    store: Arc<Store>,
+    compilers: Compilers,
+    limit: Duration,
+    next_id: AtomicU64,
+    sender: mpsc::Sender<u64>,
+    receiver: Mutex<Option<mpsc::Receiver<u64>>>,
+    outcomes: broadcast::Sender<Outcome>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+impl Verifications {
+    /// A queue over `store` compiling with `compilers`, `limit` per job; pending jobs of an earlier run are
+    /// queued again (or failed when more than the queue holds).
+    pub fn new(store: Arc<Store>, compilers: Compilers, limit: Duration) -> StoreResult<Arc<Self>> {
+        let (sender, receiver) = mpsc::channel(QUEUED);
+        let mut last = 0;
+        let mut pending = Vec::new();
+        for row in store.reader().rows::<VerificationJobs>() {
+            let (SerialKey(id), job) = row?;
+            last = id;
+            if matches!(job.state, JobState::Queued | JobState::Running) {
+                pending.push((id, job));
+            }
+        }
+        let queue = Arc::new(Verifications {
+            store,
+            compilers,
+            limit,
+            next_id: AtomicU64::new(last + 1),
+            sender,
+            receiver: Mutex::new(Some(receiver)),
+            outcomes: broadcast::channel(64).0,
+        });
+        for (id, job) in pending {
+            if queue.sender.try_send(id).is_err() {
+                queue.finish(
+                    id,
+                    job,
+                    JobState::Failed("the queue was full when it was restored after a restart".into()),
+                )?;
+            }
+        }
+        Ok(queue)
+    }
+
+    /// The compilers in use.
+    pub fn compilers(&self) -> &Compilers {
+        &self.compilers
+    }
+
+    /// Subscribes to job outcomes.
+    pub fn subscribe(&self) -> broadcast::Receiver<Outcome> {
+        self.outcomes.subscribe()
+    }
+
+    /// Queues `request` for `address`; returns the job id.
+    pub fn submit(&self, address: Address, request: &Request) -> Result<u64, SubmitError> {
+        let permit = self.sender.try_reserve().map_err(|_| SubmitError::Full)?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let job = VerificationJob {
+            address,
+            compiler_version: request.compiler_version.clone(),
+            contract_name: request.contract_name.clone(),
+            input: request.input.to_string(),
+            state: JobState::Queued,
+            created_ms: now_ms(),
+        };
+        self.put(id, &job).map_err(|e| SubmitError::Store(e.to_string()))?;
+        permit.send(id);
+        Ok(id)
+    }
+
+    /// The job with `id`, if any.
+    pub fn job(&self, id: u64) -> StoreResult<Option<VerificationJob>> {
+        self.store.reader().get::<VerificationJobs>(&SerialKey(id))
+    }
+
+    fn put(&self, id: u64, job: &VerificationJob) -> StoreResult<()> {
+        let mut batch = self.store.batch();
+        batch.put::<VerificationJobs>(&SerialKey(id), job)?;
+        self.store.write(batch, Durability::Sync)
+    }
+
+    fn finish(&self, id: u64, mut job: VerificationJob, state: JobState) -> StoreResult<()> {
+        let failure = match &state {
+            JobState::Failed(reason) => Some(reason.clone()),
+            _ => None,
+        };
+        job.state = state;
+        self.put(id, &job)?;
+        let _ = self.outcomes.send(Outcome { address: job.address, failure });
+        Ok(())
+    }
+
+    /// The chain's code for `address` as the index has it.
+    fn deployed(&self, address: Address) -> StoreResult<Option<Deployed>> {
+        let reader = self.store.reader();
+        let Some(row) = reader.get::<Contracts>(&address)? else { return Ok(None) };
+        let Some(runtime) = reader.get::<Code>(&row.code_hash)? else { return Ok(None) };
+        let creation_input = reader.tx(row.creation_tx)?.and_then(|(_, tx)| tx.to.is_none().then_some(tx.body.input));
+        Ok(Some(Deployed { runtime, creation_input }))
+    }
+
+    async fn run_job(&self, id: u64) -> StoreResult<()> {
+        let Some(mut job) = self.job(id)? else { return Ok(()) };
+        job.state = JobState::Running;
+        self.put(id, &job)?;
+        let outcome = match (self.deployed(job.address)?, serde_json::from_str(&job.input)) {
+            (None, _) => Err("the address has no indexed contract code".to_string()),
+            (_, Err(e)) => Err(format!("invalid standard JSON input: {e}")),
+            (Some(deployed), Ok(input)) => {
+                let request = Request {
+                    compiler_version: job.compiler_version.clone(),
+                    contract_name: job.contract_name.clone(),
+                    input,
+                };
+                verifier::verify(&self.compilers, &request, &deployed, self.limit).await.map_err(|e| e.to_string())
+            }
+        };
+        match outcome {
+            Ok(source) => {
+                verifier::save(&self.store, job.address, &source)?;
+                self.finish(id, job, JobState::Verified)
+            }
+            Err(reason) => self.finish(id, job, JobState::Failed(reason)),
+        }
+    }
+
+    /// Runs the queue until `cancel` (jobs cut short stay pending in the store for the next start).
+    pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
+        let Some(mut receiver) = self.receiver.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
+        let slots = Arc::new(Semaphore::new(RUNNING));
+        let tracker = tokio_util::task::TaskTracker::new();
+        loop {
+            let permit = tokio::select! {
+                _ = cancel.cancelled() => break,
+                permit = slots.clone().acquire_owned() => permit,
+            };
+            let Ok(permit) = permit else { break };
+            let id = tokio::select! {
+                _ = cancel.cancelled() => break,
+                id = receiver.recv() => match id { Some(id) => id, None => break },
+            };
+            let (queue, cancel) = (self.clone(), cancel.clone());
+            tracker.spawn(async move {
+                tokio::select! {
+                    _ = cancel.cancelled() => {}
+                    result = queue.run_job(id) => if let Err(e) = result {
+                        tracing::warn!(job = id, error = %e, "verification job could not be recorded");
+                    },
+                }
+                drop(permit);
+            });
+        }
+        tracker.close();
+        tracker.wait().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreOptions;
+    use serde_json::json;
+
+    fn request() -> Request {
+        Request {
+            compiler_version: "0.8.37".into(),
+            contract_name: "C".into(),
+            input: json!({"sources": {"c.sol": {"content": ""}}}),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_queue_is_bounded_and_pending_jobs_survive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path(), &StoreOptions::default()).unwrap());
+        let queue = Verifications::new(store.clone(), Compilers::default(), Duration::from_secs(1)).unwrap();
+        let ids: Vec<u64> = (0..QUEUED).map(|_| queue.submit(Address::ZERO, &request()).unwrap()).collect();
+        assert!(matches!(queue.submit(Address::ZERO, &request()), Err(SubmitError::Full)));
+        assert_eq!(queue.job(ids[0]).unwrap().unwrap().state, JobState::Queued);
+        let mut running = queue.job(ids[1]).unwrap().unwrap();
+        running.state = JobState::Running;
+        queue.put(ids[1], &running).unwrap();
+        drop(queue);
+
+        // Restarted: the 16 pending jobs are queued again (the queue is full again), ids continue.
+        let again = Verifications::new(store.clone(), Compilers::default(), Duration::from_secs(1)).unwrap();
+        assert!(matches!(again.submit(Address::ZERO, &request()), Err(SubmitError::Full)));
+        let (cancel, runner) = (CancellationToken::new(), again.clone());
+        let task = tokio::spawn(runner.run(cancel.clone()));
+        // Without contract code every job fails with the reason once it runs.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        for id in &ids {
+            let job = loop {
+                let job = again.job(*id).unwrap().unwrap();
+                if matches!(job.state, JobState::Failed(_)) {
+                    break job;
+                }
+                assert!(std::time::Instant::now() < deadline, "job {id} was not run again: {job:?}");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            };
+            let JobState::Failed(reason) = job.state else { unreachable!() };
+            assert!(reason.contains("no indexed contract code"), "{reason}");
+        }
+        let next = again.submit(Address::ZERO, &request()).unwrap();
+        assert_eq!(next, ids[QUEUED - 1] + 1);
+        cancel.cancel();
+        task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_crashing_or_hanging_compiler_fails_the_job_with_a_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let crash = dir.path().join("crash");
+        std::fs::write(&crash, "#!/bin/sh\necho 'out of memory' >&2\nexit 3\n").unwrap();
+        let hang = dir.path().join("hang");
+        std::fs::write(&hang, "#!/bin/sh\nexec sleep 30\n").unwrap();
+        for file in [&crash, &hang] {
+            std::fs::set_permissions(file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        }
+        let err = verifier::compile(&crash, b"{}", Duration::from_secs(10)).await.unwrap_err();
+        assert!(err.to_string().contains("out of memory"), "{err}");
+        let started = std::time::Instant::now();
+        let err = verifier::compile(&hang, b"{}", Duration::from_millis(300)).await.unwrap_err();
+        assert!(err.to_string().contains("ran past its limit"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "the compiler was not killed");
+    }
+}

@@ -1,0 +1,490 @@
+//! Contract verification on a real chain with the real compiler (the pinned solcjs behind the
+//! `scripts/tools/solc-0.8.37` wrapper): a contract compiled here and deployed on anvil, verified from its
+//! standard-JSON input (full match, partial match, wrong source, unknown version), stored, and shown by the
+//! contract resource with priority over artifacts and across a restart.
+
+use crate::support::http::{get_json, request, try_request, Reply};
+use crate::support::ws::WsClient;
+use crate::support::*;
+use alloy::primitives::{Bytes, U256};
+use alloy::providers::Provider;
+use hyper::Method;
+use rockscout::contracts::verifier::{self, Compilers, Deployed, Request, VerifyError};
+use rockscout::store::tables::Contracts;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The compilers folder of the tests: `scripts/tools` (holds `solc-0.8.37`, installed by scripts/setup).
+pub fn compilers_dir() -> PathBuf {
+    let tools = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tools");
+    assert!(
+        tools.join("node_modules/solc").is_dir(),
+        "the pinned solc is missing: run scripts/setup (installs npm `solc` into scripts/tools/node_modules)"
+    );
+    tools
+}
+
+/// Counter.sol, optionally changed by `edit`.
+pub fn counter_source(edit: impl Fn(String) -> String) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/solidity/Counter.sol");
+    edit(std::fs::read_to_string(path).unwrap())
+}
+
+/// A standard-JSON input with `source` as `src/Counter.sol`, optimizer on (200 runs), EVM cancun.
+pub fn standard_input(source: &str) -> Value {
+    json!({
+        "language": "Solidity",
+        "sources": {"src/Counter.sol": {"content": source}},
+        "settings": {"optimizer": {"enabled": true, "runs": 200}, "evmVersion": "cancun",
+                     "outputSelection": {"*": {"*": ["evm.bytecode.object"]}}}
+    })
+}
+
+/// Counter's creation code compiled from `input` by the real compiler.
+pub async fn compiled_creation_code(input: &Value) -> Vec<u8> {
+    let compiler = Compilers::new(Some(compilers_dir())).path("0.8.37").unwrap();
+    let output = verifier::compile(&compiler, &serde_json::to_vec(input).unwrap(), Duration::from_secs(120))
+        .await
+        .expect("solc compiles Counter.sol");
+    let object = output["contracts"]["src/Counter.sol"]["Counter"]["evm"]["bytecode"]["object"].as_str();
+    alloy::hex::decode(object.unwrap_or_else(|| panic!("no bytecode in {output}"))).unwrap()
+}
+
+fn verify_request(input: &Value, version: &str) -> Request {
+    Request { compiler_version: version.into(), contract_name: "src/Counter.sol:Counter".into(), input: input.clone() }
+}
+
+/// Verified by the verifier core against the deployed code: the original source matches fully with the constructor
+/// arguments and the immutable (the deployer) masked; a changed comment matches partially; a changed body and an
+/// unknown compiler version do not verify, with the reason. The stored source is what the contract resource shows
+/// (`verification_metadata.source = "verifier"`), and it survives a restart of the daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verifier_matches_full_partial_and_rejects_wrong_sources() {
+    let compilers = Compilers::new(Some(compilers_dir()));
+    let original = standard_input(&counter_source(|s| s));
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(&anvil.http_url(), dir.path());
+    let daemon = rockscout::Daemon::start(&config).await.expect("daemon starts");
+
+    let args = alloy::sol_types::SolValue::abi_encode(&U256::from(7));
+    let creation = [compiled_creation_code(&original).await, args.clone()].concat();
+    let tx = deploy(&node, accounts[0], &Bytes::from(creation.clone())).await;
+    mine(&node, 1).await;
+    let counter = created_address(&node, tx).await;
+    let deployed =
+        Deployed { runtime: node.get_code_at(counter).await.unwrap(), creation_input: Some(Bytes::from(creation)) };
+    let limit = Duration::from_secs(120);
+
+    let full = verifier::verify(&compilers, &verify_request(&original, "v0.8.37+commit.a1b2c3d4"), &deployed, limit)
+        .await
+        .expect("the original source verifies");
+    assert!(full.full_match);
+    assert_eq!((full.name.as_str(), full.file_path.as_str()), ("Counter", "src/Counter.sol"));
+    assert_eq!(full.constructor_args.as_ref(), &args[..]);
+    assert!(full.compiler_version.starts_with("0.8.37+commit."), "{}", full.compiler_version);
+    assert_eq!(full.license.as_deref(), Some("MIT"));
+
+    let commented = standard_input(&counter_source(|s| s.replace("what local-artifact", "what the local-artifact")));
+    let partial = verifier::verify(&compilers, &verify_request(&commented, "0.8.37"), &deployed, limit).await.unwrap();
+    assert!(!partial.full_match, "a changed comment changes only the metadata hash");
+    assert_eq!(partial.constructor_args.as_ref(), &args[..]);
+
+    let wrong = standard_input(&counter_source(|s| s.replace("value > 100", "value > 101")));
+    let err = verifier::verify(&compilers, &verify_request(&wrong, "0.8.37"), &deployed, limit).await.unwrap_err();
+    assert!(matches!(err, VerifyError::Mismatch(_)), "{err}");
+    assert!(err.to_string().contains("runtime code differs"), "{err}");
+
+    let err = verifier::verify(&compilers, &verify_request(&original, "0.8.19"), &deployed, limit).await.unwrap_err();
+    assert_eq!(err.to_string(), "compiler version 0.8.19 is not available (available: 0.8.37)");
+    let broken = standard_input("contract {");
+    let err = verifier::verify(&compilers, &verify_request(&broken, "0.8.37"), &deployed, limit).await.unwrap_err();
+    assert!(matches!(err, VerifyError::Compilation(_)), "{err}");
+
+    wait_synced(&daemon, &node).await;
+    poll_until("the contract's code row", Duration::from_secs(30), || async {
+        daemon.store().reader().get::<Contracts>(&counter).ok().flatten()
+    })
+    .await;
+    let before = get_json(daemon.addr(), &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!(before["is_verified"], false);
+    verifier::save(daemon.store(), counter, &partial).unwrap();
+    let shown = get_json(daemon.addr(), &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!((shown["is_verified"].clone(), shown["is_partially_verified"].clone()), (json!(true), json!(true)));
+    assert_eq!(shown["verification_metadata"]["source"], "verifier");
+    assert_eq!(shown["name"], "Counter");
+    assert!(shown["source_code"].as_str().unwrap().contains("what the local-artifact"));
+    assert_eq!(shown["decoded_constructor_args"][0][0], "7");
+    assert!(shown["verified_at"].is_string());
+
+    // Stored: a restart on the same data directory shows it again.
+    daemon.shutdown().await.unwrap();
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    let daemon = rockscout::Daemon::start(&config).await.expect("daemon restarts");
+    let again = get_json(daemon.addr(), &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!(again["verification_metadata"]["source"], "verifier");
+    assert_eq!(again["abi"], shown["abi"]);
+    let info = get_json(daemon.addr(), &format!("/api/v2/addresses/{counter}")).await;
+    assert_eq!(info["name"], "Counter");
+    assert_eq!(info["is_verified"], true);
+}
+
+/// Deploys Counter (constructor argument 7) compiled from `input`; returns its address.
+async fn deploy_counter(
+    node: &alloy::providers::RootProvider,
+    from: alloy::primitives::Address,
+    input: &Value,
+) -> alloy::primitives::Address {
+    let args = alloy::sol_types::SolValue::abi_encode(&U256::from(7));
+    let creation = [compiled_creation_code(input).await, args].concat();
+    let tx = deploy(node, from, &Bytes::from(creation)).await;
+    mine(node, 1).await;
+    created_address(node, tx).await
+}
+
+async fn post(addr: SocketAddr, path: &str, token: Option<&str>, content_type: &str, body: String) -> Reply {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("content-type", content_type)];
+    if let Some(auth) = &auth {
+        headers.push(("authorization", auth.as_str()));
+    }
+    request(addr, Method::POST, path, &headers, body).await
+}
+
+/// The standard-input route as Blockscout's frontend uses it: multipart/form-data with the input as `files[0]`
+/// verifies (full match, announced on `addresses:<hash>` and shown by the contract resource); a JSON body with a
+/// wrong source is accepted and fails with the reason; no token is 401, an unknown compiler, a malformed input and
+/// a malformed form 422, an address without code 404, sources over 10 MB 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standard_input_route_verifies_and_reports_errors() {
+    let original = standard_input(&counter_source(|s| s));
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let addr = t.daemon.addr();
+    let token =
+        rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
+    let counter = deploy_counter(&node, accounts[0], &original).await;
+    let other = deploy_counter(&node, accounts[0], &original).await;
+    wait_synced(&t.daemon, &node).await;
+    for contract in [counter, other] {
+        poll_until("the contract's code row", Duration::from_secs(30), || async {
+            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
+        })
+        .await;
+    }
+    let path = |a: alloy::primitives::Address| format!("/api/v2/smart-contracts/{a}/verification/via/standard-input");
+    let json_body = |input: &Value, version: &str| {
+        json!({"compiler_version": version, "contract_name": "Counter", "input": input.to_string(),
+               "license_type": "mit", "autodetect_constructor_args": true})
+        .to_string()
+    };
+    const JSON: &str = "application/json";
+
+    let anonymous = post(addr, &path(counter), None, JSON, json_body(&original, "0.8.37")).await;
+    assert_eq!(anonymous.status, 401);
+    let unknown = post(addr, &path(counter), Some(&token), JSON, json_body(&original, "0.8.19")).await;
+    assert_eq!(unknown.status, 422);
+    assert!(unknown.json().to_string().contains("available: 0.8.37"), "{}", unknown.json());
+    let malformed = post(addr, &path(counter), Some(&token), JSON, json_body(&json!({"sources": {}}), "0.8.37")).await;
+    assert_eq!(malformed.status, 422);
+    assert!(malformed.json().to_string().contains("sources"), "{}", malformed.json());
+    let not_json = post(addr, &path(counter), Some(&token), JSON, "{".into()).await;
+    assert_eq!(not_json.status, 422);
+    let bad_form = post(addr, &path(counter), Some(&token), "multipart/form-data; boundary=B", "--B\r\nx".into()).await;
+    assert_eq!(bad_form.status, 422, "{}", String::from_utf8_lossy(&bad_form.body));
+    let no_code = post(addr, &path(accounts[5]), Some(&token), JSON, json_body(&original, "0.8.37")).await;
+    assert_eq!(no_code.status, 404);
+    // The server refuses a body over the limit as soon as its length is declared, possibly while the client is
+    // still writing it (then the client sees a broken connection instead of the answer): retried until read.
+    let (huge, bearer) = ("x".repeat(10 * 1024 * 1024 + 1), format!("Bearer {token}"));
+    let status = poll_until("the 413 answer to be read", Duration::from_secs(60), || async {
+        let headers = [("content-type", JSON), ("authorization", bearer.as_str())];
+        try_request(addr, Method::POST, &path(counter), &headers, huge.clone()).await.ok().map(|r| r.status)
+    })
+    .await;
+    assert_eq!(status, 413);
+
+    let mut ws = WsClient::connect(addr, "/socket/v2/websocket?vsn=2.0.0").await;
+    let topic = format!("addresses:{counter:#x}");
+    ws.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+    ws.until(Duration::from_secs(10), |f| f[3] == "phx_reply").await;
+    let form = format!(
+        "--XyZ\r\nContent-Disposition: form-data; name=\"compiler_version\"\r\n\r\nv0.8.37+commit.1\r\n\
+         --XyZ\r\nContent-Disposition: form-data; name=\"contract_name\"\r\n\r\nCounter\r\n\
+         --XyZ\r\nContent-Disposition: form-data; name=\"files[0]\"; filename=\"input.json\"\r\n\
+         Content-Type: application/json\r\n\r\n{original}\r\n--XyZ--\r\n"
+    );
+    let started = post(addr, &path(counter), Some(&token), "multipart/form-data; boundary=XyZ", form).await;
+    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    assert_eq!(started.json(), json!({"message": "Smart-contract verification started"}));
+    let result = ws.until(Duration::from_secs(120), |f| f[3] == "verification_result").await;
+    assert_eq!(result[4], json!({"status": "success"}));
+    ws.until(Duration::from_secs(10), |f| f[3] == "smart_contract_was_verified").await;
+    let shown = get_json(addr, &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!(shown["is_fully_verified"], true);
+    assert_eq!(shown["verification_metadata"]["source"], "verifier");
+    assert_eq!(shown["decoded_constructor_args"][0][0], "7");
+    assert_eq!(
+        shown["compiler_settings"],
+        json!({"optimizer": {"enabled": true, "runs": 200}, "evmVersion": "cancun"})
+    );
+
+    let wrong = standard_input(&counter_source(|s| s.replace("value > 100", "value > 101")));
+    let accepted = post(addr, &path(other), Some(&token), JSON, json_body(&wrong, "0.8.37")).await;
+    assert_eq!(accepted.status, 200);
+    let failed = poll_until("the wrong source's job to fail", Duration::from_secs(120), || async {
+        let reader = t.daemon.store().reader();
+        let jobs: Vec<_> = reader.rows::<rockscout::store::tables::VerificationJobs>().filter_map(Result::ok).collect();
+        jobs.into_iter().find_map(|(_, job)| match job.state {
+            rockscout::store::records::JobState::Failed(reason) if job.address == other => Some(reason),
+            _ => None,
+        })
+    })
+    .await;
+    assert!(failed.contains("runtime code differs"), "{failed}");
+    assert_eq!(get_json(addr, &format!("/api/v2/smart-contracts/{other}")).await["is_verified"], false);
+}
+
+/// Form-encodes `pairs` (what Etherscan clients POST).
+fn form(pairs: &[(&str, &str)]) -> String {
+    pairs.iter().map(|(k, v)| format!("{k}={}", url_encode(v))).collect::<Vec<_>>().join("&")
+}
+
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The Etherscan-style actions as Foundry and Hardhat send them (forge's form fields: `contractaddress`,
+/// `sourceCode`, `codeformat`, `contractname`, `compilerversion`, `optimizationUsed`, `runs`,
+/// `constructorArguements`, `evmversion`, `apikey`; forge itself cannot run offline here, see docs/api.md):
+/// `verifysourcecode` with `apikey=` (a valid API key) queues a job whose `guid` `checkverifystatus` follows to "Pass - Verified",
+/// and `getsourcecode` then returns the source; without a key it is 401, an unknown compiler is refused with the
+/// versions available, a wrong source ends "Fail - Unable to verify", an unknown guid is "Unknown UID".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etherscan_verifysourcecode_and_checkverifystatus() {
+    let original = standard_input(&counter_source(|s| s));
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let addr = t.daemon.addr();
+    let (_, key) =
+        rockscout::account::Accounts::new(t.daemon.store().clone()).create_api_key(accounts[0], "ci").unwrap();
+    let counter = deploy_counter(&node, accounts[0], &original).await;
+    let other = deploy_counter(&node, accounts[0], &original).await;
+    wait_synced(&t.daemon, &node).await;
+    for contract in [counter, other] {
+        poll_until("the contract's code row", Duration::from_secs(30), || async {
+            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
+        })
+        .await;
+    }
+    const FORM: &str = "application/x-www-form-urlencoded";
+    let args = alloy::hex::encode(alloy::sol_types::SolValue::abi_encode(&U256::from(7)));
+    let submit = |address: alloy::primitives::Address, input: &Value, version: &str, key: Option<&str>| {
+        let (address, input, version) = (address.to_string(), input.to_string(), version.to_owned());
+        let (key, args) = (key.map(str::to_owned), args.clone());
+        async move {
+            let mut pairs = vec![
+                ("module", "contract"),
+                ("action", "verifysourcecode"),
+                ("contractaddress", address.as_str()),
+                ("sourceCode", input.as_str()),
+                ("codeformat", "solidity-standard-json-input"),
+                ("contractname", "src/Counter.sol:Counter"),
+                ("compilerversion", version.as_str()),
+                ("constructorArguements", args.as_str()),
+                ("optimizationUsed", "1"),
+                ("runs", "200"),
+                ("evmversion", "cancun"),
+            ];
+            if let Some(key) = &key {
+                pairs.push(("apikey", key.as_str()));
+            }
+            post(addr, "/api", None, FORM, form(&pairs)).await
+        }
+    };
+    let status = |guid: String| async move {
+        get_json(addr, &format!("/api?module=contract&action=checkverifystatus&guid={guid}")).await
+    };
+
+    let anonymous = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", None).await;
+    assert_eq!(anonymous.status, 401);
+    assert_eq!(anonymous.json()["status"], "0");
+    let wrong_key = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", Some("nope")).await;
+    assert_eq!(wrong_key.status, 401);
+    let unknown = submit(counter, &original, "v0.8.19+commit.7dd6d404", Some(&key)).await.json();
+    assert_eq!(unknown["status"], "0");
+    assert!(unknown["message"].as_str().unwrap().contains("available: 0.8.37"), "{unknown}");
+
+    let queued = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", Some(&key)).await.json();
+    assert_eq!(queued["status"], "1", "{queued}");
+    let guid = queued["result"].as_str().unwrap().to_owned();
+    let passed = poll_until("checkverifystatus to pass", Duration::from_secs(120), || async {
+        let answer = status(guid.clone()).await;
+        (answer["result"] != "Pending in queue").then_some(answer)
+    })
+    .await;
+    assert_eq!(passed, json!({"status": "1", "message": "OK", "result": "Pass - Verified"}));
+    let source = get_json(addr, &format!("/api?module=contract&action=getsourcecode&address={counter}")).await;
+    assert_eq!(source["result"][0]["ContractName"], "Counter", "{source}");
+    assert_eq!(source["result"][0]["ConstructorArguments"].as_str().unwrap().trim_start_matches("0x"), args);
+
+    let wrong = standard_input(&counter_source(|s| s.replace("value > 100", "value > 101")));
+    let queued = submit(other, &wrong, "0.8.37", Some(&key)).await.json();
+    let guid = queued["result"].as_str().unwrap().to_owned();
+    let failed = poll_until("checkverifystatus to fail", Duration::from_secs(120), || async {
+        let answer = status(guid.clone()).await;
+        (answer["result"] != "Pending in queue").then_some(answer)
+    })
+    .await;
+    assert_eq!((failed["status"].clone(), failed["result"].clone()), (json!("0"), json!("Fail - Unable to verify")));
+    assert!(failed["message"].as_str().unwrap().contains("runtime code differs"), "{failed}");
+    assert_eq!(status("987654".into()).await["result"], "Unknown UID");
+}
+
+/// The flattened-code route (one file as `source_code`, JSON body) and the multi-part route (the file as a form
+/// part named by its path) turn the sources and the optimizer/EVM fields into a standard-JSON input: both verify
+/// Counter (multi-part with the same file path fully; flattened under another file name, so only partially, as the
+/// metadata names the file), and wrong optimizer settings fail with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flattened_code_and_multi_part_routes_verify() {
+    let source = counter_source(|s| s);
+    let original = standard_input(&source);
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let addr = t.daemon.addr();
+    let token =
+        rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
+    let mut contracts = Vec::new();
+    for _ in 0..3 {
+        contracts.push(deploy_counter(&node, accounts[0], &original).await);
+    }
+    wait_synced(&t.daemon, &node).await;
+    for contract in &contracts {
+        poll_until("the contract's code row", Duration::from_secs(30), || async {
+            t.daemon.store().reader().get::<Contracts>(contract).ok().flatten()
+        })
+        .await;
+    }
+    let (flattened, multi, unoptimized) = (contracts[0], contracts[1], contracts[2]);
+    let path = |a: alloy::primitives::Address, via: &str| format!("/api/v2/smart-contracts/{a}/verification/via/{via}");
+    let flat_body = |enabled: bool| {
+        json!({"compiler_version": "v0.8.37+commit.1", "contract_name": "Counter", "source_code": source,
+               "is_optimization_enabled": enabled, "optimization_runs": 200, "evm_version": "cancun",
+               "license_type": "mit"})
+        .to_string()
+    };
+    let started =
+        post(addr, &path(flattened, "flattened-code"), Some(&token), "application/json", flat_body(true)).await;
+    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    let started =
+        post(addr, &path(unoptimized, "flattened-code"), Some(&token), "application/json", flat_body(false)).await;
+    assert_eq!(started.status, 200);
+    let form = format!(
+        "--B0\r\nContent-Disposition: form-data; name=\"compiler_version\"\r\n\r\n0.8.37\r\n\
+         --B0\r\nContent-Disposition: form-data; name=\"contract_name\"\r\n\r\nCounter\r\n\
+         --B0\r\nContent-Disposition: form-data; name=\"is_optimization_enabled\"\r\n\r\ntrue\r\n\
+         --B0\r\nContent-Disposition: form-data; name=\"optimization_runs\"\r\n\r\n200\r\n\
+         --B0\r\nContent-Disposition: form-data; name=\"evm_version\"\r\n\r\ncancun\r\n\
+         --B0\r\nContent-Disposition: form-data; name=\"files[0]\"; filename=\"src/Counter.sol\"\r\n\
+         Content-Type: application/octet-stream\r\n\r\n{source}\r\n--B0--\r\n"
+    );
+    let started = post(addr, &path(multi, "multi-part"), Some(&token), "multipart/form-data; boundary=B0", form).await;
+    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    let anonymous = post(addr, &path(multi, "multi-part"), None, "application/json", "{}".into()).await;
+    assert_eq!(anonymous.status, 401);
+
+    let verified = |a: alloy::primitives::Address| async move {
+        let c = get_json(addr, &format!("/api/v2/smart-contracts/{a}")).await;
+        (c["is_verified"] == true).then_some(c)
+    };
+    let multi_shown = poll_until("multi-part to verify", Duration::from_secs(120), || verified(multi)).await;
+    assert_eq!(multi_shown["is_fully_verified"], true);
+    assert_eq!(multi_shown["file_path"], "src/Counter.sol");
+    let flat_shown = poll_until("flattened code to verify", Duration::from_secs(120), || verified(flattened)).await;
+    assert_eq!(flat_shown["is_partially_verified"], true);
+    assert_eq!(flat_shown["file_path"], "Counter.sol");
+    assert_eq!(flat_shown["optimization_enabled"], true);
+    let failed = poll_until("the unoptimized job to fail", Duration::from_secs(120), || async {
+        let reader = t.daemon.store().reader();
+        let jobs: Vec<_> = reader.rows::<rockscout::store::tables::VerificationJobs>().filter_map(Result::ok).collect();
+        jobs.into_iter().find_map(|(_, job)| match job.state {
+            rockscout::store::records::JobState::Failed(reason) if job.address == unoptimized => Some(reason),
+            _ => None,
+        })
+    })
+    .await;
+    assert!(failed.contains("code differs"), "{failed}");
+}
+
+/// A reorg: the verified source of a contract whose creation stays is kept (a reorg of later blocks does not touch
+/// it); the one whose creation the reorg removes disappears (404), and other code deployed at the same address on
+/// the new branch (same sender and nonce) is not shown as verified.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reorg_hides_the_source_of_a_removed_creation_only() {
+    use alloy::primitives::U256 as Word;
+    let original = standard_input(&counter_source(|s| s));
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let kept = deploy_counter(&node, accounts[0], &original).await;
+    let snapshot: Word = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+    let removed = deploy_counter(&node, accounts[1], &original).await;
+    wait_synced(&t.daemon, &node).await;
+    for contract in [kept, removed] {
+        poll_until("the contract's code row", Duration::from_secs(30), || async {
+            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
+        })
+        .await;
+    }
+    let compilers = Compilers::new(Some(compilers_dir()));
+    for contract in [kept, removed] {
+        let tx = t.daemon.store().reader().get::<Contracts>(&contract).unwrap().unwrap().creation_tx;
+        let input = node.get_transaction_by_hash(tx).await.unwrap().unwrap();
+        let deployed = Deployed {
+            runtime: node.get_code_at(contract).await.unwrap(),
+            creation_input: Some(alloy::consensus::Transaction::input(&input).clone()),
+        };
+        let request = verify_request(&original, "0.8.37");
+        let source = verifier::verify(&compilers, &request, &deployed, Duration::from_secs(120)).await.unwrap();
+        verifier::save(t.daemon.store(), contract, &source).unwrap();
+        assert_eq!(get_json(addr, &format!("/api/v2/smart-contracts/{contract}")).await["is_verified"], true);
+    }
+
+    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+    assert!(reverted);
+    // The new branch: the same sender and nonce deploy other code at the removed contract's address.
+    let tx = deploy(&node, accounts[1], &rockscout::dev::contracts::Demo::BYTECODE).await;
+    mine(&node, 2).await;
+    let other_code = created_address(&node, tx).await;
+    assert_eq!(other_code, removed, "same sender and nonce, same address");
+    wait_synced(&t.daemon, &node).await;
+    let new_row = poll_until("the new code's row", Duration::from_secs(30), || async {
+        let row = t.daemon.store().reader().get::<Contracts>(&removed).ok().flatten()?;
+        (row.creation_tx == tx).then_some(row)
+    })
+    .await;
+    assert_ne!(new_row.code_hash, alloy::primitives::keccak256(node.get_code_at(kept).await.unwrap()));
+    let shown = get_json(addr, &format!("/api/v2/smart-contracts/{removed}")).await;
+    assert_eq!(shown["is_verified"], false, "{shown}");
+    assert!(shown["name"].is_null());
+    let kept_shown = get_json(addr, &format!("/api/v2/smart-contracts/{kept}")).await;
+    assert_eq!(kept_shown["verification_metadata"]["source"], "verifier");
+    assert_eq!(kept_shown["name"], "Counter");
+}
