@@ -11,6 +11,7 @@ use crate::contracts::jobs::SubmitError;
 use crate::contracts::verifier::{self, Request};
 use crate::store::tables::{Code, Contracts};
 use alloy::primitives::Address;
+use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::header::CONTENT_TYPE;
 use serde_json::{json, Value};
@@ -90,12 +91,7 @@ pub async fn verify(
     let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let body = read_body(req, MAX_SOURCES).await?;
     let fields = if content_type.starts_with("multipart/form-data") {
-        let boundary = content_type
-            .split(';')
-            .find_map(|p| p.trim().strip_prefix("boundary="))
-            .map(|b| b.trim_matches('"').to_owned())
-            .ok_or_else(|| ApiError::invalid("body", "multipart/form-data without a boundary"))?;
-        form_fields(&body, &boundary)?
+        form_fields(body, &content_type).await?
     } else {
         let value: Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::invalid("body", format!("the body is not JSON: {e}")))?;
@@ -175,42 +171,27 @@ fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -> Re
     })
 }
 
-/// The fields of a multipart/form-data body (files as their text; parts with a file name are also collected in
-/// a `files` object by file name).
-fn form_fields(body: &[u8], boundary: &str) -> Result<serde_json::Map<String, Value>, ApiError> {
-    let bad = |why: &str| ApiError::invalid("body", format!("malformed multipart/form-data: {why}"));
-    let delimiter = format!("--{boundary}");
-    let text = std::str::from_utf8(body).map_err(|_| bad("not UTF-8 text"))?;
+/// The fields of a multipart/form-data body (`content_type` carries the boundary), read with `multer`: files as
+/// their text; parts with a file name are also collected in a `files` object by file name.
+async fn form_fields(body: Bytes, content_type: &str) -> Result<serde_json::Map<String, Value>, ApiError> {
+    let bad = |why: String| ApiError::invalid("body", format!("malformed multipart/form-data: {why}"));
+    let boundary = multer::parse_boundary(content_type).map_err(|e| bad(e.to_string()))?;
+    let whole = futures_util::stream::once(async move { Ok::<Bytes, std::convert::Infallible>(body) });
+    let mut parts = multer::Multipart::new(whole, boundary);
     let mut fields = serde_json::Map::new();
-    let mut parts = text.split(delimiter.as_str());
-    parts.next(); // preamble
-    for part in parts {
-        if part.starts_with("--") {
-            return Ok(fields);
-        }
-        let part = part.strip_prefix("\r\n").ok_or_else(|| bad("a part does not start on a new line"))?;
-        let (headers, content) = part.split_once("\r\n\r\n").ok_or_else(|| bad("a part without headers"))?;
-        let content = content.strip_suffix("\r\n").unwrap_or(content);
-        let disposition = headers
-            .lines()
-            .find(|l| l.to_ascii_lowercase().starts_with("content-disposition:"))
-            .ok_or_else(|| bad("a part without Content-Disposition"))?;
-        let name = disposition
-            .split(';')
-            .find_map(|p| p.trim().strip_prefix("name="))
-            .map(|n| n.trim_matches('"').to_owned())
-            .ok_or_else(|| bad("a part without a name"))?;
-        let file_name =
-            disposition.split(';').find_map(|p| p.trim().strip_prefix("filename=")).map(|n| n.trim_matches('"'));
+    while let Some(part) = parts.next_field().await.map_err(|e| bad(e.to_string()))? {
+        let name = part.name().map(str::to_owned).ok_or_else(|| bad("a part without a name".into()))?;
+        let file_name = part.file_name().map(str::to_owned);
+        let content = part.text().await.map_err(|e| bad(e.to_string()))?;
         if let Some(file_name) = file_name {
             let files = fields.entry("files").or_insert_with(|| json!({}));
             if let Some(files) = files.as_object_mut() {
-                files.insert(file_name.to_owned(), Value::String(content.to_owned()));
+                files.insert(file_name, Value::String(content.clone()));
             }
         }
-        fields.insert(name, Value::String(content.to_owned()));
+        fields.insert(name, Value::String(content));
     }
-    Err(bad("no closing boundary"))
+    Ok(fields)
 }
 
 /// Publishes each finished job on its address topic: `verification_result` for the form, then
@@ -246,16 +227,19 @@ pub async fn publish_outcomes(state: AppState, cancel: CancellationToken) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn form_fields_are_read_like_the_frontend_sends_them() {
+    #[tokio::test]
+    async fn form_fields_are_read_like_the_frontend_sends_them() {
+        let form = "multipart/form-data; boundary=XyZ";
         let body = "--XyZ\r\nContent-Disposition: form-data; name=\"compiler_version\"\r\n\r\nv0.8.37+commit.1\r\n\
                     --XyZ\r\nContent-Disposition: form-data; name=\"files[0]\"; filename=\"input.json\"\r\n\
                     Content-Type: application/json\r\n\r\n{\"sources\":{}}\r\n--XyZ--\r\n";
-        let fields = form_fields(body.as_bytes(), "XyZ").unwrap();
+        let fields = form_fields(Bytes::from(body), form).await.unwrap();
         assert_eq!(fields["compiler_version"], "v0.8.37+commit.1");
         assert_eq!(fields["files[0]"], "{\"sources\":{}}");
-        assert!(form_fields(b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx", "XyZ").is_err());
-        assert!(form_fields(b"--XyZ\r\nno headers--XyZ--", "XyZ").is_err());
+        assert_eq!(fields["files"]["input.json"], "{\"sources\":{}}");
+        let unfinished = Bytes::from_static(b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx");
+        assert!(form_fields(unfinished, form).await.is_err());
+        assert!(form_fields(Bytes::from_static(b"x"), "multipart/form-data").await.is_err(), "no boundary");
     }
 
     #[test]
