@@ -155,7 +155,7 @@ pub struct CredentialInfo {
 }
 
 /// Everything an account owns that responses show to it: its tags, watched addresses and custom ABIs.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Personal {
     /// Address → tag name.
     pub address_tags: std::collections::HashMap<Address, String>,
@@ -164,7 +164,26 @@ pub struct Personal {
     /// Watched address → (watchlist item id, name).
     pub watched: std::collections::HashMap<Address, (u64, String)>,
     /// Contract → the ABI the owner gave for it (decodes the owner's views where no other ABI does).
-    pub custom_abis: std::collections::HashMap<Address, std::sync::Arc<crate::contracts::abi::Abi>>,
+    pub custom_abis: std::collections::HashMap<Address, CustomAbi>,
+}
+
+/// An ABI an account gave for a contract, as stored; parsed the first time an answer needs it, so requests whose
+/// answers never mention the contract do not pay for parsing it.
+#[derive(Debug, Default)]
+pub struct CustomAbi {
+    text: String,
+    parsed: std::sync::OnceLock<Option<crate::contracts::abi::Abi>>,
+}
+
+impl CustomAbi {
+    /// The ABI (`None` if the stored text no longer parses: it was validated on the way in).
+    pub fn abi(&self) -> Option<&crate::contracts::abi::Abi> {
+        self.parsed
+            .get_or_init(|| {
+                serde_json::from_str::<alloy::json_abi::JsonAbi>(&self.text).ok().map(crate::contracts::abi::Abi::new)
+            })
+            .as_ref()
+    }
 }
 
 impl Personal {
@@ -437,10 +456,7 @@ impl Accounts {
                         out.watched.insert(address, (id, name));
                     }
                     AccountItem::CustomAbi { address, abi, .. } => {
-                        // Stored ABIs were validated on the way in; one that no longer parses decodes nothing.
-                        if let Ok(json) = serde_json::from_str::<alloy::json_abi::JsonAbi>(&abi) {
-                            out.custom_abis.insert(address, std::sync::Arc::new(crate::contracts::abi::Abi::new(json)));
-                        }
+                        out.custom_abis.insert(address, CustomAbi { text: abi, parsed: Default::default() });
                     }
                     AccountItem::ApiKey { .. } => {}
                 }

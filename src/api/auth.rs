@@ -267,7 +267,7 @@ fn decode_with_custom_abi(fields: &mut serde_json::Map<String, Value>, personal:
         return;
     }
     if fields.get("decoded_input").is_some_and(Value::is_null) {
-        let abi = address_in(fields, "to").and_then(|to| personal.custom_abis.get(&to));
+        let abi = address_in(fields, "to").and_then(|to| personal.custom_abis.get(&to)?.abi());
         if let (Some(abi), Some(input)) = (abi, hex_bytes(fields.get("raw_input"))) {
             if let (Some(decoded), Some(function)) = (abi.decode_input(&input), abi.function(&input)) {
                 fields.insert("method".into(), Value::String(function.name.clone()));
@@ -276,7 +276,7 @@ fn decode_with_custom_abi(fields: &mut serde_json::Map<String, Value>, personal:
         }
     }
     if fields.get("decoded").is_some_and(Value::is_null) {
-        let abi = address_in(fields, "address").and_then(|a| personal.custom_abis.get(&a));
+        let abi = address_in(fields, "address").and_then(|a| personal.custom_abis.get(&a)?.abi());
         let topics: Option<Vec<B256>> = fields
             .get("topics")
             .and_then(Value::as_array)

@@ -7,7 +7,7 @@ use super::keys::{
     AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderRankKey,
     InstanceKey, Key, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
 };
-use super::records::{BlockRecord, Bundle, InternalCreation, PendingTxRecord, TraceSummary, TxRecord};
+use super::records::{BlockRecord, Bundle, InternalCreation, LogRecord, PendingTxRecord, TraceSummary, TxRecord};
 use super::tables::{
     AddressInternal, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, Daily, Headers, HolderRanks,
     InternalCreations, InternalTxs, Logs, NftInstances, Pending, PendingByTime, Reorged, TokenBalances, TokenRanks,
@@ -174,6 +174,22 @@ impl Reader<'_> {
             return Ok(Some(FoundTx::Mined(pos, tx)));
         }
         Ok(self.get::<Pending>(&hash)?.map(FoundTx::Pending))
+    }
+
+    /// Up to `limit` logs of the transaction `tx` of block `block`, from log index `from` on (log indexes below the
+    /// transaction's first are skipped), in log order.
+    pub fn tx_logs(
+        &self,
+        block: u64,
+        tx: &TxRecord,
+        from: u32,
+        limit: usize,
+    ) -> StoreResult<Vec<(BlockPos, LogRecord)>> {
+        let end = tx.first_log.saturating_add(tx.log_count);
+        let keys: Vec<BlockPos> =
+            (from.max(tx.first_log)..end).take(limit).map(|index| BlockPos { block, index }).collect();
+        let found = self.multi_get::<Logs>(&keys)?;
+        Ok(keys.into_iter().zip(found).filter_map(|(k, log)| Some((k, log?))).collect())
     }
 
     /// Whether a transaction with this hash is mined and indexed.

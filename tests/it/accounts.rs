@@ -33,6 +33,12 @@ async fn call(addr: SocketAddr, method: Method, path: &str, token: Option<&str>,
     request(addr, method, path, &headers, body).await
 }
 
+/// Account tokens for two accounts, minted offline against the daemon's store.
+fn alice_and_bob(t: &TestDaemon, alice: Address, bob: Address) -> (String, String) {
+    let accounts = Accounts::new(t.daemon.store().clone());
+    (accounts.mint_token(alice, "a", None, false).unwrap(), accounts.mint_token(bob, "b", None, false).unwrap())
+}
+
 async fn get_as(addr: SocketAddr, path: &str, token: Option<&str>) -> Value {
     let reply = call(addr, Method::GET, path, token, Value::Null).await;
     assert_eq!(reply.status, 200, "GET {path}: {}", String::from_utf8_lossy(&reply.body));
@@ -315,9 +321,7 @@ async fn watchlists_name_addresses_and_list_their_transactions() {
     let a = anvil.addresses();
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let addr = t.daemon.addr();
-    let accounts = Accounts::new(t.daemon.store().clone());
-    let (alice, bob) =
-        (accounts.mint_token(a[8], "a", None, false).unwrap(), accounts.mint_token(a[9], "b", None, false).unwrap());
+    let (alice, bob) = alice_and_bob(&t, a[8], a[9]);
     let watched = transfer(&node, a[1], a[2], 5).await;
     let unrelated = transfer(&node, a[3], a[4], 6).await;
     mine(&node, 1).await;
@@ -470,11 +474,7 @@ async fn custom_abis_are_stored_per_account() {
     let anvil = start_anvil();
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let addr = t.daemon.addr();
-    let accounts = Accounts::new(t.daemon.store().clone());
-    let (alice, bob) = (
-        accounts.mint_token(Address::repeat_byte(1), "a", None, false).unwrap(),
-        accounts.mint_token(Address::repeat_byte(2), "b", None, false).unwrap(),
-    );
+    let (alice, bob) = alice_and_bob(&t, Address::repeat_byte(1), Address::repeat_byte(2));
     let list = "/api/account/v2/user/custom_abis";
     let contract = Address::repeat_byte(0xcc);
     let abi =
@@ -515,9 +515,7 @@ async fn a_custom_abi_decodes_its_owners_views_only() {
     // No artifacts: the demo contract's calls are unknown selectors to everybody but the ABI's owner.
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let addr = t.daemon.addr();
-    let accounts = Accounts::new(t.daemon.store().clone());
-    let (alice, bob) =
-        (accounts.mint_token(a[8], "a", None, false).unwrap(), accounts.mint_token(a[9], "b", None, false).unwrap());
+    let (alice, bob) = alice_and_bob(&t, a[8], a[9]);
     let deployed = deploy(&node, a[0], &Demo::BYTECODE).await;
     mine(&node, 1).await;
     let demo = created_address(&node, deployed).await;
@@ -567,9 +565,7 @@ async fn watchlist_events_go_live_to_their_owner_only() {
     let a = anvil.addresses();
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let addr = t.daemon.addr();
-    let accounts = Accounts::new(t.daemon.store().clone());
-    let (alice, bob) =
-        (accounts.mint_token(a[8], "a", None, false).unwrap(), accounts.mint_token(a[9], "b", None, false).unwrap());
+    let (alice, bob) = alice_and_bob(&t, a[8], a[9]);
     let entry = json!({"address_hash": a[1], "name": "friend"});
     assert_eq!(call(addr, Method::POST, "/api/account/v2/user/watchlist", Some(&alice), entry).await.status, 200);
     let topic = format!("watchlist:{}", a[8].to_checksum(None));

@@ -62,7 +62,7 @@ impl Prometheus {
 
     /// The samples of an instant query, as (labels, value); `None` while Prometheus does not answer.
     async fn query(&self, promql: &str) -> Option<Vec<(serde_json::Value, f64)>> {
-        let path = format!("/api/v1/query?query={}", percent_encode(promql));
+        let path = format!("/api/v1/query?query={}", crate::support::http::percent_encode(promql));
         let reply = http::try_request(self.addr, hyper::Method::GET, &path, &[], "").await.ok()?;
         let body: serde_json::Value = serde_json::from_slice(&reply.body).ok()?;
         assert_eq!(body["status"], "success", "query {promql}: {body}");
@@ -88,15 +88,6 @@ impl Drop for Prometheus {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

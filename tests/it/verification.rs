@@ -6,7 +6,7 @@
 use crate::support::http::{get_json, request, try_request, Reply};
 use crate::support::ws::WsClient;
 use crate::support::*;
-use alloy::primitives::{Bytes, U256};
+use alloy::primitives::{Address, Bytes, U256};
 use alloy::providers::Provider;
 use hyper::Method;
 use rockscout::contracts::verifier::{self, Compilers, Deployed, Request, VerifyError};
@@ -238,31 +238,27 @@ async fn standard_input_route_verifies_and_reports_errors() {
     let wrong = standard_input(&counter_source(|s| s.replace("value > 100", "value > 101")));
     let accepted = post(addr, &path(other), Some(&token), JSON, json_body(&wrong, "0.8.37")).await;
     assert_eq!(accepted.status, 200);
-    let failed = poll_until("the wrong source's job to fail", Duration::from_secs(120), || async {
-        let reader = t.daemon.store().reader();
-        let jobs: Vec<_> = reader.rows::<rockscout::store::tables::VerificationJobs>().filter_map(Result::ok).collect();
-        jobs.into_iter().find_map(|(_, job)| match job.state {
-            rockscout::store::records::JobState::Failed(reason) if job.address == other => Some(reason),
-            _ => None,
-        })
-    })
-    .await;
+    let failed = failed_job(&t, other, "the wrong source's job to fail").await;
     assert!(failed.contains("runtime code differs"), "{failed}");
     assert_eq!(get_json(addr, &format!("/api/v2/smart-contracts/{other}")).await["is_verified"], false);
 }
 
-/// Form-encodes `pairs` (what Etherscan clients POST).
-fn form(pairs: &[(&str, &str)]) -> String {
-    pairs.iter().map(|(k, v)| format!("{k}={}", url_encode(v))).collect::<Vec<_>>().join("&")
+/// The reason the verification job for `address` failed, once it has (polled in the store, for `what`).
+async fn failed_job(t: &TestDaemon, address: Address, what: &str) -> String {
+    poll_until(what, Duration::from_secs(120), || async {
+        let reader = t.daemon.store().reader();
+        let jobs: Vec<_> = reader.rows::<rockscout::store::tables::VerificationJobs>().filter_map(Result::ok).collect();
+        jobs.into_iter().find_map(|(_, job)| match job.state {
+            rockscout::store::records::JobState::Failed(reason) if job.address == address => Some(reason),
+            _ => None,
+        })
+    })
+    .await
 }
 
-fn url_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+/// Form-encodes `pairs` (what Etherscan clients POST).
+fn form(pairs: &[(&str, &str)]) -> String {
+    pairs.iter().map(|(k, v)| format!("{k}={}", crate::support::http::percent_encode(v))).collect::<Vec<_>>().join("&")
 }
 
 /// The Etherscan-style actions as Foundry and Hardhat send them (forge's form fields: `contractaddress`,
@@ -419,15 +415,7 @@ async fn flattened_code_and_multi_part_routes_verify() {
     assert_eq!(flat_shown["is_partially_verified"], true);
     assert_eq!(flat_shown["file_path"], "Counter.sol");
     assert_eq!(flat_shown["optimization_enabled"], true);
-    let failed = poll_until("the unoptimized job to fail", Duration::from_secs(120), || async {
-        let reader = t.daemon.store().reader();
-        let jobs: Vec<_> = reader.rows::<rockscout::store::tables::VerificationJobs>().filter_map(Result::ok).collect();
-        jobs.into_iter().find_map(|(_, job)| match job.state {
-            rockscout::store::records::JobState::Failed(reason) if job.address == unoptimized => Some(reason),
-            _ => None,
-        })
-    })
-    .await;
+    let failed = failed_job(&t, unoptimized, "the unoptimized job to fail").await;
     assert!(failed.contains("code differs"), "{failed}");
 }
 

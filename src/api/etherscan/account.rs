@@ -8,9 +8,11 @@ use crate::api::rest::headers;
 use crate::api::rest::tokens::token_json;
 use crate::api::router::Direction;
 use crate::api::AppState;
-use crate::store::keys::{BlockPos, HolderKey, TransferPos};
-use crate::store::records::{direction, role, BlockRecord, CallKind, TokenKind, TokenTransferRecord, TxBody, TxRecord};
-use crate::store::tables::{Accounts, Pending, TokenHolders, Transactions, Transfers};
+use crate::store::keys::{BlockPos, HolderKey, TracePos, TransferPos};
+use crate::store::records::{
+    direction, role, BlockRecord, CallKind, InternalTxRecord, TokenKind, TokenTransferRecord, TxBody, TxRecord,
+};
+use crate::store::tables::{Accounts, InternalTxs, Pending, TokenHolders, Transactions, Transfers};
 use crate::store::{Order, Reader, StoreResult};
 use alloy::primitives::{Address, U256};
 use serde_json::{json, Map, Value};
@@ -169,35 +171,36 @@ pub(super) async fn pendingtxlist(params: Params, state: &AppState, deadline: to
     let address = params.address("address", "Query parameter 'address' is required", "Invalid address format")?;
     let paging = params.paging(super::RESULT_WINDOW, true)?;
     read(state, deadline, move |r| {
-        let mut items = Vec::new();
-        let mut skip = paging.skip;
-        for row in r.pending(None) {
-            let (key, ()) = row?;
-            let Some(tx) = r.get::<Pending>(&key.hash)? else { continue };
-            if tx.from != address && tx.to != Some(address) || r.is_mined(tx.hash)? {
-                continue;
-            }
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            items.push(json!({
-                "hash": format!("{:#x}", tx.hash),
-                "nonce": tx.nonce.to_string(),
-                "from": lower(&tx.from),
-                "to": tx.to.as_ref().map(lower).unwrap_or_default(),
-                "value": tx.value.to_string(),
-                "gas": tx.gas_limit.to_string(),
-                "gasPrice": tx.gas_price.or(tx.max_fee_per_gas).map(|p| p.to_string()).unwrap_or_default(),
-                "input": format!("0x{}", alloy::hex::encode(&tx.input)),
-                "contractAddress": "",
-                "cumulativeGasUsed": "",
-                "gasUsed": "",
-            }));
-            if items.len() == paging.take {
-                break;
-            }
-        }
+        // The address's transactions still waiting (one mined meanwhile is left out).
+        let waiting = r
+            .pending(None)
+            .map(|row| {
+                let hash = row?.0.hash;
+                match r.get::<Pending>(&hash)? {
+                    Some(tx) if (tx.from == address || tx.to == Some(address)) && !r.is_mined(hash)? => Ok(Some(tx)),
+                    _ => Ok(None),
+                }
+            })
+            .filter_map(Result::transpose);
+        let items: Vec<Value> = paging
+            .page(waiting, |_| true)?
+            .iter()
+            .map(|tx| {
+                json!({
+                    "hash": format!("{:#x}", tx.hash),
+                    "nonce": tx.nonce.to_string(),
+                    "from": lower(&tx.from),
+                    "to": tx.to.as_ref().map(lower).unwrap_or_default(),
+                    "value": tx.value.to_string(),
+                    "gas": tx.gas_limit.to_string(),
+                    "gasPrice": tx.gas_price.or(tx.max_fee_per_gas).map(|p| p.to_string()).unwrap_or_default(),
+                    "input": format!("0x{}", alloy::hex::encode(&tx.input)),
+                    "contractAddress": "",
+                    "cumulativeGasUsed": "",
+                    "gasUsed": "",
+                })
+            })
+            .collect();
         Ok(Answer::list(items, "No transactions found"))
     })
     .await
@@ -223,38 +226,25 @@ pub(super) async fn txlistinternal(params: Params, state: &AppState, deadline: t
         let keep = |kind: CallKind, value: U256, index: u32| {
             index > 0 && (with_zero_value || !value.is_zero() || kind_creates(kind))
         };
-        let mut frames = Vec::new();
-        if let Some(hash) = tx_hash {
-            let Some((pos, _)) = r.tx(hash)? else {
-                return Ok(Answer::list(vec![], "No internal transactions found"));
-            };
-            let rows = r.tx_calls(pos, None);
-            frames = paging.page(rows, |(p, f)| keep(f.kind, f.value, p.index))?;
-        } else if let Some(blocks) = paging.blocks_upto(tip) {
-            match address {
-                Some(address) => {
-                    let mut skip = paging.skip;
-                    for row in r.address_calls_in(address, blocks, paging.order) {
-                        let (key, _) = row?;
-                        let Some(frame) = r.get::<crate::store::tables::InternalTxs>(&key.pos)? else { continue };
-                        if !keep(frame.kind, frame.value, key.pos.index) {
-                            continue;
-                        }
-                        if skip > 0 {
-                            skip -= 1;
-                            continue;
-                        }
-                        frames.push((key.pos, frame));
-                        if frames.len() == paging.take {
-                            break;
-                        }
-                    }
-                }
-                None => {
-                    frames = paging.page(r.calls_in(blocks, paging.order), |(p, f)| keep(f.kind, f.value, p.index))?
-                }
+        let wanted = |(pos, frame): &(TracePos, InternalTxRecord)| keep(frame.kind, frame.value, pos.index);
+        let frames = match (tx_hash, paging.blocks_upto(tip), address) {
+            (Some(hash), _, _) => match r.tx(hash)? {
+                Some((pos, _)) => paging.page(r.tx_calls(pos, None), wanted)?,
+                None => Vec::new(),
+            },
+            (None, None, _) => Vec::new(),
+            (None, Some(blocks), Some(address)) => {
+                let calls = r
+                    .address_calls_in(address, blocks, paging.order)
+                    .map(|row| {
+                        let pos = row?.0.pos;
+                        Ok(r.get::<InternalTxs>(&pos)?.map(|frame| (pos, frame)))
+                    })
+                    .filter_map(Result::transpose);
+                paging.page(calls, wanted)?
             }
-        }
+            (None, Some(blocks), None) => paging.page(r.calls_in(blocks, paging.order), wanted)?,
+        };
         let headers = headers(r, frames.iter().map(|(p, _)| p.block))?;
         let items = frames
             .iter()
@@ -349,23 +339,14 @@ pub(super) async fn tokentx(
                     .map(|row| row.map(|(k, ())| k.pos)),
             ),
         };
-        let mut rows: Vec<(TransferPos, TokenTransferRecord)> = Vec::new();
-        let mut skip = paging.skip;
-        for pos in positions {
-            let pos = pos?;
-            let Some(t) = r.get::<Transfers>(&pos)? else { continue };
-            if t.kind != standard.kind() || token.is_some_and(|token| token != t.token) {
-                continue;
-            }
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            rows.push((pos, t));
-            if rows.len() == paging.take {
-                break;
-            }
-        }
+        let transfers = positions
+            .map(|pos| {
+                let pos = pos?;
+                Ok(r.get::<Transfers>(&pos)?.map(|t| (pos, t)))
+            })
+            .filter_map(Result::transpose);
+        let rows: Vec<(TransferPos, TokenTransferRecord)> =
+            paging.page(transfers, |(_, t)| t.kind == standard.kind() && token.is_none_or(|token| token == t.token))?;
         let tip = tip.unwrap_or(0);
         let headers = headers(r, rows.iter().map(|(p, _)| p.block))?;
         let mut tokens = HashMap::new();

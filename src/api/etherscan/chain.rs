@@ -4,20 +4,17 @@ use super::{bad, lower, read, Answer, Outcome, Params, Refusal};
 use crate::api::rest::headers;
 use crate::api::rest::smart_contracts::{contract_info, matched_artifact};
 use crate::api::rest::tokens::token_json;
+use crate::api::rest::transactions::Replay;
 use crate::api::AppState;
-use crate::contracts::abi::revert_reason;
 use crate::store::keys::BlockPos;
 use crate::store::records::LogRecord;
 use crate::store::tables::{Accounts, Logs, Tokens};
 use crate::store::{Order, Reader, StoreResult};
 use alloy::primitives::{Address, B256};
 use serde_json::{json, Value};
-use std::time::Duration;
 
 /// Blocks looked back over for the average block time of `getblockcountdown`.
 const BLOCK_TIME_SAMPLE: u64 = 100;
-/// How long a failed transaction's revert reason is waited for from the node.
-const REVERT_LOOKUP: Duration = Duration::from_secs(2);
 /// Logs per page of `gettxinfo`.
 const TX_INFO_LOGS: usize = 50;
 
@@ -134,32 +131,21 @@ pub(super) async fn getlogs(params: Params, state: &AppState, deadline: tokio::t
         if from > to {
             return Ok(Answer::list(vec![], "No logs found"));
         }
-        let mut found: Vec<(BlockPos, LogRecord)> = Vec::new();
-        match address {
-            Some(address) => {
-                for row in r.address_logs_in(address, from..=to) {
-                    let (key, ()) = row?;
-                    let Some(log) = r.get::<Logs>(&key.pos)? else { continue };
-                    if matches(&log) {
-                        found.push((key.pos, log));
-                        if found.len() == super::MAX_LOGS {
-                            break;
-                        }
-                    }
-                }
-            }
-            None => {
-                for row in r.logs_in(from..=to) {
-                    let (pos, log) = row?;
-                    if matches(&log) {
-                        found.push((pos, log));
-                        if found.len() == super::MAX_LOGS {
-                            break;
-                        }
-                    }
-                }
-            }
-        }
+        let emitted: Box<dyn Iterator<Item = StoreResult<(BlockPos, LogRecord)>>> = match address {
+            Some(address) => Box::new(
+                r.address_logs_in(address, from..=to)
+                    .map(|row| {
+                        let pos = row?.0.pos;
+                        Ok(r.get::<Logs>(&pos)?.map(|log| (pos, log)))
+                    })
+                    .filter_map(Result::transpose),
+            ),
+            None => Box::new(r.logs_in(from..=to)),
+        };
+        let found: Vec<(BlockPos, LogRecord)> = emitted
+            .filter(|row| row.as_ref().map_or(true, |(_, log)| matches(log)))
+            .take(super::MAX_LOGS)
+            .collect::<StoreResult<_>>()?;
         let headers = headers(r, found.iter().map(|(p, _)| p.block))?;
         let mut txs = std::collections::HashMap::new();
         let mut items = Vec::with_capacity(found.len());
@@ -324,16 +310,13 @@ pub(super) fn eth_block_number(params: &Params, state: &AppState) -> Outcome {
     Ok(Answer::Rpc(json!({"jsonrpc": "2.0", "result": hex_u64(tip), "id": id})))
 }
 
-/// The revert reason of a failed transaction, replayed on the node (empty when it gives none in time).
-async fn replay_revert(state: &AppState, call: Value, block: u64) -> String {
-    match tokio::time::timeout(REVERT_LOOKUP, state.node.revert_data(call, block)).await {
-        Ok(Ok(Some(data))) => match revert_reason(&[], &data) {
-            Some(reason) => {
-                reason["parameters"][0]["value"].as_str().map_or_else(|| reason.to_string(), str::to_string)
-            }
-            None => String::new(),
-        },
-        _ => String::new(),
+/// A revert reason as Etherscan's text: an `Error(string)`'s message or a `Panic`'s code, else the decoded form;
+/// empty when the node gave none.
+async fn revert_text(replay: Option<Replay>, state: &AppState) -> String {
+    let Some(replay) = replay else { return String::new() };
+    match replay.reason(state).await {
+        Some(reason) => reason["parameters"][0]["value"].as_str().map_or_else(|| reason.to_string(), str::to_string),
+        None => String::new(),
     }
 }
 
@@ -341,16 +324,12 @@ async fn replay_revert(state: &AppState, call: Value, block: u64) -> String {
 pub(super) async fn gettxinfo(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
     let hash = params.tx_hash()?;
     let after = params.lenient_u64("index");
-    let found = read(state, deadline, move |r| {
-        let Some((pos, tx)) = r.tx(hash)? else { return Ok(Answer::refuse("Transaction not found")) };
-        let Some(header) = r.block(pos.block)? else { return Ok(Answer::refuse("Transaction not found")) };
+    let (mut answer, replay) = read(state, deadline, move |r| {
+        let Some((pos, tx)) = r.tx(hash)? else { return Ok((Answer::refuse("Transaction not found"), None)) };
+        let Some(header) = r.block(pos.block)? else { return Ok((Answer::refuse("Transaction not found"), None)) };
         let tip = r.tip()?.map(|t| t.number).unwrap_or(0);
-        let start = after.map_or(tx.first_log, |i| (i as u32).saturating_add(1).max(tx.first_log));
-        let end = tx.first_log.saturating_add(tx.log_count);
-        let keys: Vec<BlockPos> =
-            (start..end).take(TX_INFO_LOGS + 1).map(|index| BlockPos { block: pos.block, index }).collect();
-        let logs: Vec<(BlockPos, LogRecord)> =
-            keys.iter().copied().zip(r.multi_get::<Logs>(&keys)?).filter_map(|(k, l)| Some((k, l?))).collect();
+        let start = after.map_or(tx.first_log, |i| u32::try_from(i).unwrap_or(u32::MAX).saturating_add(1));
+        let logs = r.tx_logs(pos.block, &tx, start, TX_INFO_LOGS + 1)?;
         let more = logs.len() > TX_INFO_LOGS;
         let shown = &logs[..logs.len().min(TX_INFO_LOGS)];
         let log_items: Vec<Value> = shown
@@ -369,10 +348,7 @@ pub(super) async fn gettxinfo(params: Params, state: &AppState, deadline: tokio:
         let next = shown.last().filter(|_| more).map(|(k, _)| {
             json!({"action": "gettxinfo", "index": k.index, "module": "transaction", "txhash": format!("{hash:#x}")})
         });
-        let replay = (!tx.succeeded()).then(|| {
-            (json!({"from": tx.from, "to": tx.to, "data": tx.input, "value": tx.value, "gas": tx.gas_limit}), pos.block)
-        });
-        Ok(Answer::Ok(json!({
+        let answer = Answer::Ok(json!({
             "hash": format!("{hash:#x}"),
             "timeStamp": header.timestamp.to_string(),
             "blockNumber": pos.block.to_string(),
@@ -388,51 +364,32 @@ pub(super) async fn gettxinfo(params: Params, state: &AppState, deadline: tokio:
             "revertReason": "",
             "logs": log_items,
             "next_page_params": next,
-            "replay": replay.map(|(call, block)| json!([call, block])),
-        })))
+        }));
+        Ok((answer, Replay::of(r, pos, &tx)?))
     })
     .await?;
-    with_revert_reason(found, state, "revertReason").await
-}
-
-/// Replaces the `replay` member a read left (the call and block of a failed transaction) by the node's revert
-/// reason in `field`.
-async fn with_revert_reason(answer: Answer, state: &AppState, field: &str) -> Outcome {
-    let Answer::Ok(mut value) = answer else { return Ok(answer) };
-    let replay = value.as_object_mut().and_then(|o| o.remove("replay")).unwrap_or(Value::Null);
-    if let Value::Array(parts) = replay {
-        if let (Some(call), Some(block)) = (parts.first(), parts.get(1).and_then(Value::as_u64)) {
-            value[field] = json!(replay_revert(state, call.clone(), block).await);
-        }
-    }
-    Ok(Answer::Ok(value))
-}
-
-/// `getstatus`: whether a transaction failed and why.
-pub(super) async fn getstatus(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
-    let hash = params.tx_hash()?;
-    let found = read(state, deadline, move |r| {
-        let Some((pos, tx)) = r.tx(hash)? else {
-            return Ok(Answer::Ok(json!({"isError": "0", "errDescription": ""})));
-        };
-        let replay = (!tx.succeeded()).then(|| {
-            json!([{"from": tx.from, "to": tx.to, "data": tx.input, "value": tx.value, "gas": tx.gas_limit}, pos.block])
-        });
-        Ok(Answer::Ok(json!({
-            "isError": if tx.succeeded() { "0" } else { "1" },
-            "errDescription": if tx.succeeded() { "" } else { "Reverted" },
-            "replay": replay,
-        })))
-    })
-    .await?;
-    let mut answer = with_revert_reason(found, state, "errDescription").await?;
-    // A failure the node gives no reason for keeps the generic description.
-    if let Answer::Ok(value) = &mut answer {
-        if value["errDescription"] == json!("") && value["isError"] == json!("1") {
-            value["errDescription"] = json!("Reverted");
-        }
+    if let (Answer::Ok(value), Some(_)) = (&mut answer, &replay) {
+        value["revertReason"] = json!(revert_text(replay, state).await);
     }
     Ok(answer)
+}
+
+/// `getstatus`: whether a transaction failed and why ("Reverted" when the node gives no reason).
+pub(super) async fn getstatus(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let hash = params.tx_hash()?;
+    let replay = read(state, deadline, move |r| match r.tx(hash)? {
+        Some((pos, tx)) => Replay::of(r, pos, &tx),
+        None => Ok(None),
+    })
+    .await?;
+    let failed = replay.is_some();
+    let reason = revert_text(replay, state).await;
+    let description = match (failed, reason.is_empty()) {
+        (false, _) => String::new(),
+        (true, true) => "Reverted".to_string(),
+        (true, false) => reason,
+    };
+    Ok(Answer::Ok(json!({"isError": if failed { "1" } else { "0" }, "errDescription": description})))
 }
 
 /// `gettxreceiptstatus`: `"1"` success, `"0"` failure, `""` unknown or pending.
@@ -523,19 +480,16 @@ pub(super) async fn listcontracts(params: Params, state: &AppState, deadline: to
     };
     let paging = params.paging(10, true)?;
     read(state, deadline, move |r| {
-        let mut items = Vec::new();
-        let mut skip = paging.skip;
-        for row in r.contracts_after(None) {
-            let (address, _) = row?;
-            let known = matched_artifact(r, &address)?;
-            if wanted.is_some_and(|verified| verified != known.is_some()) {
-                continue;
-            }
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            items.push(match known {
+        let contracts = r
+            .contracts_after(None)
+            .map(|row| {
+                let address = row?.0;
+                Ok((address, matched_artifact(r, &address)?))
+            });
+        let shown = paging.page(contracts, |(_, known)| wanted.is_none_or(|verified| verified == known.is_some()))?;
+        let items: Vec<Value> = shown
+            .into_iter()
+            .map(|(address, known)| match known {
                 Some(known) => {
                     let artifact = &known.artifact;
                     json!({
@@ -547,11 +501,8 @@ pub(super) async fn listcontracts(params: Params, state: &AppState, deadline: to
                     })
                 }
                 None => json!({"Address": lower(&address), "ABI": NOT_VERIFIED}),
-            });
-            if items.len() == paging.take {
-                break;
-            }
-        }
+            })
+            .collect();
         Ok(Answer::Ok(Value::Array(items)))
     })
     .await

@@ -171,14 +171,14 @@ impl Paging {
     }
 }
 
+/// An address as the REST API reads it; the refusal's wording is Etherscan's, so only whether it parses counts.
 fn parse_address(raw: &str) -> Option<Address> {
-    let valid = raw.len() == 42 && raw.starts_with("0x") && raw[2..].bytes().all(|b| b.is_ascii_hexdigit());
-    valid.then(|| raw.parse().ok()).flatten()
+    super::router::parse_address(raw, "address").ok()
 }
 
+/// A 32-byte hash as the REST API reads it.
 fn parse_hash(raw: &str) -> Option<B256> {
-    let valid = raw.len() == 66 && raw.starts_with("0x") && raw[2..].bytes().all(|b| b.is_ascii_hexdigit());
-    valid.then(|| raw.parse().ok()).flatten()
+    super::router::parse_hash(raw, "hash").ok()
 }
 
 /// `filter_by=to|from` of `txlist`.
@@ -261,9 +261,10 @@ pub async fn serve(
 }
 
 /// Runs a store read on the blocking pool under the request's deadline.
-async fn read<F>(state: &AppState, deadline: tokio::time::Instant, f: F) -> Outcome
+async fn read<T, F>(state: &AppState, deadline: tokio::time::Instant, f: F) -> Result<T, Refusal>
 where
-    F: FnOnce(&Reader<'_>) -> Result<Answer, StoreError> + Send + 'static,
+    T: Send + 'static,
+    F: FnOnce(&Reader<'_>) -> Result<T, StoreError> + Send + 'static,
 {
     Ok(blocking_read(state, deadline, move |r| f(r).map_err(ApiError::from)).await?)
 }

@@ -4,14 +4,14 @@ use super::blocks::types_match;
 use super::{contracts, envelope, take_page, tx_envelope, tx_items};
 use crate::api::body::{ok, Body};
 use crate::api::cursor::{IndexCursor, PendingCursor, PosCursor};
-use crate::api::json::{LogJson, TxJson};
+use crate::api::json::{ContractInfo, LogJson, TxJson};
 use crate::api::router::Page;
 use crate::api::{ApiError, AppState};
 use crate::chain::TxTypes;
 use crate::contracts::abi::revert_reason;
 use crate::store::keys::BlockPos;
 use crate::store::records::{PendingTxRecord, TxRecord};
-use crate::store::tables::{Logs, Pending};
+use crate::store::tables::Pending;
 use crate::store::{FoundTx, Reader, StoreResult};
 use alloy::primitives::B256;
 use hyper::Response;
@@ -61,6 +61,39 @@ pub fn pending(reader: &Reader<'_>, page: Page<PendingCursor>) -> Result<Respons
     Ok(ok(&envelope(items, rows.next.map(PendingCursor), page.size, &[("filter", json!("pending"))])))
 }
 
+/// A failed mined transaction's call, replayed on the node for its revert reason.
+#[derive(Debug)]
+pub struct Replay {
+    call: serde_json::Value,
+    block: u64,
+    called: Option<ContractInfo>,
+}
+
+impl Replay {
+    /// The replay of the transaction `tx` at `pos`; `None` when it succeeded.
+    pub fn of(reader: &Reader<'_>, pos: BlockPos, tx: &TxRecord) -> StoreResult<Option<Replay>> {
+        if tx.succeeded() {
+            return Ok(None);
+        }
+        let called = match tx.to {
+            Some(to) => super::smart_contracts::contract_info(reader, &to)?,
+            None => None,
+        };
+        let call = json!({"from": tx.from, "to": tx.to, "data": tx.input, "value": tx.value, "gas": tx.gas_limit});
+        Ok(Some(Replay { call, block: pos.block, called }))
+    }
+
+    /// The revert reason the node gives, decoded with the called contract's ABIs (`Error`, `Panic`, custom
+    /// errors); `None` when the node gives none within [`REVERT_LOOKUP_TIMEOUT`].
+    pub async fn reason(self, state: &AppState) -> Option<serde_json::Value> {
+        let data = tokio::time::timeout(REVERT_LOOKUP_TIMEOUT, state.node.revert_data(self.call, self.block));
+        match data.await {
+            Ok(Ok(Some(data))) => revert_reason(&self.called.as_ref().map(|c| c.abis()).unwrap_or_default(), &data),
+            _ => None,
+        }
+    }
+}
+
 /// `GET /api/v2/transactions/:hash`: the detail form, with the revert reason replayed from the node for a failed
 /// transaction (omitted when the node cannot answer quickly).
 pub async fn detail(state: &AppState, hash: B256) -> Result<Response<Body>, ApiError> {
@@ -78,24 +111,10 @@ pub async fn detail(state: &AppState, hash: B256) -> Result<Response<Body>, ApiE
         let transfers = super::tokens::tx_transfers(&reader, pos.block, &tx)?;
         let overflow = transfers.len() > TRANSFERS_SHOWN;
         let shown = super::tokens::transfer_items(&reader, &transfers[..transfers.len().min(TRANSFERS_SHOWN)])?;
-        let item = (item, shown, overflow);
-        let called = match tx.to {
-            Some(to) if !tx.succeeded() => super::smart_contracts::contract_info(&reader, &to)?,
-            _ => None,
-        };
-        let replay = (!tx.succeeded()).then(|| {
-            let call = json!({"from": tx.from, "to": tx.to, "data": tx.input, "value": tx.value, "gas": tx.gas_limit});
-            (call, pos.block, called)
-        });
-        (item, replay)
+        ((item, shown, overflow), Replay::of(&reader, pos, &tx)?)
     };
     let reason = match replay {
-        Some((call, block, called)) => {
-            match tokio::time::timeout(REVERT_LOOKUP_TIMEOUT, state.node.revert_data(call, block)).await {
-                Ok(Ok(Some(data))) => revert_reason(&called.as_ref().map(|c| c.abis()).unwrap_or_default(), &data),
-                _ => None,
-            }
-        }
+        Some(replay) => replay.reason(state).await,
         None => None,
     };
     let (item, transfers, overflow) = item;
@@ -109,11 +128,7 @@ pub fn logs(reader: &Reader<'_>, hash: B256, page: Page<IndexCursor>) -> Result<
         return Err(ApiError::NotFound);
     };
     let start = page.after.map_or(tx.first_log, |c| c.0.index.saturating_add(1).max(tx.first_log));
-    let end = tx.first_log + tx.log_count;
-    let keys: Vec<BlockPos> =
-        (start..end).take(page.size + 1).map(|index| BlockPos { block: pos.block, index }).collect();
-    let mut found: Vec<(BlockPos, _)> =
-        keys.iter().copied().zip(reader.multi_get::<Logs>(&keys)?).filter_map(|(k, l)| Some((k, l?))).collect();
+    let mut found = reader.tx_logs(pos.block, &tx, start, page.size + 1)?;
     let more = found.len() > page.size;
     found.truncate(page.size);
     let header = reader.block(pos.block)?.ok_or(ApiError::NotFound)?;

@@ -84,3 +84,13 @@ pub async fn walk(addr: SocketAddr, path: &str) -> Vec<serde_json::Value> {
     }
     panic!("pagination of {path} did not end");
 }
+
+/// Percent-encodes `text` for a query string or a form body (RFC 3986 unreserved characters stay as they are).
+pub fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
