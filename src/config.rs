@@ -5,6 +5,7 @@ use crate::api::limits::RateLimitConfig;
 use crate::api::rpc::RpcConfig;
 use crate::api::{ApiConfig, HealthConfig};
 use crate::indexer::{IndexerConfig, ResetPolicy};
+use alloy::transports::http::reqwest::Url;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -158,6 +159,11 @@ pub struct DaemonArgs {
     /// `solc-0.8.37`) that speak `solc --standard-json` on stdin.
     #[arg(long = "compilers-dir", env = "ROCKSCOUT_COMPILERS_DIR")]
     pub compilers_dir: Option<PathBuf>,
+    /// Solidity release list (solc-bin's `list.json`) to download a compiler from when a verification asks for a
+    /// version the compilers folder lacks; the download is checked against the list's SHA-256 and kept in
+    /// `<data-dir>/compilers`. "off" turns downloads off.
+    #[arg(long = "compiler-list-url", env = "ROCKSCOUT_COMPILER_LIST_URL", default_value = DEFAULT_COMPILER_LIST_URL, value_parser = parse_compiler_list_url)]
+    pub compiler_list_url: CompilerList,
     /// Blocks fetched concurrently while catching up.
     #[arg(long, env = "ROCKSCOUT_FETCH_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub fetch_concurrency: u16,
@@ -275,6 +281,29 @@ fn parse_metrics_listen(raw: &str) -> Result<MetricsListen, String> {
     raw.parse().map(MetricsListen::At).map_err(|e| format!("expected an address like 127.0.0.1:9100 or \"off\": {e}"))
 }
 
+/// Where compilers missing from the compilers folder come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompilerList {
+    /// Nowhere.
+    Off,
+    /// The release list at this URL.
+    At(Url),
+}
+
+/// The release list of solc's official Linux builds.
+pub const DEFAULT_COMPILER_LIST_URL: &str = "https://binaries.soliditylang.org/linux-amd64/list.json";
+
+fn parse_compiler_list_url(raw: &str) -> Result<CompilerList, String> {
+    if raw.eq_ignore_ascii_case("off") {
+        return Ok(CompilerList::Off);
+    }
+    let url = Url::parse(raw).map_err(|e| format!("expected an http(s) URL or \"off\": {e}"))?;
+    match url.scheme() {
+        "http" | "https" => Ok(CompilerList::At(url)),
+        other => Err(format!("expected an http(s) URL or \"off\", not a {other}: URL")),
+    }
+}
+
 /// The validated configuration of one daemon.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -304,6 +333,8 @@ pub struct Config {
     pub demo_artifacts: bool,
     /// Folder of compilers for verification (none: verification answers that no compiler is available).
     pub compilers_dir: Option<PathBuf>,
+    /// Release list that missing compilers are downloaded from into `<data_dir>/compilers` (none: no downloads).
+    pub compiler_list_url: Option<Url>,
     /// Time limit of one verification's compile (the compiler is killed past it).
     pub verify_timeout: Duration,
 }
@@ -326,6 +357,7 @@ impl Config {
             artifacts: Vec::new(),
             demo_artifacts: false,
             compilers_dir: None,
+            compiler_list_url: None,
             verify_timeout: Duration::from_secs(60),
         }
     }
@@ -349,6 +381,10 @@ impl Config {
             artifacts: args.artifacts.clone(),
             demo_artifacts: false,
             compilers_dir: args.compilers_dir.clone(),
+            compiler_list_url: match &args.compiler_list_url {
+                CompilerList::Off => None,
+                CompilerList::At(url) => Some(url.clone()),
+            },
             verify_timeout: Duration::from_secs(60),
             rpc_timeout,
             api: ApiConfig {

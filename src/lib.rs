@@ -136,7 +136,10 @@ impl Daemon {
         let status = Arc::new(Status::with_metrics(metrics));
         let events = events::channel(1024);
         let cancel = CancellationToken::new();
-        let compilers = contracts::verifier::Compilers::new(config.compilers_dir.clone());
+        let mut compilers = contracts::verifier::Compilers::new(config.compilers_dir.clone());
+        if let Some(list) = &config.compiler_list_url {
+            compilers = compilers.with_releases(config.data_dir.join("compilers"), list.clone());
+        }
         let verifications = contracts::jobs::Verifications::new(store.clone(), compilers, config.verify_timeout)
             .map_err(|source| RunError::Store { path: config.data_dir.display().to_string(), source })?;
         let state = api::AppState::new(

@@ -828,7 +828,7 @@ impl Route {
             Route::IndexingStatus => Ok(stats::indexing_status(state)),
             Route::BackendVersion => Ok(stats::backend_version()),
             Route::SmartContract(address) => smart_contracts::detail(state, address).await,
-            Route::VerificationConfig => Ok(smart_contracts::verification_config(state)),
+            Route::VerificationConfig => Ok(smart_contracts::verification_config(state).await),
             Route::ContractLanguages => Ok(smart_contracts::languages()),
             Route::SmartContractCounters => read(state, deadline, smart_contracts::counters).await,
             Route::SmartContracts { q, language, page } => {

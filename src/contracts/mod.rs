@@ -10,6 +10,7 @@ pub mod artifacts;
 pub mod jobs;
 pub mod matcher;
 pub mod proxy;
+pub mod releases;
 pub mod verifier;
 pub mod watch;
 

@@ -4,13 +4,16 @@
 //! else gives the reason in a [`VerifyError`].
 
 use super::artifacts::{from_build_info, Artifact};
+use super::releases::{FetchError, Releases};
 use super::MatchKind;
 use crate::store::records::VerifiedSource;
 use crate::store::tables::VerifiedSources;
 use crate::store::{Durability, Store, StoreResult};
 use alloy::primitives::{Address, Bytes};
+use alloy::transports::http::reqwest;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -42,27 +45,41 @@ pub enum VerifyError {
     /// The compiled code differs from the chain's.
     #[error("the compiled code does not match the deployed code: {0}")]
     Mismatch(String),
+    /// The compiler had to be fetched from the release list and could not be.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
 }
 
-/// The compilers folder: files named by version (`0.8.37` or `solc-0.8.37`).
+/// The compilers: programs named by version (`0.8.37` or `solc-0.8.37`) in the compilers folder, and, when a release
+/// list is set, in the downloads folder that fills on demand from it.
 #[derive(Debug, Clone, Default)]
 pub struct Compilers {
     dir: Option<PathBuf>,
+    downloads: Option<(PathBuf, Arc<Releases>)>,
 }
 
 impl Compilers {
     /// Compilers from `dir` (none without one).
     pub fn new(dir: Option<PathBuf>) -> Self {
-        Compilers { dir }
+        Compilers { dir, downloads: None }
     }
 
-    /// The versions available, sorted.
+    /// These compilers, and builds from the release list at `list_url` installed into `downloads` when a version
+    /// is missing.
+    pub fn with_releases(self, downloads: PathBuf, list_url: reqwest::Url) -> Self {
+        Compilers { downloads: Some((downloads, Arc::new(Releases::new(list_url)))), ..self }
+    }
+
+    fn folders(&self) -> impl Iterator<Item = &PathBuf> {
+        self.dir.iter().chain(self.downloads.iter().map(|(dir, _)| dir))
+    }
+
+    /// The versions installed, sorted.
     pub fn versions(&self) -> Vec<String> {
-        let Some(dir) = &self.dir else { return Vec::new() };
-        let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-        let mut found: Vec<String> = entries
-            .flatten()
-            .take(MAX_COMPILERS)
+        let mut found: Vec<String> = self
+            .folders()
+            .filter_map(|dir| std::fs::read_dir(dir).ok())
+            .flat_map(|entries| entries.flatten().take(MAX_COMPILERS))
             .filter(|e| e.path().is_file())
             .filter_map(|e| version_of_file(&e.file_name().to_string_lossy()))
             .collect();
@@ -71,14 +88,47 @@ impl Compilers {
         found
     }
 
-    /// The compiler for `version` (`0.8.37`, `v0.8.37+commit.…` or `solc-0.8.37`).
+    /// The versions a verification may ask for: those installed, and the release list's (`v0.8.37+commit.…`) when
+    /// it can be read.
+    pub async fn available(&self) -> Vec<String> {
+        let mut versions = self.versions();
+        if let Some((_, releases)) = &self.downloads {
+            if let Ok(builds) = releases.builds().await {
+                let listed = builds.iter().filter(|b| b.prerelease.is_none()).map(|b| format!("v{}", b.long_version));
+                versions.extend(listed);
+            }
+        }
+        versions
+    }
+
+    /// The installed compiler for `version` (`0.8.37`, `v0.8.37+commit.…` or `solc-0.8.37`).
     pub fn path(&self, version: &str) -> Result<PathBuf, VerifyError> {
         let wanted = short_version(version);
-        let dir = self.dir.as_ref();
-        let found = dir.and_then(|d| {
+        let found = self.folders().find_map(|d| {
             [wanted.clone(), format!("solc-{wanted}")].into_iter().map(|n| d.join(n)).find(|p| p.is_file())
         });
         found.ok_or_else(|| VerifyError::UnknownVersion { asked: version.to_string(), available: self.versions() })
+    }
+
+    /// Whether `version` can be had (installed, or in the release list), without downloading it.
+    pub async fn check(&self, version: &str) -> Result<(), VerifyError> {
+        match (self.path(version), &self.downloads) {
+            (Ok(_), _) => Ok(()),
+            (Err(missing), Some((_, releases))) => releases.find(version).await?.map(|_| ()).ok_or(missing),
+            (Err(missing), None) => Err(missing),
+        }
+    }
+
+    /// The compiler for `version`: installed, or downloaded from the release list, checked and installed.
+    pub async fn resolve(&self, version: &str) -> Result<PathBuf, VerifyError> {
+        match (self.path(version), &self.downloads) {
+            (Ok(path), _) => Ok(path),
+            (Err(missing), Some((dir, releases))) => match releases.find(version).await? {
+                Some(build) => Ok(releases.install(&build, dir).await?),
+                None => Err(missing),
+            },
+            (Err(missing), None) => Err(missing),
+        }
     }
 }
 
@@ -195,7 +245,7 @@ pub async fn verify(
     deployed: &Deployed,
     limit: Duration,
 ) -> Result<VerifiedSource, VerifyError> {
-    let compiler = compilers.path(&request.compiler_version)?;
+    let compiler = compilers.resolve(&request.compiler_version).await?;
     let input = prepared_input(&request.input)?;
     let text = serde_json::to_vec(&input).map_err(|e| VerifyError::Malformed(e.to_string()))?;
     let output = compile(&compiler, &text, limit).await?;

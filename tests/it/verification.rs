@@ -476,3 +476,236 @@ async fn a_reorg_hides_the_source_of_a_removed_creation_only() {
     assert_eq!(kept_shown["verification_metadata"]["source"], "verifier");
     assert_eq!(kept_shown["name"], "Counter");
 }
+
+/// Linked.sol as a standard-JSON input (`src/Linked.sol`), optimizer on, cancun; `libraries` as given.
+fn linked_input(libraries: Value) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/solidity/Linked.sol");
+    json!({
+        "language": "Solidity",
+        "sources": {"src/Linked.sol": {"content": std::fs::read_to_string(path).unwrap()}},
+        "settings": {"optimizer": {"enabled": true, "runs": 200}, "evmVersion": "cancun", "libraries": libraries,
+                     "outputSelection": {"*": {"*": ["evm.bytecode.object"]}}}
+    })
+}
+
+/// Creation code of `name` in Linked.sol compiled from `input` (library placeholders filled by the compiler when
+/// the input names the libraries).
+async fn linked_creation_code(input: &Value, name: &str) -> String {
+    let compiler = Compilers::new(Some(compilers_dir())).path("0.8.37").unwrap();
+    let output = verifier::compile(&compiler, &serde_json::to_vec(input).unwrap(), Duration::from_secs(120))
+        .await
+        .expect("solc compiles Linked.sol");
+    let object = output["contracts"]["src/Linked.sol"][name]["evm"]["bytecode"]["object"].as_str();
+    object.unwrap_or_else(|| panic!("no bytecode for {name} in {output}")).to_owned()
+}
+
+/// A contract linked to an external library verifies when the form names the library (flattened code, the
+/// frontend's `libraries` field) and with the standard-JSON input's `settings.libraries`; the contract resource
+/// lists the library; naming another address for the library fails (linked code carries the address, so the
+/// comparison checks it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contracts_linked_to_libraries_verify_with_the_library_named() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let addr = t.daemon.addr();
+    let token =
+        rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
+
+    let library_code = linked_creation_code(&linked_input(json!({})), "Tally").await;
+    let tx = deploy(&node, accounts[0], &library_code.parse().unwrap()).await;
+    mine(&node, 1).await;
+    let tally = created_address(&node, tx).await;
+    let linked = linked_input(json!({"src/Linked.sol": {"Tally": tally.to_string()}}));
+    let adder_code = linked_creation_code(&linked, "Adder").await;
+    assert!(!adder_code.contains("__$"), "the compiler linked the library");
+    let mut adders = Vec::new();
+    for _ in 0..3 {
+        let tx = deploy(&node, accounts[0], &adder_code.parse().unwrap()).await;
+        mine(&node, 1).await;
+        adders.push(created_address(&node, tx).await);
+    }
+    // The library is really used: bump(5) through it.
+    let bump = [&alloy::primitives::keccak256("bump(uint256)")[..4], &U256::from(5).to_be_bytes::<32>()[..]].concat();
+    let receipt_tx = call(&node, accounts[0], adders[0], bump).await;
+    mine(&node, 1).await;
+    let receipt = node.get_transaction_receipt(receipt_tx).await.unwrap().unwrap();
+    assert!(receipt.status(), "bump through the library succeeds");
+    wait_synced(&t.daemon, &node).await;
+    for contract in &adders {
+        poll_until("the contract's code row", Duration::from_secs(30), || async {
+            t.daemon.store().reader().get::<Contracts>(contract).ok().flatten()
+        })
+        .await;
+    }
+
+    let source =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/solidity/Linked.sol"))
+            .unwrap();
+    let flat = |library: Address| {
+        json!({"compiler_version": "v0.8.37+commit.1", "contract_name": "Adder", "source_code": source,
+               "is_optimization_enabled": true, "optimization_runs": 200, "evm_version": "cancun",
+               "libraries": {"Tally": library.to_string()}})
+        .to_string()
+    };
+    let path = |a: Address, via: &str| format!("/api/v2/smart-contracts/{a}/verification/via/{via}");
+    let started = post(addr, &path(adders[0], "flattened-code"), Some(&token), "application/json", flat(tally)).await;
+    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    let standard = json!({"compiler_version": "0.8.37", "contract_name": "src/Linked.sol:Adder",
+                          "input": linked.to_string()})
+    .to_string();
+    let started = post(addr, &path(adders[1], "standard-input"), Some(&token), "application/json", standard).await;
+    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    let wrong =
+        post(addr, &path(adders[2], "flattened-code"), Some(&token), "application/json", flat(accounts[3])).await;
+    assert_eq!(wrong.status, 200);
+    let bad_library = json!({"compiler_version": "0.8.37", "contract_name": "Adder", "source_code": "",
+                             "libraries": {"Tally": "not an address"}})
+    .to_string();
+    let refused = post(addr, &path(adders[2], "flattened-code"), Some(&token), "application/json", bad_library).await;
+    assert_eq!(refused.status, 422);
+    assert!(refused.json().to_string().contains("libraries"), "{}", refused.json());
+
+    for (adder, full) in [(adders[0], false), (adders[1], true)] {
+        let shown = poll_until("the linked contract to verify", Duration::from_secs(120), || async {
+            let c = get_json(addr, &format!("/api/v2/smart-contracts/{adder}")).await;
+            (c["is_verified"] == true).then_some(c)
+        })
+        .await;
+        assert_eq!(shown["is_fully_verified"], full, "{adder}");
+        assert_eq!(shown["name"], "Adder");
+        assert_eq!(shown["external_libraries"], json!([{"name": "Tally", "address_hash": tally.to_checksum(None)}]));
+    }
+    let failed = failed_job(&t, adders[2], "the job naming another library address to fail").await;
+    assert!(failed.contains("code differs"), "{failed}");
+}
+
+/// A small HTTP server for files (path → bytes) on a free loopback port; counts the requests per path.
+async fn serve_files(
+    files: std::collections::HashMap<String, Vec<u8>>,
+) -> (SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = asked.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let (files, log) = (files.clone(), log.clone());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
+                }
+                let line = String::from_utf8_lossy(&head).lines().next().unwrap_or("").to_owned();
+                let path = line.split(' ').nth(1).unwrap_or("/").to_owned();
+                log.lock().unwrap().push(path.clone());
+                let answer = match files.get(&path) {
+                    Some(body) => [
+                        format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len())
+                            .into_bytes(),
+                        body.clone(),
+                    ]
+                    .concat(),
+                    None => b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec(),
+                };
+                let _ = socket.write_all(&answer).await;
+            });
+        }
+    });
+    (addr, asked)
+}
+
+/// A compiler missing from the compilers folder comes from the release list: the verification config lists the
+/// list's releases; a verification with a listed version downloads the build once, checks its SHA-256 and installs
+/// it (then verifies); a build whose bytes differ from the list's SHA-256 is refused (the job fails with the reason,
+/// nothing installed); a version in neither is 422. The "release" served is a solc 0.8.37 program (the pinned
+/// solcjs behind a small script) and the list is solc-bin's format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_compilers_are_downloaded_from_the_release_list_and_checked() {
+    use sha2::Digest;
+    let solcjs = compilers_dir().join("node_modules/solc");
+    let program = format!(
+        "#!/bin/sh\nSOLC_JS='{}' exec node -e \"let s = ''; process.stdin.on('data', (d) => (s += d)).on('end', () => \
+         process.stdout.write(require(process.env.SOLC_JS).compile(s)))\"\n",
+        solcjs.display()
+    );
+    let good = "solc-linux-amd64-v0.8.37+commit.c0ffee00";
+    let tampered = "solc-linux-amd64-v0.8.36+commit.badbad00";
+    let digest = format!("0x{}", alloy::hex::encode(sha2::Sha256::digest(program.as_bytes())));
+    let list = json!({"builds": [
+        {"path": good, "version": "0.8.37", "build": "commit.c0ffee00", "longVersion": "0.8.37+commit.c0ffee00",
+         "keccak256": "0x00", "sha256": digest, "urls": []},
+        {"path": tampered, "version": "0.8.36", "build": "commit.badbad00", "longVersion": "0.8.36+commit.badbad00",
+         "keccak256": "0x00", "sha256": digest, "urls": []}
+    ], "releases": {"0.8.37": good, "0.8.36": tampered}, "latestRelease": "0.8.37"});
+    let files = std::collections::HashMap::from([
+        ("/bin/list.json".to_owned(), list.to_string().into_bytes()),
+        (format!("/bin/{good}"), program.clone().into_bytes()),
+        (format!("/bin/{tampered}"), format!("{program}# changed\n").into_bytes()),
+    ]);
+    let (server, asked) = serve_files(files).await;
+
+    let original = standard_input(&counter_source(|s| s));
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let list_url = format!("http://{server}/bin/list.json").parse().unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.compilers_dir = Some(empty.path().to_owned());
+        c.compiler_list_url = Some(list_url);
+    })
+    .await;
+    let addr = t.daemon.addr();
+    let token =
+        rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
+    let counter = deploy_counter(&node, accounts[0], &original).await;
+    let other = deploy_counter(&node, accounts[0], &original).await;
+    wait_synced(&t.daemon, &node).await;
+    for contract in [counter, other] {
+        poll_until("the contract's code row", Duration::from_secs(30), || async {
+            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
+        })
+        .await;
+    }
+
+    let config = get_json(addr, "/api/v2/smart-contracts/verification/config").await;
+    assert_eq!(
+        config["solidity_compiler_versions"],
+        json!(["v0.8.37+commit.c0ffee00", "v0.8.36+commit.badbad00"]),
+        "nothing installed yet: the list's releases"
+    );
+    let path = |a: Address| format!("/api/v2/smart-contracts/{a}/verification/via/standard-input");
+    let body = |version: &str| {
+        json!({"compiler_version": version, "contract_name": "Counter", "input": original.to_string()}).to_string()
+    };
+    let unknown = post(addr, &path(counter), Some(&token), "application/json", body("0.8.19")).await;
+    assert_eq!(unknown.status, 422, "neither installed nor listed");
+
+    let started = post(addr, &path(counter), Some(&token), "application/json", body("v0.8.37+commit.c0ffee00")).await;
+    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    let shown = poll_until("verification with the downloaded compiler", Duration::from_secs(120), || async {
+        let c = get_json(addr, &format!("/api/v2/smart-contracts/{counter}")).await;
+        (c["is_verified"] == true).then_some(c)
+    })
+    .await;
+    assert_eq!(shown["is_fully_verified"], true);
+    let installed = t.dir.path().join("compilers/solc-0.8.37");
+    assert_eq!(std::fs::read(&installed).unwrap(), program.as_bytes(), "installed byte for byte");
+
+    let started = post(addr, &path(other), Some(&token), "application/json", body("0.8.36")).await;
+    assert_eq!(started.status, 200, "listed, so accepted: the download is checked in the job");
+    let failed = failed_job(&t, other, "the tampered download's job to fail").await;
+    assert!(failed.contains("SHA-256"), "{failed}");
+    assert!(!t.dir.path().join("compilers/solc-0.8.36").exists(), "a build with the wrong digest is not installed");
+    let leftovers: Vec<_> = std::fs::read_dir(t.dir.path().join("compilers")).unwrap().flatten().collect();
+    assert_eq!(leftovers.len(), 1, "only the good build: {leftovers:?}");
+
+    let downloads = asked.lock().unwrap().iter().filter(|p| p.ends_with(good)).count();
+    assert_eq!(downloads, 1, "downloaded once");
+    let config = get_json(addr, "/api/v2/smart-contracts/verification/config").await;
+    assert_eq!(config["solidity_compiler_versions"][0], "0.8.37", "installed versions first");
+}

@@ -311,7 +311,7 @@ async fn run(
         ("contract", "getabi") => chain::getabi(params, state, deadline).await,
         ("contract", "getsourcecode") => chain::getsourcecode(params, state, deadline).await,
         ("contract", "listcontracts") => chain::listcontracts(params, state, deadline).await,
-        ("contract", "verifysourcecode") => verify::verifysourcecode(&params, headers, state, client),
+        ("contract", "verifysourcecode") => verify::verifysourcecode(&params, headers, state, client).await,
         ("contract", "checkverifystatus") => verify::checkverifystatus(&params, state),
         _ => Err(Refusal::Translator(StatusCode::BAD_REQUEST, "Unknown action")),
     }

@@ -35,7 +35,12 @@ fn authorize(params: &Params, headers: &HeaderMap, state: &AppState, client: IpA
 /// `verifysourcecode`: `contractaddress`, `sourceCode` (the standard-JSON input), `codeformat`
 /// (`solidity-standard-json-input`), `contractname` (`path:Name` or `Name`), `compilerversion`; the constructor
 /// arguments (`constructorArguements` or `constructorArguments`) are accepted and read from the creation input.
-pub(super) fn verifysourcecode(params: &Params, headers: &HeaderMap, state: &AppState, client: IpAddr) -> Outcome {
+pub(super) async fn verifysourcecode(
+    params: &Params,
+    headers: &HeaderMap,
+    state: &AppState,
+    client: IpAddr,
+) -> Outcome {
     authorize(params, headers, state, client)?;
     let address = params.address("contractaddress", "Missing contractaddress", "Invalid contractaddress format")?;
     match params.get("codeformat") {
@@ -49,7 +54,7 @@ pub(super) fn verifysourcecode(params: &Params, headers: &HeaderMap, state: &App
         contract_name: params.get("contractname").ok_or_else(|| bad("Missing contractname"))?.to_owned(),
         input,
     };
-    match verification::start(state, address, request) {
+    match verification::start(state, address, request).await {
         Ok(id) => Ok(Answer::Ok(json!(id.to_string()))),
         Err(ApiError::InvalidParam { detail, .. }) => Err(bad(detail)),
         Err(ApiError::NotFound) => Err(bad("Address is not a smart-contract")),

@@ -193,7 +193,7 @@ fn contract_json(
         "source_code": source_code,
         "file_path": file_path,
         "additional_sources": additional_sources,
-        "external_libraries": known.map(|_| Vec::<Value>::new()),
+        "external_libraries": known.map(|_| external_libraries(artifact.and_then(|a| a.settings.as_ref()))),
         "constructor_args": args.as_ref().filter(|a| !a.is_empty()).map(|a| format!("{a:#x}")),
         "decoded_constructor_args": known.zip(args.as_ref()).and_then(|(k, a)| decode_constructor(k, a)),
         "has_constructor_args": args.as_ref().map(|a| !a.is_empty()),
@@ -205,6 +205,23 @@ fn contract_json(
         "conflicting_implementations": Value::Array(Vec::new()),
         "reputation": "ok",
     }))
+}
+
+/// The libraries the compiler linked in (`settings.libraries`, file → name → address), as Blockscout lists them; the
+/// code comparison checked their addresses, as linked code carries them.
+fn external_libraries(settings: Option<&Value>) -> Vec<Value> {
+    let mut found: Vec<(String, String)> = settings
+        .and_then(|s| s.get("libraries"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|files| files.values().filter_map(Value::as_object).flatten())
+        .filter_map(|(name, address)| {
+            Some((name.clone(), address.as_str()?.parse::<Address>().ok()?.to_checksum(None)))
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    found.into_iter().map(|(name, address)| json!({"name": name, "address_hash": address})).collect()
 }
 
 /// `GET /api/v2/smart-contracts/:hash`: every contract answers, verified or not; an address without code is a 404.
@@ -326,11 +343,11 @@ pub fn counters(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
     })))
 }
 
-/// `GET /api/v2/smart-contracts/verification/config`: the compiler versions of `--compilers-dir` and the
-/// verification methods served.
-pub fn verification_config(state: &AppState) -> Response<Body> {
+/// `GET /api/v2/smart-contracts/verification/config`: the compiler versions installed (`--compilers-dir`, earlier
+/// downloads) and listed by the release list, and the verification methods served.
+pub async fn verification_config(state: &AppState) -> Response<Body> {
     ok(&json!({
-        "solidity_compiler_versions": state.verifications.compilers().versions(),
+        "solidity_compiler_versions": state.verifications.compilers().available().await,
         "solidity_evm_versions": ["default", "prague", "cancun", "shanghai", "paris", "london", "berlin", "istanbul"],
         "vyper_compiler_versions": Vec::<String>::new(),
         "vyper_evm_versions": Vec::<String>::new(),

@@ -21,13 +21,14 @@ use tokio_util::sync::CancellationToken;
 /// Largest verification request (sources and form together), in bytes.
 pub const MAX_SOURCES: usize = 10 * 1024 * 1024;
 
-/// Queues the verification of `address` with `request`; returns the job id. Unknown compiler versions and
-/// malformed inputs are 422, an address without contract code 404, a full queue 429.
-pub fn start(state: &AppState, address: Address, request: Request) -> Result<u64, ApiError> {
+/// Queues the verification of `address` with `request`; returns the job id. Compiler versions neither installed
+/// nor in the release list and malformed inputs are 422, an address without contract code 404, a full queue 429.
+pub async fn start(state: &AppState, address: Address, request: Request) -> Result<u64, ApiError> {
     let queue = &state.verifications;
     queue
         .compilers()
-        .path(&request.compiler_version)
+        .check(&request.compiler_version)
+        .await
         .map_err(|e| ApiError::invalid("compiler_version", e.to_string()))?;
     verifier::check_input(&request.input).map_err(|e| ApiError::invalid("files", e.to_string()))?;
     if request.contract_name.trim().is_empty() {
@@ -101,7 +102,7 @@ pub async fn verify(
         Via::StandardInput => request_from(&fields)?,
         Via::FlattenedCode | Via::MultiPart => request_from_sources(&fields, via)?,
     };
-    start(state, address, request)?;
+    start(state, address, request).await?;
     Ok(ok(&json!({"message": "Smart-contract verification started"})))
 }
 
@@ -128,7 +129,7 @@ fn request_from(fields: &serde_json::Map<String, Value>) -> Result<Request, ApiE
 }
 
 /// A standard-JSON input made of the form's sources (`source_code` for flattened code, the `files` for
-/// multi-part) and its `is_optimization_enabled`, `optimization_runs` and `evm_version`.
+/// multi-part) and its `is_optimization_enabled`, `optimization_runs`, `evm_version` and `libraries`.
 fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -> Result<Request, ApiError> {
     let text = |name: &'static str| {
         fields.get(name).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| ApiError::invalid(name, "missing"))
@@ -161,6 +162,13 @@ fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -> Re
             .ok_or_else(|| ApiError::invalid("optimization_runs", "not a number"))?,
     };
     let mut settings = json!({"optimizer": {"enabled": enabled, "runs": runs}});
+    let libraries = libraries(fields.get("libraries"))?;
+    if !libraries.is_empty() {
+        // The form names libraries without their files: each is offered to every file (solc links by file:name).
+        let per_file: serde_json::Map<String, Value> =
+            sources.keys().map(|file| (file.clone(), Value::Object(libraries.clone()))).collect();
+        settings["libraries"] = Value::Object(per_file);
+    }
     if let Some(evm) = fields.get("evm_version").and_then(Value::as_str).filter(|v| !v.is_empty() && *v != "default") {
         settings["evmVersion"] = json!(evm);
     }
@@ -169,6 +177,25 @@ fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -> Re
         contract_name,
         input: json!({"language": "Solidity", "sources": sources, "settings": settings}),
     })
+}
+
+/// The form's `libraries` (an object of library name → address, or that object as JSON text), checked.
+fn libraries(field: Option<&Value>) -> Result<serde_json::Map<String, Value>, ApiError> {
+    let bad = |why: String| ApiError::invalid("libraries", why);
+    let object = match field {
+        None | Some(Value::Null) => return Ok(serde_json::Map::new()),
+        Some(Value::String(text)) if text.trim().is_empty() => return Ok(serde_json::Map::new()),
+        Some(Value::String(text)) => serde_json::from_str::<Value>(text).map_err(|e| bad(format!("not JSON: {e}")))?,
+        Some(other) => other.clone(),
+    };
+    let Value::Object(object) = object else { return Err(bad("not an object of name to address".into())) };
+    for (name, address) in &object {
+        let valid = address.as_str().is_some_and(|a| a.parse::<Address>().is_ok());
+        if name.is_empty() || !valid {
+            return Err(bad(format!("library {name:?} needs a 0x address")));
+        }
+    }
+    Ok(object)
 }
 
 /// The fields of a multipart/form-data body (`content_type` carries the boundary), read with `multer`: files as
