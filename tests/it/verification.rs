@@ -488,14 +488,14 @@ fn linked_input(libraries: Value) -> Value {
     })
 }
 
-/// Creation code of `name` in Linked.sol compiled from `input` (library placeholders filled by the compiler when
-/// the input names the libraries).
-async fn linked_creation_code(input: &Value, name: &str) -> String {
+/// Creation code (hex) of `name` in `file` compiled from `input` by the real compiler (library placeholders filled
+/// by the compiler when the input names the libraries).
+async fn creation_hex(input: &Value, file: &str, name: &str) -> String {
     let compiler = Compilers::new(Some(compilers_dir())).path("0.8.37").unwrap();
     let output = verifier::compile(&compiler, &serde_json::to_vec(input).unwrap(), Duration::from_secs(120))
         .await
-        .expect("solc compiles Linked.sol");
-    let object = output["contracts"]["src/Linked.sol"][name]["evm"]["bytecode"]["object"].as_str();
+        .unwrap_or_else(|e| panic!("solc compiles {file}: {e}"));
+    let object = output["contracts"][file][name]["evm"]["bytecode"]["object"].as_str();
     object.unwrap_or_else(|| panic!("no bytecode for {name} in {output}")).to_owned()
 }
 
@@ -513,12 +513,12 @@ async fn contracts_linked_to_libraries_verify_with_the_library_named() {
     let token =
         rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
 
-    let library_code = linked_creation_code(&linked_input(json!({})), "Tally").await;
+    let library_code = creation_hex(&linked_input(json!({})), "src/Linked.sol", "Tally").await;
     let tx = deploy(&node, accounts[0], &library_code.parse().unwrap()).await;
     mine(&node, 1).await;
     let tally = created_address(&node, tx).await;
     let linked = linked_input(json!({"src/Linked.sol": {"Tally": tally.to_string()}}));
-    let adder_code = linked_creation_code(&linked, "Adder").await;
+    let adder_code = creation_hex(&linked, "src/Linked.sol", "Adder").await;
     assert!(!adder_code.contains("__$"), "the compiler linked the library");
     let mut adders = Vec::new();
     for _ in 0..3 {
@@ -708,4 +708,107 @@ async fn missing_compilers_are_downloaded_from_the_release_list_and_checked() {
     assert_eq!(downloads, 1, "downloaded once");
     let config = get_json(addr, "/api/v2/smart-contracts/verification/config").await;
     assert_eq!(config["solidity_compiler_versions"][0], "0.8.37", "installed versions first");
+}
+
+/// Proxies through the Etherscan-style API: the logic and the EIP-1967 proxy verify from single files
+/// (`codeformat=solidity-single-file`, the optimizer fields, the proxy's constructor argument); `verifyproxycontract`
+/// answers a guid and `checkproxyverification` names the implementation the index found (an expected
+/// implementation that differs is refused, a contract that is no proxy has none, an address without code is
+/// refused); the proxy's contract resource lists the verified logic by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxies_verify_and_report_their_implementation_through_the_etherscan_api() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/solidity/Proxies.sol");
+    let source = std::fs::read_to_string(path).unwrap();
+    let input = json!({
+        "language": "Solidity",
+        "sources": {"Proxies.sol": {"content": source}},
+        "settings": {"optimizer": {"enabled": true, "runs": 200}, "evmVersion": "cancun",
+                     "outputSelection": {"*": {"*": ["evm.bytecode.object"]}}}
+    });
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let addr = t.daemon.addr();
+    let (_, key) =
+        rockscout::account::Accounts::new(t.daemon.store().clone()).create_api_key(accounts[0], "ci").unwrap();
+    let from = accounts[0];
+    let deploy_hex = |hex: String| {
+        let node = node.clone();
+        async move {
+            let tx = deploy(&node, from, &hex.parse().unwrap()).await;
+            mine(&node, 1).await;
+            created_address(&node, tx).await
+        }
+    };
+    let logic = deploy_hex(creation_hex(&input, "Proxies.sol", "Logic").await).await;
+    let args = alloy::hex::encode(logic.into_word());
+    let proxy = deploy_hex(format!("{}{args}", creation_hex(&input, "Proxies.sol", "Proxy1967").await)).await;
+    wait_synced(&t.daemon, &node).await;
+    for contract in [logic, proxy] {
+        poll_until("the contract's code row", Duration::from_secs(30), || async {
+            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
+        })
+        .await;
+    }
+
+    const FORM: &str = "application/x-www-form-urlencoded";
+    let (logic_s, proxy_s) = (logic.to_string(), proxy.to_string());
+    for (address, name) in [(logic_s.as_str(), "Logic"), (proxy_s.as_str(), "Proxy1967")] {
+        let pairs = [
+            ("module", "contract"),
+            ("action", "verifysourcecode"),
+            ("apikey", key.as_str()),
+            ("contractaddress", address),
+            ("sourceCode", source.as_str()),
+            ("codeformat", "solidity-single-file"),
+            ("contractname", name),
+            ("compilerversion", "v0.8.37+commit.a1b2c3d4"),
+            ("optimizationUsed", "1"),
+            ("runs", "200"),
+            ("evmversion", "cancun"),
+            ("constructorArguements", args.as_str()),
+        ];
+        let queued = post(addr, "/api", None, FORM, form(&pairs)).await.json();
+        assert_eq!(queued["status"], "1", "{queued}");
+        let guid = queued["result"].as_str().unwrap().to_owned();
+        let done = poll_until("checkverifystatus to finish", Duration::from_secs(120), || async {
+            let answer = get_json(addr, &format!("/api?module=contract&action=checkverifystatus&guid={guid}")).await;
+            (answer["result"] != "Pending in queue").then_some(answer)
+        })
+        .await;
+        assert_eq!(done["result"], "Pass - Verified", "{name}: {done}");
+    }
+
+    let ask = |query: String| async move { get_json(addr, &format!("/api?module=contract&{query}")).await };
+    let guid = |answer: Value| answer["result"].as_str().unwrap().to_owned();
+    let started = ask(format!("action=verifyproxycontract&address={proxy}")).await;
+    assert_eq!(started["status"], "1", "{started}");
+    let check = ask(format!("action=checkproxyverification&guid={}", guid(started))).await;
+    let found = format!(
+        "The proxy's ({}) implementation contract is found at {} and is successfully updated.",
+        proxy.to_checksum(None),
+        logic.to_checksum(None)
+    );
+    assert_eq!(check, json!({"status": "1", "message": "OK", "result": found}));
+    let expecting_other =
+        ask(format!("action=verifyproxycontract&address={proxy}&expectedimplementation={}", accounts[3])).await;
+    let check = ask(format!("action=checkproxyverification&guid={}", guid(expecting_other))).await;
+    assert_eq!(check["status"], "0");
+    assert!(check["result"].as_str().unwrap().contains("does not match"), "{check}");
+    let no_proxy = ask(format!("action=verifyproxycontract&address={logic}")).await;
+    let check = ask(format!("action=checkproxyverification&guid={}", guid(no_proxy))).await;
+    assert_eq!(
+        check["result"],
+        "A corresponding implementation contract was unfortunately not detected for the proxy address."
+    );
+    let eoa = ask(format!("action=verifyproxycontract&address={}", accounts[4])).await;
+    assert_eq!(eoa["status"], "0", "{eoa}");
+    assert_eq!(ask("action=checkproxyverification&guid=zz".into()).await["result"], "Unknown UID");
+
+    let shown = get_json(addr, &format!("/api/v2/smart-contracts/{proxy}")).await;
+    assert_eq!(shown["name"], "Proxy1967");
+    assert_eq!(shown["proxy_type"], "eip1967");
+    assert_eq!(shown["implementations"], json!([{"address_hash": logic.to_checksum(None), "name": "Logic"}]));
+    assert_eq!(shown["decoded_constructor_args"][0][0], logic.to_checksum(None));
 }

@@ -313,6 +313,8 @@ async fn run(
         ("contract", "listcontracts") => chain::listcontracts(params, state, deadline).await,
         ("contract", "verifysourcecode") => verify::verifysourcecode(&params, headers, state, client).await,
         ("contract", "checkverifystatus") => verify::checkverifystatus(&params, state),
+        ("contract", "verifyproxycontract") => verify::verifyproxycontract(&params, state),
+        ("contract", "checkproxyverification") => verify::checkproxyverification(&params, state),
         _ => Err(Refusal::Translator(StatusCode::BAD_REQUEST, "Unknown action")),
     }
 }

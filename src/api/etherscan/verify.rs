@@ -1,5 +1,7 @@
-//! `module=contract`: `verifysourcecode` (a standard-JSON input, as Foundry and Hardhat send it) queues a job on
-//! the same verifier as the REST route and answers its `guid`; `checkverifystatus` reads the job back.
+//! `module=contract`: `verifysourcecode` (a standard-JSON input, as Foundry and Hardhat send it, or one Solidity
+//! file with its settings) queues a job on the same verifier as the REST route and answers its `guid`;
+//! `checkverifystatus` reads the job back. `verifyproxycontract` / `checkproxyverification` report the
+//! implementation the index found for a proxy (proxies are detected on their own; the guid names the proxy).
 //!
 //! Verification is a write: the request must carry a valid API key (`apikey=`, what Etherscan clients send) or an
 //! account token (`Authorization: Bearer …`); otherwise 401 with the error envelope.
@@ -9,9 +11,12 @@ use crate::api::rest::verification;
 use crate::api::{auth, ApiError, AppState};
 use crate::contracts::verifier::Request;
 use crate::store::records::JobState;
+use crate::store::tables::Contracts;
+use alloy::primitives::Address;
 use hyper::{HeaderMap, StatusCode};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::net::IpAddr;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The account behind the request's API key or bearer token.
 fn authorize(params: &Params, headers: &HeaderMap, state: &AppState, client: IpAddr) -> Result<(), Refusal> {
@@ -43,16 +48,17 @@ pub(super) async fn verifysourcecode(
 ) -> Outcome {
     authorize(params, headers, state, client)?;
     let address = params.address("contractaddress", "Missing contractaddress", "Invalid contractaddress format")?;
-    match params.get("codeformat") {
-        Some("solidity-standard-json-input") => {}
-        _ => return Err(bad("Only codeformat=solidity-standard-json-input is supported")),
-    }
     let source = params.get("sourceCode").or(params.get("sourcecode")).ok_or_else(|| bad("Missing sourceCode"))?;
-    let input: Value = serde_json::from_str(source).map_err(|e| bad(format!("Invalid sourceCode: {e}")))?;
-    let request = Request {
-        compiler_version: params.get("compilerversion").ok_or_else(|| bad("Missing compilerversion"))?.to_owned(),
-        contract_name: params.get("contractname").ok_or_else(|| bad("Missing contractname"))?.to_owned(),
-        input,
+    let compiler_version = params.get("compilerversion").ok_or_else(|| bad("Missing compilerversion"))?;
+    let contract_name = params.get("contractname").ok_or_else(|| bad("Missing contractname"))?;
+    let request = match params.get("codeformat") {
+        Some("solidity-standard-json-input") => Request {
+            compiler_version: compiler_version.to_owned(),
+            contract_name: contract_name.to_owned(),
+            input: serde_json::from_str(source).map_err(|e| bad(format!("Invalid sourceCode: {e}")))?,
+        },
+        Some("solidity-single-file") => single_file(params, source, compiler_version, contract_name)?,
+        _ => return Err(bad("codeformat must be solidity-standard-json-input or solidity-single-file")),
     };
     match verification::start(state, address, request).await {
         Ok(id) => Ok(Answer::Ok(json!(id.to_string()))),
@@ -63,6 +69,85 @@ pub(super) async fn verifysourcecode(
         }
         Err(e) => Err(Refusal::Server(e)),
     }
+}
+
+/// Etherscan's single-file form (`optimizationUsed`, `runs`, `evmversion`, `libraryname1..10` with
+/// `libraryaddress1..10`) as the flattened-code request of the REST route.
+fn single_file(params: &Params, source: &str, version: &str, name: &str) -> Result<Request, Refusal> {
+    let mut libraries = serde_json::Map::new();
+    for n in 1..=10 {
+        if let (Some(library), Some(address)) =
+            (params.get(&format!("libraryname{n}")), params.get(&format!("libraryaddress{n}")))
+        {
+            libraries.insert(library.to_owned(), json!(address));
+        }
+    }
+    let fields = json!({
+        "compiler_version": version,
+        "contract_name": name,
+        "source_code": source,
+        "is_optimization_enabled": params.get("optimizationUsed").or(params.get("optimizationused")).unwrap_or("0"),
+        "optimization_runs": params.get("runs").unwrap_or("200"),
+        "evm_version": params.get("evmversion").or(params.get("evmVersion")).unwrap_or("default"),
+        "libraries": libraries,
+    });
+    let fields = fields.as_object().expect("an object");
+    verification::request_from_sources(fields, verification::Via::FlattenedCode).map_err(|e| match e {
+        ApiError::InvalidParam { detail, .. } => bad(detail),
+        other => Refusal::Server(other),
+    })
+}
+
+/// `verifyproxycontract`: `address` (and optionally Etherscan's `expectedimplementation`); the guid is the proxy's
+/// address followed by the time in hex, as Blockscout writes it, so the check needs no stored state.
+pub(super) fn verifyproxycontract(params: &Params, state: &AppState) -> Outcome {
+    let proxy = params.address("address", "Missing address", "Invalid address format")?;
+    if state.store.reader().get::<Contracts>(&proxy)?.is_none() {
+        return Err(bad("Address is not a smart-contract"));
+    }
+    let expected = params.opt_address("expectedimplementation", "Invalid expectedimplementation format")?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as u32;
+    let expected = expected.map(alloy::hex::encode).unwrap_or_default();
+    Ok(Answer::Ok(json!(format!("{}{now:08x}{expected}", alloy::hex::encode(proxy)))))
+}
+
+/// `checkproxyverification`: the implementation the index knows for the proxy named by the guid.
+pub(super) fn checkproxyverification(params: &Params, state: &AppState) -> Outcome {
+    let unknown = || Answer::NotOk("NOTOK".into(), json!("Unknown UID"));
+    let Some(guid) = params.get("guid").map(str::trim).filter(|g| g.len() == 48 || g.len() == 88) else {
+        return Ok(unknown());
+    };
+    let (Ok(proxy), Ok(_)) = (guid[..40].parse::<Address>(), u32::from_str_radix(&guid[40..48], 16)) else {
+        return Ok(unknown());
+    };
+    let expected = match guid.get(48..) {
+        Some(rest) if !rest.is_empty() => match rest.parse::<Address>() {
+            Ok(address) => Some(address),
+            Err(_) => return Ok(unknown()),
+        },
+        _ => None,
+    };
+    let row = state.store.reader().get::<Contracts>(&proxy)?;
+    let implementation = row.and_then(|r| r.proxy).map(|p| p.implementation).filter(|i| !i.is_zero());
+    Ok(match implementation {
+        Some(found) if expected.is_none_or(|e| e == found) => Answer::Ok(json!(format!(
+            "The proxy's ({}) implementation contract is found at {} and is successfully updated.",
+            proxy.to_checksum(None),
+            found.to_checksum(None)
+        ))),
+        Some(found) => Answer::NotOk(
+            "NOTOK".into(),
+            json!(format!(
+                "The implementation contract at {} does not match the expected implementation {}.",
+                found.to_checksum(None),
+                expected.map(|e| e.to_checksum(None)).unwrap_or_default()
+            )),
+        ),
+        None => Answer::NotOk(
+            "NOTOK".into(),
+            json!("A corresponding implementation contract was unfortunately not detected for the proxy address."),
+        ),
+    })
 }
 
 /// `checkverifystatus`: `guid` → "Pending in queue", "Pass - Verified", "Fail - Unable to verify" (the reason in

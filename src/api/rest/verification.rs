@@ -130,16 +130,17 @@ fn request_from(fields: &serde_json::Map<String, Value>) -> Result<Request, ApiE
 
 /// A standard-JSON input made of the form's sources (`source_code` for flattened code, the `files` for
 /// multi-part) and its `is_optimization_enabled`, `optimization_runs`, `evm_version` and `libraries`.
-fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -> Result<Request, ApiError> {
+pub fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -> Result<Request, ApiError> {
     let text = |name: &'static str| {
         fields.get(name).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| ApiError::invalid(name, "missing"))
     };
-    let contract_name = text("contract_name")?;
+    let mut contract_name = text("contract_name")?;
     let mut sources = serde_json::Map::new();
     match via {
         Via::FlattenedCode => {
-            let file = format!("{}.sol", contract_name.rsplit(':').next().unwrap_or(&contract_name));
-            sources.insert(file, json!({"content": text("source_code")?}));
+            // One file, named after the contract (a `path:Name` names it by its own file's path, not this one).
+            contract_name = contract_name.rsplit(':').next().unwrap_or_default().to_owned();
+            sources.insert(format!("{contract_name}.sol"), json!({"content": text("source_code")?}));
         }
         _ => {
             let files = fields.get("files").and_then(Value::as_object);
