@@ -4,7 +4,8 @@
 //! as it advances, and at start from what an earlier run left unfetched.
 //!
 //! With the code it reads the proxy slots (EIP-1967 logic and beacon, EIP-1822) at the creating block, and again
-//! at each block where the contract emits `Upgraded(address)` or `BeaconUpgraded(address)`.
+//! at each block where the contract emits `Upgraded(address)` or `BeaconUpgraded(address)`; when a beacon emits
+//! `Upgraded(address)`, the beacon proxies that read it (`beacon_proxies`) are read again at that block too.
 //!
 //! A `contracts` row is a late derived row: it is committed under the store's write lock only while its creating
 //! block is canonical, and its prior value joins that block's undo data (`Batch::set_late`), so a reorg that
@@ -18,10 +19,10 @@ use crate::contracts::proxy::{
 use crate::events::{ChainEvent, EventSender};
 use crate::node::{Node, NodeError};
 use crate::status::{Status, Writer};
-use crate::store::keys::BlockKey;
+use crate::store::keys::{BeaconProxyKey, BlockKey};
 use crate::store::records::{Bundle, ContractRecord, ProxyKind, ProxyRecord};
-use crate::store::tables::{Accounts, Code, Contracts, Headers, TxHashes};
-use crate::store::{Durability, Reader, Store, StoreResult};
+use crate::store::tables::{Accounts, BeaconProxies, Code, Contracts, Headers, TxHashes};
+use crate::store::{Durability, LateRow, Reader, Store, StoreResult};
 use alloy::primitives::{keccak256, Address, Bytes, B256};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -33,6 +34,8 @@ use tokio_util::sync::CancellationToken;
 const RETRY_EVERY: Duration = Duration::from_secs(10);
 /// How often the trace pass's new internal creations are looked for when no block arrives.
 const TRACE_POLL: Duration = Duration::from_secs(2);
+/// Proxies of one beacon read again when the beacon announces an upgrade.
+const MAX_PROXIES_PER_BEACON: usize = 10_000;
 /// Traced blocks examined per look at the trace pass (the rest wait for the next look).
 const TRACED_BLOCKS_PER_ROUND: u64 = 256;
 
@@ -112,6 +115,25 @@ pub async fn read_proxy(node: &Node, address: Address, number: u64) -> Result<Op
     }))
 }
 
+/// The beacon proxies that read their implementation from `beacon`, which announced an upgrade: each to be read
+/// again at the same block (at most [`MAX_PROXIES_PER_BEACON`]).
+fn proxies_of_beacon(store: &Store, beacon: &NewContract) -> StoreResult<Vec<NewContract>> {
+    let reader = store.reader();
+    let mut found = Vec::new();
+    for proxy in reader.beacon_proxies(beacon.address) {
+        let proxy = proxy?;
+        let current = reader.get::<Contracts>(&proxy)?.and_then(|row| row.proxy).and_then(|p| p.beacon);
+        if current == Some(beacon.address) && proxy != beacon.address {
+            found.push(NewContract { address: proxy, ..*beacon });
+        }
+        if found.len() == MAX_PROXIES_PER_BEACON {
+            tracing::warn!(beacon = %beacon.address, "a beacon with more proxies than are followed: the rest keep their implementation");
+            break;
+        }
+    }
+    Ok(found)
+}
+
 /// Contracts created inside the traced block `number` (successful creation frames below the top).
 fn traced_creations(reader: &Reader<'_>, number: u64) -> StoreResult<Vec<NewContract>> {
     let Some(header) = reader.block(number)? else { return Ok(Vec::new()) };
@@ -141,6 +163,7 @@ pub fn commit(store: &Store, contract: &NewContract, code: &Bytes, proxy: Option
         return Ok(false);
     }
     let mut batch = store.batch();
+    let beacon = proxy.as_ref().and_then(|p| p.beacon);
     let record = if contract.upgrade {
         let Some(stored) = reader.get::<Contracts>(&contract.address)? else { return Ok(false) };
         ContractRecord { proxy, ..stored }
@@ -151,7 +174,11 @@ pub fn commit(store: &Store, contract: &NewContract, code: &Bytes, proxy: Option
         }
         ContractRecord { code_hash, creation_tx: contract.tx, block: contract.block, proxy }
     };
-    batch.set_late::<Contracts>(&reader, contract.block, &[(contract.address, Some(record))])?;
+    let mut rows = vec![LateRow::new::<Contracts>(&contract.address, Some(&record))?];
+    if let Some(beacon) = beacon {
+        rows.push(LateRow::new::<BeaconProxies>(&BeaconProxyKey { beacon, proxy: contract.address }, Some(&()))?);
+    }
+    batch.set_late(&reader, contract.block, &rows)?;
     store.write(batch, Durability::Buffered)?;
     Ok(true)
 }
@@ -177,10 +204,15 @@ impl CodeWriter {
     }
 
     /// Fetches and saves the code of `contracts`; returns those the node or the store could not handle now.
-    async fn fetch(&mut self, contracts: BTreeSet<NewContract>) -> BTreeSet<NewContract> {
+    async fn fetch(&mut self, mut contracts: BTreeSet<NewContract>) -> BTreeSet<NewContract> {
         let mut failed = BTreeSet::new();
         self.store_retry = None;
-        for contract in contracts {
+        // Proxies of a beacon that announced an upgrade are read again after it (they are upgrades too).
+        let mut followers = BTreeSet::new();
+        while let Some(contract) = contracts.pop_first().or_else(|| {
+            contracts.append(&mut followers);
+            contracts.pop_first()
+        }) {
             if self.store_retry.is_some() {
                 failed.insert(contract);
                 continue;
@@ -216,6 +248,15 @@ impl CodeWriter {
                 .await
                 .unwrap_or_else(|e| Err(crate::store::StoreError::Inconsistent(format!("code writer task: {e}"))));
             match saved {
+                Ok(true) if contract.upgrade => {
+                    self.pauser.succeeded();
+                    match proxies_of_beacon(&self.store, &contract) {
+                        Ok(proxies) => followers.extend(proxies),
+                        Err(e) => {
+                            tracing::warn!(error = %e, beacon = %contract.address, "listing a beacon's proxies failed")
+                        }
+                    }
+                }
                 Ok(_) => self.pauser.succeeded(),
                 Err(e) if e.is_io() => {
                     self.store_retry = Some(self.pauser.failed(&e));

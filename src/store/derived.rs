@@ -85,38 +85,47 @@ impl Batch<'_> {
     }
 }
 
+/// One row a background writer derives for a committed block: a table's key and its new value (`None` deletes),
+/// encoded; rows of several tables go to [`Batch::set_late`] together.
+#[derive(Debug, Clone)]
+pub struct LateRow {
+    table: u8,
+    key: Vec<u8>,
+    value: Option<Vec<u8>>,
+}
+
+impl LateRow {
+    /// `key` of table `T` set to `value`.
+    pub fn new<T: Table>(key: &T::Key, value: Option<&T::Value>) -> StoreResult<LateRow> {
+        let value = value
+            .map(|v| codec::encode(v).map_err(|source| StoreError::Encode { table: T::NAME, source }))
+            .transpose()?;
+        Ok(LateRow { table: T::ID, key: key.encode().as_ref().to_vec(), value })
+    }
+}
+
 impl Batch<'_> {
     /// Sets derived rows of block `block` after that block was committed (rows a background writer derives, such
     /// as a contract's code): each row's prior value joins the block's undo data when the block still has some, so
     /// reverting the block restores it like any derived row. A block without undo data is below the undo depth and
     /// can no longer be reverted. The caller holds the store's write lock, has checked that `block` is canonical,
-    /// and sets each block's late rows in one call per batch.
-    pub fn set_late<T: Table>(
-        &mut self,
-        reader: &Reader<'_>,
-        block: u64,
-        rows: &[(T::Key, Option<T::Value>)],
-    ) -> StoreResult<()> {
+    /// and sets each block's late rows (of any tables) in one call per batch.
+    pub fn set_late(&mut self, reader: &Reader<'_>, block: u64, rows: &[LateRow]) -> StoreResult<()> {
         let mut undo = reader.get::<UndoLog>(&BlockKey(block))?;
         let mut undo_changed = false;
-        for (key, value) in rows {
-            let key = key.encode().as_ref().to_vec();
-            let before = reader.get_raw(T::ID, &key)?;
-            let after = value
-                .as_ref()
-                .map(|v| codec::encode(v).map_err(|source| StoreError::Encode { table: T::NAME, source }))
-                .transpose()?;
-            if before == after {
+        for row in rows {
+            let before = reader.get_raw(row.table, &row.key)?;
+            if before == row.value {
                 continue;
             }
             if let Some(undo) = undo.as_mut() {
                 // A row already in the block's undo data keeps its first prior value.
-                if !undo.rows.iter().any(|r| r.table == T::ID && r.key == key) {
-                    undo.rows.push(UndoRow { table: T::ID, key: key.clone(), before });
+                if !undo.rows.iter().any(|r| r.table == row.table && r.key == row.key) {
+                    undo.rows.push(UndoRow { table: row.table, key: row.key.clone(), before });
                     undo_changed = true;
                 }
             }
-            self.set_raw(T::ID, &key, after.as_deref())?;
+            self.set_raw(row.table, &row.key, row.value.as_deref())?;
         }
         if let (Some(undo), true) = (undo, undo_changed) {
             self.put::<UndoLog>(&BlockKey(block), &undo)?;
@@ -208,8 +217,9 @@ impl<'s> Changes<'s> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::keys::BeaconProxyKey;
     use super::super::records::ContractRecord;
-    use super::super::tables::Contracts;
+    use super::super::tables::{BeaconProxies, Contracts};
     use super::super::{Durability, Store, StoreOptions};
     use super::*;
     use alloy::primitives::{Address, B256};
@@ -233,13 +243,19 @@ mod tests {
 
         let reader = store.reader();
         let mut batch = store.batch();
-        let rows = [(new, Some(record(1))), (old, Some(record(3)))];
-        batch.set_late::<Contracts>(&reader, 5, &rows).unwrap();
+        let pair = BeaconProxyKey { beacon: old, proxy: new };
+        let rows = [
+            LateRow::new::<Contracts>(&new, Some(&record(1))).unwrap(),
+            LateRow::new::<Contracts>(&old, Some(&record(3))).unwrap(),
+            LateRow::new::<BeaconProxies>(&pair, Some(&())).unwrap(),
+        ];
+        batch.set_late(&reader, 5, &rows).unwrap();
         store.write(batch, Durability::Buffered).unwrap();
         let reader = store.reader();
         assert_eq!(reader.get::<Contracts>(&new).unwrap(), Some(record(1)));
+        assert_eq!(reader.get::<BeaconProxies>(&pair).unwrap(), Some(()));
         let undo = reader.get::<UndoLog>(&BlockKey(5)).unwrap().unwrap();
-        assert_eq!(undo.rows.len(), 3);
+        assert_eq!(undo.rows.len(), 4, "rows of both tables join the block's undo data");
         assert_eq!(undo.rows[0], kept);
 
         let mut batch = store.batch();
@@ -248,10 +264,11 @@ mod tests {
         let reader = store.reader();
         assert_eq!(reader.get::<Contracts>(&new).unwrap(), None, "the revert removes the contract");
         assert_eq!(reader.get::<Contracts>(&old).unwrap(), Some(record(9)), "the prior value returns");
+        assert_eq!(reader.get::<BeaconProxies>(&pair).unwrap(), None);
 
         // Block 6 has no undo data: the row is written, nothing else.
         let mut batch = store.batch();
-        batch.set_late::<Contracts>(&reader, 6, &[(new, Some(record(1)))]).unwrap();
+        batch.set_late(&reader, 6, &[LateRow::new::<Contracts>(&new, Some(&record(1))).unwrap()]).unwrap();
         store.write(batch, Durability::Buffered).unwrap();
         let reader = store.reader();
         assert_eq!(reader.get::<Contracts>(&new).unwrap(), Some(record(1)));

@@ -241,6 +241,7 @@ fn encoded() -> Vec<(&'static str, String)> {
         row::<AccountItems>(&AccountItem::ApiKey { key_id: 44, name: "k".into() }),
         row::<AccountItems>(&AccountItem::CustomAbi { address: address(47), name: "a".into(), abi: "[]".into() }),
         row::<ItemOwners>(&ItemOwner { owner: address(45), kind: ItemKind::Watch }),
+        row::<BeaconProxies>(&()),
     ]
 }
 
@@ -295,6 +296,7 @@ const PINNED: &[(&str, &str)] = &[
     ("account_items", "032c016b"),
     ("account_items", "04142f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f0161025b5d"),
     ("item_owners", "142d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d02"),
+    ("beacon_proxies", ""),
 ];
 
 #[test]

@@ -335,6 +335,30 @@ impl Key for HolderKey {
     }
 }
 
+/// A proxy that reads its implementation from a beacon: `beacon20 ‖ proxy20`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BeaconProxyKey {
+    /// The beacon.
+    pub beacon: Address,
+    /// The proxy.
+    pub proxy: Address,
+}
+
+impl Key for BeaconProxyKey {
+    const LEN: usize = 40;
+    type Bytes = [u8; 40];
+    fn encode(&self) -> [u8; 40] {
+        let mut out = [0u8; 40];
+        out[..20].copy_from_slice(self.beacon.as_slice());
+        out[20..].copy_from_slice(self.proxy.as_slice());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<40>("BeaconProxyKey", bytes)?;
+        Ok(BeaconProxyKey { beacon: Address::from_slice(&b[..20]), proxy: Address::from_slice(&b[20..]) })
+    }
+}
+
 /// A token's holders by amount, largest first: `token20 ‖ !be256(amount) ‖ holder20`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct HolderRankKey {
@@ -738,6 +762,9 @@ mod tests {
             prop_assert_eq!(BalanceKey::decode(&b.encode()).unwrap(), b);
             let hk = HolderKey { token, holder };
             prop_assert_eq!(HolderKey::decode(&hk.encode()).unwrap(), hk);
+            let bp = BeaconProxyKey { beacon: token, proxy: holder };
+            prop_assert_eq!(BeaconProxyKey::decode(&bp.encode()).unwrap(), bp);
+            prop_assert!(bp.encode().starts_with(token.as_slice()), "a beacon's proxies sort together");
             let (r1, r2) = (HolderRankKey { token, amount: x, holder }, HolderRankKey { token, amount: y, holder });
             prop_assert_eq!(HolderRankKey::decode(&r1.encode()).unwrap(), r1);
             prop_assert_eq!(r1.encode().cmp(&r2.encode()), y.cmp(&x), "largest amount first");

@@ -13,7 +13,7 @@ use super::tables::{
     InternalCreations, InternalTxs, Logs, NftInstances, Pending, PendingByTime, Reorged, TokenBalances, TokenRanks,
     TokenSearch, TokenTransfers, TraceBlocks, Transactions, Transfers, TxHashes,
 };
-use super::tables::{Contracts, Table};
+use super::tables::{BeaconProxies, Contracts, Table};
 use super::{Direction, KeyRange, Reader, Scan, StoreError, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use std::ops::{Range, RangeInclusive};
@@ -339,6 +339,13 @@ impl Reader<'_> {
     /// Contracts with stored code, by address, strictly after `cursor`.
     pub fn contracts_after(&self, cursor: Option<Address>) -> Scan<'_, Contracts> {
         self.scan(after(cursor), Direction::Forward)
+    }
+
+    /// The proxies that named `beacon` as their beacon (a proxy that moved to another beacon since stays listed:
+    /// its `contracts` row says which beacon it reads now).
+    pub fn beacon_proxies(&self, beacon: Address) -> impl Iterator<Item = StoreResult<Address>> + '_ {
+        let rows: Scan<'_, BeaconProxies> = self.scan(KeyRange::prefix(beacon.as_slice()), Direction::Forward);
+        rows.map(|row| row.map(|(key, ())| key.proxy))
     }
 
     /// A block's call frames in (transaction, call) order, after `after`.

@@ -3,9 +3,9 @@
 //! `ALL` drives column-family creation at open time, the per-CF options and the schema document test.
 
 use super::keys::{
-    AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderKey, HolderRankKey,
-    InstanceKey, ItemKey, Key, MetaKey, PendingKey, ReorgedKey, SearchKey, SerialKey, TokenRankKey, TracePos,
-    TransferPos,
+    AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BeaconProxyKey, BlockKey, BlockPos, DayKey, HolderKey,
+    HolderRankKey, InstanceKey, ItemKey, Key, MetaKey, PendingKey, ReorgedKey, SearchKey, SerialKey, TokenRankKey,
+    TracePos, TransferPos,
 };
 use super::records::{
     AccountItem, AccountRecord, Amount, BlockRecord, ContractRecord, CredentialRecord, DayStats, InstanceRecord,
@@ -149,6 +149,9 @@ tables! {
     AccountItems = 43 "account_items": ItemKey => AccountItem, AddressHistory;
     /// Item id → its owner and kind (account data).
     ItemOwners = 44 "item_owners": SerialKey => ItemOwner, Lookup;
+    /// beacon ‖ proxy → nothing: the beacon proxies that named each beacon (written with the proxy's `contracts`
+    /// row, reverted with it), so a beacon's own upgrade re-reads its proxies.
+    BeaconProxies = 56 "beacon_proxies": BeaconProxyKey => (), Ordered;
 }
 
 /// Account data (ids 40–49): written by people through the account API, not derived from the chain. Reorgs never
@@ -224,6 +227,7 @@ mod tests {
         let declared: Vec<(u8, &str)> = ALL.iter().map(|t| (t.id, t.name)).collect();
         let mut expected: Vec<(u8, &str)> = pinned.iter().enumerate().map(|(i, n)| (i as u8, *n)).collect();
         expected.extend(accounts);
+        expected.push((56, "beacon_proxies"));
         assert_eq!(declared, expected, "a table id changed: undo data already on disk would be misread");
         for def in ALL {
             assert_eq!(by_id(def.id).map(|t| t.name), Some(def.name));

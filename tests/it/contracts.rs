@@ -367,4 +367,30 @@ async fn proxies_show_implementations_and_decode_with_their_abi() {
     wait_synced(&t.daemon, &node).await;
     let p = get_json(addr, &format!("/api/v2/smart-contracts/{proxy}")).await;
     assert_eq!(p["implementations"], logic_json, "the reorg removed the upgrade");
+
+    // A beacon proxy follows its beacon: the beacon's own upgrade (an `Upgraded` the beacon emits, not the proxy)
+    // moves the proxy's implementation, and a reorg that removes it moves it back.
+    let beacon_code = [creation_code(&out, "Proxies.sol", "Beacon"), logic.into_word().to_vec()].concat();
+    let beacon = deploy_code(&node, from, beacon_code).await;
+    let beacon_proxy_code =
+        [creation_code(&out, "Proxies.sol", "BeaconProxy1967"), beacon.into_word().to_vec()].concat();
+    let beacon_proxy = deploy_code(&node, from, beacon_proxy_code).await;
+    wait_synced(&t.daemon, &node).await;
+    stored_contract(&t.daemon, beacon_proxy).await;
+    let b = get_json(addr, &format!("/api/v2/smart-contracts/{beacon_proxy}")).await;
+    assert_eq!((b["proxy_type"].clone(), b["implementations"].clone()), (json!("eip1967_beacon"), logic_json.clone()));
+    let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+    call(&node, from, beacon, upgradeToCall { logic: logic2 }.abi_encode()).await;
+    mine(&node, 1).await;
+    poll_until("the beacon's upgrade to reach its proxy", Duration::from_secs(30), || async {
+        let b = get_json(addr, &format!("/api/v2/smart-contracts/{beacon_proxy}")).await;
+        (b["implementations"] == logic2_json).then_some(())
+    })
+    .await;
+    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+    assert!(reverted);
+    mine(&node, 2).await;
+    wait_synced(&t.daemon, &node).await;
+    let b = get_json(addr, &format!("/api/v2/smart-contracts/{beacon_proxy}")).await;
+    assert_eq!(b["implementations"], logic_json, "the reorg removed the beacon's upgrade");
 }

@@ -72,3 +72,51 @@ contract Cloner {
         emit Cloned(result);
     }
 }
+
+/// An upgradeable beacon: proxies ask it for their logic; `Upgraded` when it changes.
+contract Beacon {
+    address public implementation;
+
+    event Upgraded(address indexed implementation);
+
+    constructor(address logic) {
+        upgradeTo(logic);
+    }
+
+    function upgradeTo(address logic) public {
+        implementation = logic;
+        emit Upgraded(logic);
+    }
+}
+
+/// An EIP-1967 beacon proxy: the beacon in the standard slot, the logic is the beacon's `implementation()`.
+contract BeaconProxy1967 {
+    bytes32 private constant SLOT = 0xa3f0ad74e5423aebfd80d3ef4346578335a9a72aeaee59ff6cb3582b35133d50;
+
+    event BeaconUpgraded(address indexed beacon);
+
+    constructor(address beacon) {
+        assembly {
+            sstore(SLOT, beacon)
+        }
+        emit BeaconUpgraded(beacon);
+    }
+
+    fallback() external payable {
+        address impl = Beacon(_beacon()).implementation();
+        assembly {
+            calldatacopy(0, 0, calldatasize())
+            let ok := delegatecall(gas(), impl, 0, calldatasize(), 0, 0)
+            returndatacopy(0, 0, returndatasize())
+            switch ok
+            case 0 { revert(0, returndatasize()) }
+            default { return(0, returndatasize()) }
+        }
+    }
+
+    function _beacon() private view returns (address b) {
+        assembly {
+            b := sload(SLOT)
+        }
+    }
+}
