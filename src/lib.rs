@@ -140,6 +140,8 @@ impl Daemon {
         if let Some(list) = &config.compiler_list_url {
             compilers = compilers.with_releases(config.data_dir.join("compilers"), list.clone());
         }
+        contracts::verifier::index_verified_code(&store)
+            .map_err(|source| RunError::Store { path: config.data_dir.display().to_string(), source })?;
         let verifications = contracts::jobs::Verifications::new(store.clone(), compilers, config.verify_timeout)
             .map_err(|source| RunError::Store { path: config.data_dir.display().to_string(), source })?;
         let state = api::AppState::new(

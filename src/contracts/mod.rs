@@ -15,7 +15,7 @@ pub mod verifier;
 pub mod watch;
 
 use crate::store::records::VerifiedSource;
-use alloy::primitives::{Bytes, B256};
+use alloy::primitives::{Address, Bytes, B256};
 use artifacts::{Artifact, ArtifactSet};
 pub use matcher::MatchKind;
 use std::collections::HashMap;
@@ -33,6 +33,9 @@ pub struct Known {
     pub kind: MatchKind,
     /// The verifier's record, when the verifier matched it (else a local artifact did).
     pub verified: Option<Arc<VerifiedSource>>,
+    /// The address the verified source was matched at, when that is another contract with the same runtime code
+    /// (a "similar match"; its constructor arguments are that contract's, not shown for this one).
+    pub twin: Option<Address>,
 }
 
 impl Known {
@@ -53,7 +56,7 @@ impl Known {
             origin: std::path::PathBuf::from("verifier"),
         };
         let kind = if source.full_match { MatchKind::Full } else { MatchKind::Partial };
-        Some(Known { artifact: Arc::new(artifact), kind, verified: Some(Arc::new(source)) })
+        Some(Known { artifact: Arc::new(artifact), kind, verified: Some(Arc::new(source)), twin: None })
     }
 }
 
@@ -104,14 +107,14 @@ impl Knowledge {
         let code = runtime().unwrap_or_default();
         let known = set.all.iter().find_map(|a| {
             let kind = a.runtime.as_ref()?.matches_runtime(&code)?;
-            Some(Known { artifact: a.clone(), kind, verified: None })
+            Some(Known { artifact: a.clone(), kind, verified: None, twin: None })
         });
         let creation_only = || set.all.iter().any(|a| a.runtime.is_none());
         let known = match known {
             None if creation_only() => creation().and_then(|input| {
                 set.all.iter().filter(|a| a.runtime.is_none()).find_map(|a| {
                     let (kind, _) = a.creation.as_ref()?.matches_creation(&input)?;
-                    Some(Known { artifact: a.clone(), kind, verified: None })
+                    Some(Known { artifact: a.clone(), kind, verified: None, twin: None })
                 })
             }),
             known => known,

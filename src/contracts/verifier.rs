@@ -7,7 +7,7 @@ use super::artifacts::{from_build_info, Artifact};
 use super::releases::{FetchError, Releases};
 use super::MatchKind;
 use crate::store::records::VerifiedSource;
-use crate::store::tables::VerifiedSources;
+use crate::store::tables::{VerifiedCode, VerifiedSources};
 use crate::store::{Durability, Store, StoreResult};
 use alloy::primitives::{Address, Bytes};
 use alloy::transports::http::reqwest;
@@ -320,11 +320,31 @@ fn shown_settings(settings: &Value) -> String {
     settings.to_string()
 }
 
-/// Stores `source` as the verified source of `address` (replacing an earlier one).
+/// Stores `source` as the verified source of `address` (replacing an earlier one), and `address` as where the
+/// source of its code is.
 pub fn save(store: &Store, address: Address, source: &VerifiedSource) -> StoreResult<()> {
     let mut batch = store.batch();
     batch.put::<VerifiedSources>(&address, source)?;
+    batch.put::<VerifiedCode>(&source.code_hash, &address)?;
     store.write(batch, Durability::Sync)
+}
+
+/// Indexes by code the verified sources of a directory written before `verified_code` existed (at start).
+pub fn index_verified_code(store: &Store) -> StoreResult<()> {
+    let reader = store.reader();
+    let mut batch = store.batch();
+    let mut missing = 0usize;
+    for row in reader.rows::<VerifiedSources>() {
+        let (address, source) = row?;
+        if reader.get::<VerifiedCode>(&source.code_hash)?.is_none() {
+            batch.put::<VerifiedCode>(&source.code_hash, &address)?;
+            missing += 1;
+        }
+    }
+    if missing > 0 {
+        store.write(batch, Durability::Sync)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

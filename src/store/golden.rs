@@ -242,6 +242,7 @@ fn encoded() -> Vec<(&'static str, String)> {
         row::<AccountItems>(&AccountItem::CustomAbi { address: address(47), name: "a".into(), abi: "[]".into() }),
         row::<ItemOwners>(&ItemOwner { owner: address(45), kind: ItemKind::Watch }),
         row::<BeaconProxies>(&()),
+        row::<VerifiedCode>(&address(0x39)),
     ]
 }
 
@@ -297,6 +298,7 @@ const PINNED: &[(&str, &str)] = &[
     ("account_items", "04142f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f0161025b5d"),
     ("item_owners", "142d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d02"),
     ("beacon_proxies", ""),
+    ("verified_code", "143939393939393939393939393939393939393939"),
 ];
 
 #[test]

@@ -152,6 +152,9 @@ tables! {
     /// beacon ‖ proxy → nothing: the beacon proxies that named each beacon (written with the proxy's `contracts`
     /// row, reverted with it), so a beacon's own upgrade re-reads its proxies.
     BeaconProxies = 56 "beacon_proxies": BeaconProxyKey => (), Ordered;
+    /// keccak256 of runtime code → the contract whose verified source matched that code, so other contracts with
+    /// the same code show it as a similar match (not chain state: no undo; checked against `contracts` on read).
+    VerifiedCode = 57 "verified_code": B256 => Address, Lookup;
 }
 
 /// Account data (ids 40–49): written by people through the account API, not derived from the chain. Reorgs never
@@ -227,7 +230,7 @@ mod tests {
         let declared: Vec<(u8, &str)> = ALL.iter().map(|t| (t.id, t.name)).collect();
         let mut expected: Vec<(u8, &str)> = pinned.iter().enumerate().map(|(i, n)| (i as u8, *n)).collect();
         expected.extend(accounts);
-        expected.push((56, "beacon_proxies"));
+        expected.extend([(56, "beacon_proxies"), (57, "verified_code")]);
         assert_eq!(declared, expected, "a table id changed: undo data already on disk would be misread");
         for def in ALL {
             assert_eq!(by_id(def.id).map(|t| t.name), Some(def.name));

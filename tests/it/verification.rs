@@ -240,7 +240,21 @@ async fn standard_input_route_verifies_and_reports_errors() {
     assert_eq!(accepted.status, 200);
     let failed = failed_job(&t, other, "the wrong source's job to fail").await;
     assert!(failed.contains("runtime code differs"), "{failed}");
-    assert_eq!(get_json(addr, &format!("/api/v2/smart-contracts/{other}")).await["is_verified"], false);
+    // The failed job verified nothing; `other` has the same runtime code as `counter`, so it shows counter's
+    // source as a similar match, labelled so, without counter's constructor arguments.
+    let twin = get_json(addr, &format!("/api/v2/smart-contracts/{other}")).await;
+    assert_eq!(twin["is_verified"], true);
+    assert_eq!(twin["verification_metadata"]["source"], "similar-match");
+    assert_eq!(twin["verified_twin_address_hash"], counter.to_checksum(None));
+    assert_eq!(twin["is_verified_via_eth_bytecode_db"], true);
+    assert_eq!(twin["name"], "Counter");
+    assert_eq!(twin["source_code"], shown["source_code"]);
+    assert_eq!(twin["constructor_args"], Value::Null);
+    let own = get_json(addr, &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!(
+        (own["verified_twin_address_hash"].clone(), own["is_verified_via_eth_bytecode_db"].clone()),
+        (Value::Null, json!(false))
+    );
 }
 
 /// The reason the verification job for `address` failed, once it has (polled in the store, for `what`).
@@ -406,7 +420,7 @@ async fn flattened_code_and_multi_part_routes_verify() {
 
     let verified = |a: alloy::primitives::Address| async move {
         let c = get_json(addr, &format!("/api/v2/smart-contracts/{a}")).await;
-        (c["is_verified"] == true).then_some(c)
+        (c["verification_metadata"]["source"] == "verifier").then_some(c)
     };
     let multi_shown = poll_until("multi-part to verify", Duration::from_secs(120), || verified(multi)).await;
     assert_eq!(multi_shown["is_fully_verified"], true);
@@ -570,7 +584,7 @@ async fn contracts_linked_to_libraries_verify_with_the_library_named() {
     for (adder, full) in [(adders[0], false), (adders[1], true)] {
         let shown = poll_until("the linked contract to verify", Duration::from_secs(120), || async {
             let c = get_json(addr, &format!("/api/v2/smart-contracts/{adder}")).await;
-            (c["is_verified"] == true).then_some(c)
+            (c["verification_metadata"]["source"] == "verifier").then_some(c)
         })
         .await;
         assert_eq!(shown["is_fully_verified"], full, "{adder}");
@@ -689,7 +703,7 @@ async fn missing_compilers_are_downloaded_from_the_release_list_and_checked() {
     assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
     let shown = poll_until("verification with the downloaded compiler", Duration::from_secs(120), || async {
         let c = get_json(addr, &format!("/api/v2/smart-contracts/{counter}")).await;
-        (c["is_verified"] == true).then_some(c)
+        (c["verification_metadata"]["source"] == "verifier").then_some(c)
     })
     .await;
     assert_eq!(shown["is_fully_verified"], true);

@@ -17,7 +17,7 @@ use crate::contracts::proxy::ProxyType;
 use crate::contracts::{CodeFacts, Known, MatchKind};
 use crate::store::keys::BlockKey;
 use crate::store::records::{ContractRecord, ProxyKind, ProxyRecord};
-use crate::store::tables::{Accounts, Code, Contracts as ContractRows, Headers, VerifiedSources};
+use crate::store::tables::{Accounts, Code, Contracts as ContractRows, Headers, VerifiedCode, VerifiedSources};
 use crate::store::{Reader, StoreResult};
 use alloy::dyn_abi::JsonAbiExt;
 use alloy::primitives::{Address, Bytes, B256, KECCAK256_EMPTY};
@@ -49,8 +49,19 @@ fn facts(reader: &Reader<'_>, address: &Address, row: &ContractRecord) -> CodeFa
     let verified = reader.get::<VerifiedSources>(address).ok().flatten().filter(|v| v.code_hash == row.code_hash);
     if let Some(verified) = verified.and_then(Known::from_verified) {
         facts.known = Some(verified);
+    } else if facts.known.is_none() {
+        facts.known = similar_match(reader, address, row.code_hash);
     }
     facts
+}
+
+/// The verified source of another contract with the same runtime code, while that contract still holds it.
+fn similar_match(reader: &Reader<'_>, address: &Address, code_hash: B256) -> Option<Known> {
+    let twin = reader.get::<VerifiedCode>(&code_hash).ok().flatten().filter(|twin| twin != address)?;
+    let still_there = reader.get::<ContractRows>(&twin).ok().flatten().is_some_and(|row| row.code_hash == code_hash);
+    let source =
+        reader.get::<VerifiedSources>(&twin).ok().flatten().filter(|v| still_there && v.code_hash == code_hash)?;
+    Known::from_verified(source).map(|known| Known { twin: Some(twin), ..known })
 }
 
 fn implementation(reader: &Reader<'_>, address: Address) -> StoreResult<Implementation> {
@@ -140,6 +151,7 @@ fn contract_json(
     let artifact = known.map(|k| &k.artifact);
     let verified = known.and_then(|k| k.verified.as_ref());
     let args = match (artifact.and_then(|a| a.creation.as_ref()), creation_input) {
+        _ if known.is_some_and(|k| k.twin.is_some()) => None,
         _ if verified.is_some() => verified.map(|v| v.constructor_args.clone()),
         (Some(compiled), Some(input)) => compiled.matches_creation(input).map(|(_, args)| Bytes::copy_from_slice(args)),
         _ => None,
@@ -155,12 +167,17 @@ fn contract_json(
         Some(a) => (None, a.file_path.clone(), Some(Vec::new())),
         None => (None, None, None),
     };
-    let verification = known.map(|k| match &k.verified {
-        Some(_) => json!({
+    let verification = known.map(|k| match (&k.verified, k.twin) {
+        (Some(_), Some(twin)) => json!({
+            "source": "similar-match",
+            "twin": twin.to_checksum(None),
+            "match": match k.kind { MatchKind::Full => "full", MatchKind::Partial => "partial" },
+        }),
+        (Some(_), None) => json!({
             "source": "verifier",
             "match": match k.kind { MatchKind::Full => "full", MatchKind::Partial => "partial" },
         }),
-        None => json!({
+        (None, _) => json!({
             "source": "local-artifacts",
             "artifact": k.artifact.origin.display().to_string(),
             "match": match k.kind { MatchKind::Full => "full", MatchKind::Partial => "partial" },
@@ -174,7 +191,7 @@ fn contract_json(
         "is_fully_verified": known.map(|k| k.kind == MatchKind::Full),
         "is_partially_verified": known.map(|k| k.kind == MatchKind::Partial),
         "is_verified_via_sourcify": known.map(|_| false),
-        "is_verified_via_eth_bytecode_db": known.map(|_| false),
+        "is_verified_via_eth_bytecode_db": known.map(|k| k.twin.is_some()),
         "is_verified_via_verifier_alliance": known.map(|_| false),
         "is_changed_bytecode": known.map(|_| false),
         "is_blueprint": false,
@@ -199,7 +216,7 @@ fn contract_json(
         "has_constructor_args": args.as_ref().map(|a| !a.is_empty()),
         "verified_at": verified.map(|v| crate::api::json::iso_timestamp(v.verified_at)),
         "sourcify_repo_url": Value::Null,
-        "verified_twin_address_hash": Value::Null,
+        "verified_twin_address_hash": known.and_then(|k| k.twin).map(|t| t.to_checksum(None)),
         "proxy_type": info.proxy_type.map(ProxyType::label),
         "implementations": info.implementations_json(),
         "conflicting_implementations": Value::Array(Vec::new()),
