@@ -306,27 +306,34 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
         let (address, input, version) = (address.to_string(), input.to_string(), version.to_owned());
         let (key, args) = (key.map(str::to_owned), args.clone());
         async move {
-            let mut pairs = vec![
+            // In the order forge serializes its request: the query (apikey, module, action, chainid) and then
+            // its `VerifyContract` fields (foundry-block-explorers), both constructor-argument spellings included.
+            let mut pairs = Vec::new();
+            if let Some(key) = &key {
+                pairs.push(("apikey", key.as_str()));
+            }
+            pairs.extend([
                 ("module", "contract"),
                 ("action", "verifysourcecode"),
+                ("chainid", "31337"),
                 ("contractaddress", address.as_str()),
                 ("sourceCode", input.as_str()),
                 ("codeformat", "solidity-standard-json-input"),
                 ("contractname", "src/Counter.sol:Counter"),
                 ("compilerversion", version.as_str()),
-                ("constructorArguements", args.as_str()),
                 ("optimizationUsed", "1"),
                 ("runs", "200"),
+                ("constructorArguements", args.as_str()),
+                ("constructorArguments", args.as_str()),
                 ("evmversion", "cancun"),
-            ];
-            if let Some(key) = &key {
-                pairs.push(("apikey", key.as_str()));
-            }
+            ]);
             post(addr, "/api", None, FORM, form(&pairs)).await
         }
     };
+    // forge polls with a form POST too.
     let status = |guid: String| async move {
-        get_json(addr, &format!("/api?module=contract&action=checkverifystatus&guid={guid}")).await
+        let pairs = [("module", "contract"), ("action", "checkverifystatus"), ("chainid", "31337"), ("guid", &guid)];
+        post(addr, "/api", None, FORM, form(&pairs)).await.json()
     };
 
     let anonymous = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", None).await;
