@@ -43,6 +43,19 @@ pub enum Command {
     Dev(DevArgs),
     /// Manage account tokens offline, against the data directory (the daemon must not be running on it).
     Account(AccountArgs),
+    /// Write a consistent copy of a data directory (running daemon or not) that another rockscout can start from.
+    Snapshot(SnapshotArgs),
+}
+
+/// `rockscout snapshot`.
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Directory of the RocksDB index to copy (a daemon may be running on it).
+    #[arg(long, env = "ROCKSCOUT_DATA_DIR", default_value = "rockscout-data")]
+    pub data_dir: PathBuf,
+    /// The new directory to write the copy into (must not exist; on the same file system the copy hard-links).
+    #[arg(long)]
+    pub to: PathBuf,
 }
 
 /// `rockscout account`.

@@ -15,6 +15,7 @@ pub mod events;
 pub mod indexer;
 pub mod metrics;
 pub mod node;
+pub mod snapshot;
 pub mod status;
 pub mod store;
 pub mod telemetry;
@@ -155,6 +156,7 @@ impl Daemon {
         );
         let helpers = TaskTracker::new();
         helpers.spawn(verifications.run(cancel.clone()));
+        helpers.spawn(snapshot::serve(store.clone(), config.data_dir.clone(), cancel.clone()));
         helpers.spawn(api::publish_verification_outcomes(state.clone(), cancel.clone()));
         helpers.spawn(api::ws::publish::run(state.clone(), cancel.clone()));
         if let Some((listener, _)) = metrics_listener {

@@ -26,6 +26,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Command::Snapshot(args) = &cli.command {
+        return match runtime.block_on(rockscout::snapshot::take(&args.data_dir, &args.to)) {
+            Ok(tip) => {
+                let tip = tip.map_or("no blocks".to_owned(), |n| format!("tip {n}"));
+                println!("snapshot of {} written to {} ({tip})", args.data_dir.display(), args.to.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("rockscout snapshot: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let result = runtime.block_on(async {
         let cancel = rockscout::cancel_on_signals();
         match cli.command {
@@ -33,7 +46,7 @@ fn main() -> ExitCode {
                 rockscout::run(Config::from_args(args.rpc_url, args.ws_url, &args.daemon), cancel).await
             }
             Command::Dev(args) => rockscout::dev::run(args, cancel).await,
-            Command::Account(_) => unreachable!("account commands run before the runtime starts"),
+            Command::Account(_) | Command::Snapshot(_) => unreachable!("handled before the daemon starts"),
         }
     });
     match result {

@@ -310,6 +310,14 @@ impl Store {
         Ok(out)
     }
 
+    /// Writes a consistent copy of the store into the new directory `to` (a RocksDB checkpoint: memtables flushed,
+    /// SST files hard-linked when `to` is on the same file system). Account data is copied too.
+    pub fn checkpoint(&self, to: &Path) -> StoreResult<()> {
+        let checkpoint = rocksdb::checkpoint::Checkpoint::new(&self.db)?;
+        checkpoint.create_checkpoint(to)?;
+        Ok(())
+    }
+
     /// Flushes memtables and compacts every column family fully (benchmarks, after bulk loads).
     pub fn compact(&self) -> StoreResult<()> {
         for def in tables::ALL {

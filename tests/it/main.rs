@@ -18,6 +18,7 @@ mod protection;
 mod reorg;
 mod reset;
 mod rpc;
+mod snapshot;
 mod support;
 mod sync;
 mod tokens;
