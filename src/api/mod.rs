@@ -410,7 +410,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     let mut response = if let Verdict::Limited(_) = verdict {
         tracing::debug!(%client, "rate limited");
         state.status.metrics().rate_limited();
-        if req.uri().path() == "/api/eth" {
+        if parsed.as_ref().is_ok_and(Route::is_rpc) {
             let message = "Too many requests";
             rpc::error_response(
                 StatusCode::TOO_MANY_REQUESTS,

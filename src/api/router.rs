@@ -400,6 +400,12 @@ pub enum Route {
     },
     /// `GET /api/v2/main-page/transactions/watchlist`: the newest six of them.
     MainPageWatchlistTransactions,
+    /// `POST /api/eth-rpc`: the JSON-RPC passthrough under Blockscout's documented path (served as [`Route::Rpc`]).
+    EthRpc,
+    /// `GET /api/v2/transactions/stats`: 24-hour counts and fee sums, pending count.
+    TransactionStats,
+    /// `GET /api/v2/stats/charts/market`: the market chart (empty: rockscout has no price source).
+    MarketChart,
 }
 
 /// What an account route does with an account's items.
@@ -523,6 +529,12 @@ impl Route {
                     _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
                 }
             }
+            ["api", "eth-rpc"] => {
+                return match *method {
+                    Method::POST => Ok(Route::EthRpc),
+                    _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
+                }
+            }
             // The Etherscan-style API: any method (clients GET and POST alike), parameters read when served.
             ["api"] | ["api", "v1"] => return Ok(Route::Etherscan),
             ["api", "account", "v2", rest @ ..] => return parse_account(method, rest, &q).map(Route::Account),
@@ -582,6 +594,7 @@ impl Route {
                 Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
             },
             ["transactions", "watchlist"] => Route::WatchlistTransactions { page: page(q)? },
+            ["transactions", "stats"] => Route::TransactionStats,
             ["transactions", hash] => Route::Transaction(tx(hash)?),
             ["transactions", hash, "logs"] => Route::TransactionLogs { hash: tx(hash)?, page: page(q)? },
             ["transactions", hash, "token-transfers"] => {
@@ -686,6 +699,7 @@ impl Route {
             ["smart-contracts", "verification", "config"] => Route::VerificationConfig,
             ["smart-contracts", a] => Route::SmartContract(addr(a)?),
             ["stats", "charts", "transactions"] => Route::TransactionsChart,
+            ["stats", "charts", "market"] => Route::MarketChart,
             _ => return Ok(None),
         };
         Ok(Some(route))
@@ -760,6 +774,9 @@ impl Route {
             Route::SmartContractCounters => "/api/v2/smart-contracts/counters",
             Route::VerificationConfig => "/api/v2/smart-contracts/verification/config",
             Route::ContractLanguages => "/api/v2/config/smart-contracts/languages",
+            Route::EthRpc => "/api/eth-rpc",
+            Route::TransactionStats => "/api/v2/transactions/stats",
+            Route::MarketChart => "/api/v2/stats/charts/market",
         }
     }
 
@@ -779,7 +796,13 @@ impl Route {
                 | Route::Socket
                 | Route::Account(_)
                 | Route::Verify(..)
+                | Route::EthRpc
         )
+    }
+
+    /// Whether the route is the JSON-RPC passthrough (under either path): its refusals are JSON-RPC errors.
+    pub fn is_rpc(&self) -> bool {
+        matches!(self, Route::Rpc | Route::EthRpc)
     }
 
     /// Serves the route: the one `match` from endpoints to handlers. Handlers that scan run through [`read`] on
@@ -797,7 +820,7 @@ impl Route {
             Route::Health => Ok(health::health(state)),
             Route::Ready => Ok(health::ready(state)),
             Route::Socket => ws::upgrade(req, state),
-            Route::Rpc => {
+            Route::Rpc | Route::EthRpc => {
                 // Held until the answer is built: a client has a bounded number of passthrough requests in flight.
                 let _slot = match state.rpc.admit(client) {
                     Ok(slot) => slot,
@@ -840,6 +863,8 @@ impl Route {
                 read(state, deadline, move |r| stats::handler(&state2, r, detailed)).await
             }
             Route::TransactionsChart => read(state, deadline, stats::transactions_chart).await,
+            Route::TransactionStats => read(state, deadline, transactions::stats).await,
+            Route::MarketChart => Ok(stats::market_chart()),
             Route::Blocks { kind, page } => read(state, deadline, move |r| blocks::list(r, kind, page)).await,
             Route::BlockTransactions { id, kinds, page } => {
                 read(state, deadline, move |r| blocks::transactions(r, id, kinds, page)).await
@@ -943,6 +968,10 @@ mod tests {
             (Method::GET, "/health".into(), Ok(Route::Health)),
             (Method::POST, "/api/eth".into(), Ok(Route::Rpc)),
             (Method::GET, "/api/eth".into(), Err(ApiError::MethodNotAllowed { allow: "POST" })),
+            (Method::POST, "/api/eth-rpc".into(), Ok(Route::EthRpc)),
+            (Method::GET, "/api/eth-rpc".into(), Err(ApiError::MethodNotAllowed { allow: "POST" })),
+            (Method::GET, "/api/v2/transactions/stats".into(), Ok(Route::TransactionStats)),
+            (Method::GET, "/api/v2/stats/charts/market".into(), Ok(Route::MarketChart)),
             (Method::GET, "/api/v2/stats".into(), Ok(Route::Stats)),
             (Method::GET, "/api/v2/stats/".into(), Ok(Route::Stats)),
             (
