@@ -161,6 +161,12 @@ pub struct DaemonArgs {
     /// Blocks fetched concurrently while catching up.
     #[arg(long, env = "ROCKSCOUT_FETCH_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub fetch_concurrency: u16,
+    /// Index native balances: fetch the balance of every address a block names (miner, senders, recipients,
+    /// created contracts) after that block, in batched eth_getBalance calls at the block's hash, while fetching it
+    /// (coin balance history, top accounts). Needs a node that keeps the state of the blocks indexed (an archive
+    /// node for old history); blocks whose state the node refuses are kept without balances.
+    #[arg(long, env = "ROCKSCOUT_COIN_BALANCES", default_value_t = true, action = clap::ArgAction::Set)]
+    pub coin_balances: bool,
     /// Milliseconds between head polls when no WebSocket notification arrives.
     #[arg(long, env = "ROCKSCOUT_POLL_INTERVAL_MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub poll_interval_ms: u64,
@@ -398,6 +404,7 @@ impl Config {
                 poll_interval: Duration::from_millis(args.poll_interval_ms),
                 undo_depth: args.undo_depth,
                 on_reset: args.on_reset,
+                coin_balances: args.coin_balances,
                 ..IndexerConfig::default()
             },
         }

@@ -7,8 +7,8 @@
 
 use super::body::Body;
 use super::cursor::{
-    AddressCursor, BlockCursor, CallCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor, InstanceCursor,
-    PendingCursor, PosCursor, ReorgCursor, TokenCursor, TraceCursor, TransferCursor,
+    AddressCursor, BlockCursor, CallCursor, CoinRankCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor,
+    InstanceCursor, PendingCursor, PosCursor, ReorgCursor, TokenCursor, TraceCursor, TransferCursor,
 };
 use super::error::ApiError;
 use super::json::BlockKind;
@@ -406,6 +406,13 @@ pub enum Route {
     TransactionStats,
     /// `GET /api/v2/stats/charts/market`: the market chart (empty: rockscout has no price source).
     MarketChart,
+    /// `GET /api/v2/addresses/:a/coin-balance-history-by-day`.
+    CoinBalanceHistoryByDay(Address),
+    /// `GET /api/v2/addresses`: top accounts by native balance.
+    TopAccounts {
+        /// Size and cursor (`fetched_coin_balance`, `hash`).
+        page: Page<CoinRankCursor>,
+    },
 }
 
 /// What an account route does with an account's items.
@@ -700,6 +707,22 @@ impl Route {
             ["smart-contracts", a] => Route::SmartContract(addr(a)?),
             ["stats", "charts", "transactions"] => Route::TransactionsChart,
             ["stats", "charts", "market"] => Route::MarketChart,
+            ["addresses", a, "coin-balance-history-by-day"] => Route::CoinBalanceHistoryByDay(addr(a)?),
+            ["addresses"] => {
+                let ascending = match q.get("order") {
+                    None | Some("desc") => false,
+                    Some("asc") => true,
+                    Some(_) => return Err(ApiError::invalid("order", "Invalid value for enum")),
+                };
+                match q.get("sort") {
+                    None | Some("balance") if !ascending => {}
+                    None | Some("balance") | Some("transactions_count") => {
+                        return Err(ApiError::invalid("sort", "Only the richest-first order is supported"))
+                    }
+                    Some(_) => return Err(ApiError::invalid("sort", "Invalid value for enum")),
+                }
+                Route::TopAccounts { page: page(q)? }
+            }
             _ => return Ok(None),
         };
         Ok(Some(route))
@@ -777,6 +800,8 @@ impl Route {
             Route::EthRpc => "/api/eth-rpc",
             Route::TransactionStats => "/api/v2/transactions/stats",
             Route::MarketChart => "/api/v2/stats/charts/market",
+            Route::CoinBalanceHistoryByDay(_) => "/api/v2/addresses/:address_hash/coin-balance-history-by-day",
+            Route::TopAccounts { .. } => "/api/v2/addresses",
         }
     }
 
@@ -845,9 +870,6 @@ impl Route {
             Route::Address(address) => addresses::detail(state, address).await,
             Route::StateChanges { hash, offset } => traces::state_changes(state, hash, offset).await,
             Route::RawTrace(hash) => traces::raw_trace(state, hash).await,
-            Route::CoinBalanceHistory { address, page } => {
-                addresses::coin_balance_history(state, address, page, deadline).await
-            }
             Route::IndexingStatus => Ok(stats::indexing_status(state)),
             Route::BackendVersion => Ok(stats::backend_version()),
             Route::SmartContract(address) => smart_contracts::detail(state, address).await,
@@ -865,6 +887,13 @@ impl Route {
             Route::TransactionsChart => read(state, deadline, stats::transactions_chart).await,
             Route::TransactionStats => read(state, deadline, transactions::stats).await,
             Route::MarketChart => Ok(stats::market_chart()),
+            Route::CoinBalanceHistory { address, page } => {
+                addresses::coin_balance_history(state, address, page, deadline).await
+            }
+            Route::CoinBalanceHistoryByDay(address) => {
+                read(state, deadline, move |r| addresses::coin_balance_history_by_day(r, address)).await
+            }
+            Route::TopAccounts { page } => read(state, deadline, move |r| addresses::top_accounts(r, page)).await,
             Route::Blocks { kind, page } => read(state, deadline, move |r| blocks::list(r, kind, page)).await,
             Route::BlockTransactions { id, kinds, page } => {
                 read(state, deadline, move |r| blocks::transactions(r, id, kinds, page)).await

@@ -3,7 +3,7 @@
 //! compared with the node.
 
 use crate::support::*;
-use alloy::primitives::U256;
+use alloy::primitives::{Address, U256};
 use alloy::providers::Provider;
 use hyper::Method;
 use serde_json::{json, Value};
@@ -89,4 +89,134 @@ async fn transaction_stats_count_the_last_day_and_the_pool() {
     let unknown =
         http::get(addr, &format!("/api/v2/transactions/{:#x}", alloy::primitives::B256::repeat_byte(7))).await;
     assert_eq!(unknown.status, 404);
+}
+
+/// The node's balance of `address` after block `block`.
+async fn balance_at(node: &alloy::providers::RootProvider, address: Address, block: u64) -> U256 {
+    node.get_balance(address).block_id(block.into()).await.unwrap()
+}
+
+fn decimal(value: &Value) -> U256 {
+    value.as_str().unwrap_or_else(|| panic!("not a decimal string: {value}")).parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_balances_are_indexed_with_their_blocks_and_reverted_with_them() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let (a, b, c) = (accounts[0], accounts[1], Address::repeat_byte(0xc1));
+    // a pays b in blocks 1 and 3, b pays a newcomer in block 2; block 4 names none of them.
+    transfer(&node, a, b, 10u64.pow(18)).await;
+    mine(&node, 1).await;
+    transfer(&node, b, c, 5 * 10u64.pow(17)).await;
+    mine(&node, 1).await;
+    transfer(&node, a, b, 3).await;
+    transfer(&node, a, c, 4).await;
+    mine(&node, 1).await;
+    transfer(&node, accounts[2], accounts[3], 9).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+
+    // Every entry is the node's balance after that block, and its delta the change since the block before.
+    let expected_blocks = [(a, vec![3, 1]), (b, vec![3, 2, 1]), (c, vec![3, 2])];
+    for (address, blocks) in expected_blocks {
+        let history =
+            http::walk(addr, &format!("/api/v2/addresses/{address}/coin-balance-history?items_count=1")).await;
+        let numbers: Vec<u64> = history.iter().map(|e| e["block_number"].as_u64().unwrap()).collect();
+        assert_eq!(numbers, blocks, "{address}");
+        for (i, entry) in history.iter().enumerate() {
+            let block = entry["block_number"].as_u64().unwrap();
+            let value = balance_at(&node, address, block).await;
+            assert_eq!(decimal(&entry["value"]), value, "{address} after {block}");
+            let before = match history.get(i + 1) {
+                Some(older) => decimal(&older["value"]),
+                None => balance_at(&node, address, block - 1).await,
+            };
+            let delta: i128 = entry["delta"].as_str().unwrap().parse().unwrap();
+            assert_eq!(delta, value.to::<i128>() - before.to::<i128>(), "{address} at {block}");
+            assert!(entry["transaction_hash"].as_str().is_some_and(|h| h.len() == 66), "{entry}");
+            assert!(entry["block_timestamp"].as_str().is_some(), "{entry}");
+        }
+    }
+
+    // By day: today's closing balance is the node's current one.
+    let by_day = http::get_json(addr, &format!("/api/v2/addresses/{b}/coin-balance-history-by-day")).await;
+    assert_eq!(by_day["days"], 10);
+    let items = by_day["items"].as_array().unwrap();
+    assert!(!items.is_empty() && items.len() <= 2, "{by_day}");
+    let head = node.get_block_number().await.unwrap();
+    assert_eq!(decimal(&items.last().unwrap()["value"]), balance_at(&node, b, head).await);
+    assert_eq!(items.last().unwrap()["date"].as_str().unwrap().len(), 10);
+    let nobody =
+        http::get_json(addr, &format!("/api/v2/addresses/{}/coin-balance-history-by-day", Address::repeat_byte(9)))
+            .await;
+    assert_eq!(nobody, json!({"items": [], "days": 10}));
+
+    // Top accounts: every indexed address with a balance, richest first, values and counts as the node has them.
+    let top = top_accounts(addr, &node).await;
+    let named: Vec<Address> = top.iter().map(|(address, _)| *address).collect();
+    for address in [a, b, c, accounts[2], accounts[3]] {
+        assert!(named.contains(&address), "{address} is ranked");
+    }
+    let first_page = http::get_json(addr, "/api/v2/addresses?items_count=2").await;
+    assert_eq!(first_page["exchange_rate"], Value::Null);
+    assert!(first_page.as_object().unwrap().contains_key("total_supply"));
+    let next = &first_page["next_page_params"];
+    assert!(next["fetched_coin_balance"].is_string() && next["hash"].is_string(), "{next}");
+    let nonce_a = node.get_transaction_count(a).await.unwrap();
+    assert_eq!(first_page["items"].as_array().unwrap().len(), 2);
+    let a_item = http::walk(addr, "/api/v2/addresses?items_count=3")
+        .await
+        .into_iter()
+        .find(|item| item["hash"] == a.to_checksum(None))
+        .expect("a is listed");
+    assert_eq!(a_item["transactions_count"], nonce_a.to_string(), "a sent every transaction it took part in");
+
+    // A reorg replaces blocks 3 and 4: the balances they recorded go with them.
+    let _: Value = node.raw_request("anvil_rollback".into(), json!([2])).await.unwrap();
+    transfer(&node, a, c, 7).await;
+    mine(&node, 3).await;
+    wait_synced(&t.daemon, &node).await;
+    let history = http::walk(addr, &format!("/api/v2/addresses/{b}/coin-balance-history")).await;
+    let numbers: Vec<u64> = history.iter().map(|e| e["block_number"].as_u64().unwrap()).collect();
+    assert_eq!(numbers, vec![2, 1], "b's balance after the replaced block 3 is gone");
+    let history = http::walk(addr, &format!("/api/v2/addresses/{c}/coin-balance-history")).await;
+    assert_eq!(decimal(&history[0]["value"]), balance_at(&node, c, 3).await);
+    let top = top_accounts(addr, &node).await;
+    assert!(!top.iter().any(|(address, _)| *address == accounts[3]), "accounts[3] was only named on the old branch");
+
+    // Bad input.
+    for (path, param) in [
+        (
+            "/api/v2/addresses?fetched_coin_balance=abc&hash=0x0000000000000000000000000000000000000001",
+            "fetched_coin_balance",
+        ),
+        ("/api/v2/addresses?fetched_coin_balance=5", "hash"),
+        ("/api/v2/addresses?sort=transactions_count&order=desc", "sort"),
+        ("/api/v2/addresses?order=sideways", "order"),
+        ("/api/v2/addresses/0x12/coin-balance-history-by-day", "address_hash_param"),
+    ] {
+        let reply = http::get(addr, path).await;
+        assert_eq!(reply.status, 422, "{path}");
+        assert!(reply.json()["errors"].to_string().contains(param), "{path}: {}", reply.json());
+    }
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// Every ranked address with its balance, checked against the node's current balances and the order.
+async fn top_accounts(addr: SocketAddr, node: &alloy::providers::RootProvider) -> Vec<(Address, U256)> {
+    let items = http::walk(addr, "/api/v2/addresses?items_count=2").await;
+    let mut ranked = Vec::new();
+    for item in &items {
+        let address: Address = item["hash"].as_str().unwrap().parse().unwrap();
+        let balance = decimal(&item["coin_balance"]);
+        assert_eq!(balance, node.get_balance(address).await.unwrap(), "{address}");
+        assert!(!balance.is_zero());
+        ranked.push((address, balance));
+    }
+    assert!(ranked.windows(2).all(|w| w[0].1 > w[1].1 || (w[0].1 == w[1].1 && w[0].0 < w[1].0)), "{ranked:?}");
+    ranked
 }
