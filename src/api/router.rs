@@ -7,8 +7,9 @@
 
 use super::body::Body;
 use super::cursor::{
-    AddressCursor, BlockCursor, CallCursor, CoinRankCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor,
-    InstanceCursor, PendingCursor, PosCursor, ReorgCursor, TokenCursor, TraceCursor, TransferCursor,
+    AddressCursor, BlockCursor, CallCursor, CoinRankCursor, CollectionCursor, Cursor, HolderCursor, HoldingCursor,
+    IndexCursor, InstanceCursor, NftCursor, PendingCursor, PosCursor, ReorgCursor, TokenCursor, TraceCursor,
+    TransferCursor,
 };
 use super::error::ApiError;
 use super::json::BlockKind;
@@ -413,6 +414,31 @@ pub enum Route {
         /// Size and cursor (`fetched_coin_balance`, `hash`).
         page: Page<CoinRankCursor>,
     },
+    /// `GET /api/v2/addresses/:a/blocks-validated`.
+    BlocksValidated {
+        /// The miner.
+        address: Address,
+        /// Size and cursor (`block_number`).
+        page: Page<BlockCursor>,
+    },
+    /// `GET /api/v2/addresses/:a/nft`.
+    AddressNfts {
+        /// The holder.
+        address: Address,
+        /// `type` filter (ERC-721, ERC-1155; empty: both).
+        kinds: Vec<TokenKind>,
+        /// Size and cursor.
+        page: Page<NftCursor>,
+    },
+    /// `GET /api/v2/addresses/:a/nft/collections`.
+    AddressNftCollections {
+        /// The holder.
+        address: Address,
+        /// `type` filter (ERC-721, ERC-1155; empty: both).
+        kinds: Vec<TokenKind>,
+        /// Size and cursor.
+        page: Page<CollectionCursor>,
+    },
 }
 
 /// What an account route does with an account's items.
@@ -708,6 +734,11 @@ impl Route {
             ["stats", "charts", "transactions"] => Route::TransactionsChart,
             ["stats", "charts", "market"] => Route::MarketChart,
             ["addresses", a, "coin-balance-history-by-day"] => Route::CoinBalanceHistoryByDay(addr(a)?),
+            ["addresses", a, "blocks-validated"] => Route::BlocksValidated { address: addr(a)?, page: page(q)? },
+            ["addresses", a, "nft"] => Route::AddressNfts { address: addr(a)?, kinds: token_kinds(q)?, page: page(q)? },
+            ["addresses", a, "nft", "collections"] => {
+                Route::AddressNftCollections { address: addr(a)?, kinds: token_kinds(q)?, page: page(q)? }
+            }
             ["addresses"] => {
                 let ascending = match q.get("order") {
                     None | Some("desc") => false,
@@ -802,6 +833,9 @@ impl Route {
             Route::MarketChart => "/api/v2/stats/charts/market",
             Route::CoinBalanceHistoryByDay(_) => "/api/v2/addresses/:address_hash/coin-balance-history-by-day",
             Route::TopAccounts { .. } => "/api/v2/addresses",
+            Route::BlocksValidated { .. } => "/api/v2/addresses/:address_hash/blocks-validated",
+            Route::AddressNfts { .. } => "/api/v2/addresses/:address_hash/nft",
+            Route::AddressNftCollections { .. } => "/api/v2/addresses/:address_hash/nft/collections",
         }
     }
 
@@ -894,6 +928,15 @@ impl Route {
                 read(state, deadline, move |r| addresses::coin_balance_history_by_day(r, address)).await
             }
             Route::TopAccounts { page } => read(state, deadline, move |r| addresses::top_accounts(r, page)).await,
+            Route::BlocksValidated { address, page } => {
+                read(state, deadline, move |r| blocks::validated_by(r, address, page)).await
+            }
+            Route::AddressNfts { address, kinds, page } => {
+                read(state, deadline, move |r| tokens::nfts(r, address, &kinds, page)).await
+            }
+            Route::AddressNftCollections { address, kinds, page } => {
+                read(state, deadline, move |r| tokens::nft_collections(r, address, &kinds, page)).await
+            }
             Route::Blocks { kind, page } => read(state, deadline, move |r| blocks::list(r, kind, page)).await,
             Route::BlockTransactions { id, kinds, page } => {
                 read(state, deadline, move |r| blocks::transactions(r, id, kinds, page)).await

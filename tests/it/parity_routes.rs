@@ -220,3 +220,151 @@ async fn top_accounts(addr: SocketAddr, node: &alloy::providers::RootProvider) -
     assert!(ranked.windows(2).all(|w| w[0].1 > w[1].1 || (w[0].1 == w[1].1 && w[0].0 < w[1].0)), "{ranked:?}");
     ranked
 }
+
+async fn deploy_contract(
+    node: &alloy::providers::RootProvider,
+    from: Address,
+    bytecode: &[u8],
+    args: Vec<u8>,
+) -> Address {
+    let mut code = bytecode.to_vec();
+    code.extend(args);
+    let hash = deploy(node, from, &alloy::primitives::Bytes::from(code)).await;
+    mine(node, 1).await;
+    created_address(node, hash).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn address_tabs_list_validated_blocks_and_held_nfts() {
+    use alloy::sol_types::{SolCall, SolConstructor};
+    use rockscout::dev::contracts::{DemoMulti, DemoNft};
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let nft = deploy_contract(
+        &node,
+        a[0],
+        &DemoNft::BYTECODE,
+        DemoNft::constructorCall { name_: "Demo NFT".into(), symbol_: "DNFT".into() }.abi_encode(),
+    )
+    .await;
+    let multi = deploy_contract(&node, a[0], &DemoMulti::BYTECODE, vec![]).await;
+    for to in [a[1], a[1], a[2], a[1]] {
+        call(&node, a[0], nft, DemoNft::mintCall { to }.abi_encode()).await;
+    }
+    let mint = DemoMulti::mintBatchCall {
+        to: a[1],
+        ids: vec![U256::from(7), U256::from(8)],
+        values: vec![U256::from(40), U256::from(1)],
+    };
+    call(&node, a[0], multi, mint.abi_encode()).await;
+    mine(&node, 1).await;
+    // a[1] sends id 2 away.
+    call(&node, a[1], nft, DemoNft::transferFromCall { from: a[1], to: a[3], id: U256::from(2) }.abi_encode()).await;
+    mine(&node, 2).await;
+    let head = wait_synced(&t.daemon, &node).await;
+
+    // Blocks validated: anvil's coinbase mined every block; an address that mined none has an empty list.
+    let coinbase = node.get_block_by_number(0.into()).await.unwrap().unwrap().header.beneficiary;
+    let latest_miner = node.get_block_by_number(head.into()).await.unwrap().unwrap().header.beneficiary;
+    let blocks = http::walk(addr, &format!("/api/v2/addresses/{latest_miner}/blocks-validated?items_count=2")).await;
+    let mut want = Vec::new();
+    for n in (0..=head).rev() {
+        if node.get_block_by_number(n.into()).await.unwrap().unwrap().header.beneficiary == latest_miner {
+            want.push(n);
+        }
+    }
+    let got: Vec<u64> = blocks.iter().map(|b| b["height"].as_u64().unwrap()).collect();
+    assert_eq!(got, want, "blocks mined by {latest_miner} (coinbase of block 0: {coinbase})");
+    let page = http::get_json(addr, &format!("/api/v2/addresses/{latest_miner}/blocks-validated?items_count=1")).await;
+    assert_eq!(page["next_page_params"]["block_number"], want[0]);
+    let none = http::get_json(addr, &format!("/api/v2/addresses/{}/blocks-validated", a[5])).await;
+    assert_eq!(none["items"], json!([]));
+
+    // NFTs of a[1]: ERC-721 ids 1 and 4, ERC-1155 ids 7 (40 units) and 8 (1 unit), ids and amounts as strings.
+    let held = http::walk(addr, &format!("/api/v2/addresses/{}/nft?items_count=1", a[1])).await;
+    let mut got: Vec<(String, String, String, String)> = held
+        .iter()
+        .map(|i| {
+            let token = i["token"]["address_hash"].as_str().unwrap().to_lowercase();
+            (
+                token,
+                i["id"].as_str().unwrap().into(),
+                i["value"].as_str().unwrap().into(),
+                i["token_type"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    got.sort();
+    let mut want = vec![
+        (format!("{nft:#x}"), "1".to_owned(), "1".to_owned(), "ERC-721".to_owned()),
+        (format!("{nft:#x}"), "4".into(), "1".into(), "ERC-721".into()),
+        (format!("{multi:#x}"), "7".into(), "40".into(), "ERC-1155".into()),
+        (format!("{multi:#x}"), "8".into(), "1".into(), "ERC-1155".into()),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+    for (token, id, value, _) in &want {
+        let token: Address = token.parse().unwrap();
+        let id = U256::from(id.parse::<u64>().unwrap());
+        let on_chain = if token == nft {
+            let owner = node
+                .call(
+                    alloy::rpc::types::TransactionRequest::default()
+                        .to(token)
+                        .input(DemoNft::ownerOfCall::new((id,)).abi_encode().into()),
+                )
+                .await
+                .unwrap();
+            assert_eq!(Address::from_slice(&owner[12..]), a[1]);
+            U256::from(1)
+        } else {
+            let raw = node
+                .call(
+                    alloy::rpc::types::TransactionRequest::default()
+                        .to(token)
+                        .input(DemoMulti::balanceOfCall::new((a[1], id)).abi_encode().into()),
+                )
+                .await
+                .unwrap();
+            U256::from_be_slice(&raw)
+        };
+        assert_eq!(on_chain.to_string(), *value, "{token} {id}");
+    }
+    let only_1155 = http::walk(addr, &format!("/api/v2/addresses/{}/nft?type=ERC-1155", a[1])).await;
+    assert_eq!(only_1155.len(), 2);
+    let page = http::get_json(addr, &format!("/api/v2/addresses/{}/nft?items_count=1&type=ERC-721", a[1])).await;
+    let next = &page["next_page_params"];
+    assert!(
+        next["token_contract_address_hash"].is_string() && next["token_id"] == "1" && next["type"] == "ERC-721",
+        "{next}"
+    );
+
+    // Collections: one item per collection with the amount held and its ids.
+    let collections = http::walk(addr, &format!("/api/v2/addresses/{}/nft/collections?items_count=1", a[1])).await;
+    assert_eq!(collections.len(), 2, "{collections:?}");
+    for c in &collections {
+        let token: Address = c["token"]["address_hash"].as_str().unwrap().parse().unwrap();
+        let ids: Vec<&str> =
+            c["token_instances"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
+        if token == nft {
+            assert_eq!((c["amount"].as_str().unwrap(), ids), ("2", vec!["1", "4"]));
+        } else {
+            assert_eq!((c["amount"].as_str().unwrap(), ids), ("41", vec!["7", "8"]));
+        }
+    }
+    let erc721_only = http::get_json(addr, &format!("/api/v2/addresses/{}/nft/collections?type=ERC-721", a[1])).await;
+    assert_eq!(erc721_only["items"].as_array().unwrap().len(), 1);
+    for path in [
+        format!("/api/v2/addresses/{}/nft?type=ERC-9", a[1]),
+        format!("/api/v2/addresses/{}/nft?token_contract_address_hash=0x12&token_id=1", a[1]),
+        format!("/api/v2/addresses/{}/nft?token_contract_address_hash={nft}&token_id=x", a[1]),
+        format!("/api/v2/addresses/{}/nft/collections?token_contract_address_hash=nope", a[1]),
+        "/api/v2/addresses/0x12/blocks-validated".to_owned(),
+    ] {
+        assert_eq!(http::get(addr, &path).await.status, 422, "{path}");
+    }
+    t.daemon.shutdown().await.unwrap();
+}

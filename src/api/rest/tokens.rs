@@ -3,13 +3,17 @@
 
 use super::{contracts, envelope, headers, take_page, PageRows, SCAN_BUDGET};
 use crate::api::body::{ok, Body};
-use crate::api::cursor::{HolderCursor, HoldingCursor, InstanceCursor, TokenCursor, TransferCursor};
+use crate::api::cursor::{
+    CollectionCursor, HolderCursor, HoldingCursor, InstanceCursor, NftCursor, TokenCursor, TransferCursor,
+};
 use crate::api::json::{AddressJson, TokenJson, TransferJson};
 use crate::api::router::{Direction as Filter, Page};
 use crate::api::ApiError;
-use crate::store::keys::{BalanceKey, BlockPos, TransferPos};
+use crate::store::keys::{BalanceKey, BlockPos, HolderKey, InstanceKey, TransferPos};
 use crate::store::records::{direction, TokenKind, TokenRecord, TokenTransferRecord, TxRecord};
-use crate::store::tables::{TokenBalances, TokenMetadatas, Tokens, Transactions, Transfers};
+use crate::store::tables::{
+    NftInstances, TokenBalances, TokenHolders, TokenMetadatas, Tokens, Transactions, Transfers,
+};
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use hyper::Response;
@@ -345,6 +349,124 @@ pub fn holdings(
         .collect();
     let next = rows.next.map(|k| HoldingCursor { token: k.token, id: k.id });
     Ok(ok(&envelope(items, next, page.size, &[])))
+}
+
+/// Instances of an address's NFTs shown in one collection of `/nft/collections`.
+const COLLECTION_INSTANCES: usize = 9;
+
+/// An NFT the address holds: the instance object plus its `token_type` and the amount held (`value`).
+fn held_nft_json(token: &TokenJson, kind: TokenKind, id: U256, holder: AddressJson, supply: U256, held: U256) -> Value {
+    let owner = (kind == TokenKind::Erc721).then_some(holder);
+    let mut item = instance_json(token, kind, id, owner, supply);
+    let fields = item.as_object_mut().expect("an object");
+    fields.insert("token_type".into(), json!(kind.label()));
+    fields.insert("value".into(), json!(held.to_string()));
+    item
+}
+
+/// The NFT kind of `token` if it is one and `kinds` (empty: any) admits it; kinds are cached in `seen`.
+fn nft_kind(
+    reader: &Reader<'_>,
+    seen: &mut HashMap<Address, Option<TokenKind>>,
+    token: Address,
+    kinds: &[TokenKind],
+) -> Option<TokenKind> {
+    let kind = *seen.entry(token).or_insert_with(|| reader.get::<Tokens>(&token).ok().flatten().map(|r| r.kind));
+    kind.filter(|k| *k != TokenKind::Erc20 && (kinds.is_empty() || kinds.contains(k)))
+}
+
+/// `GET /api/v2/addresses/:a/nft?type=`: the NFT ids (ERC-721, ERC-1155) the address holds, by collection then id.
+pub fn nfts(
+    reader: &Reader<'_>,
+    address: Address,
+    kinds: &[TokenKind],
+    page: Page<NftCursor>,
+) -> Result<Response<Body>, ApiError> {
+    let after = page.after.map(|c| BalanceKey { holder: address, token: c.token, id: c.id });
+    let mut seen = HashMap::new();
+    let rows = take_page(reader.balances(address, after), page.size, |key, _| {
+        nft_kind(reader, &mut seen, key.token, kinds).is_some()
+    })?;
+    let tokens = token_jsons(reader, rows.items.iter().map(|(k, _)| k.token))?;
+    let holder = contracts(reader, [address])?.address(&address);
+    let mut items = Vec::with_capacity(rows.items.len());
+    for (key, held) in &rows.items {
+        let (Some(token), Some(kind)) = (tokens.get(&key.token), seen.get(&key.token).copied().flatten()) else {
+            continue;
+        };
+        let supply =
+            reader.get::<NftInstances>(&InstanceKey { token: key.token, id: key.id })?.map_or(held.0, |i| i.supply);
+        items.push(held_nft_json(token, kind, key.id, holder.clone(), supply, held.0));
+    }
+    let next = rows.next.map(|k| NftCursor { token: k.token, id: k.id });
+    Ok(ok(&envelope(items, next, page.size, &type_echo(kinds))))
+}
+
+/// `GET /api/v2/addresses/:a/nft/collections?type=`: the NFT collections the address holds, each with the amount
+/// held (ids for ERC-721, units for ERC-1155) and its first nine ids. At most `SCAN_BUDGET` balance rows are read.
+pub fn nft_collections(
+    reader: &Reader<'_>,
+    address: Address,
+    kinds: &[TokenKind],
+    page: Page<CollectionCursor>,
+) -> Result<Response<Body>, ApiError> {
+    let after = page.after.map(|c| BalanceKey { holder: address, token: c.0, id: U256::MAX });
+    let mut seen = HashMap::new();
+    // (token, kind, ids with amounts) in token order; a collection past the page means more follow.
+    let mut collections: Vec<(Address, TokenKind, Vec<(U256, U256)>)> = Vec::new();
+    let mut last_examined = None;
+    let (mut budget_spent, mut more) = (false, false);
+    for (examined, row) in reader.balances(address, after).enumerate() {
+        let (key, held) = row?;
+        if examined >= SCAN_BUDGET {
+            budget_spent = true;
+            break;
+        }
+        last_examined = Some(key.token);
+        let Some(kind) = nft_kind(reader, &mut seen, key.token, kinds) else { continue };
+        if let Some((_, _, ids)) = collections.last_mut().filter(|(token, _, _)| *token == key.token) {
+            ids.push((key.id, held.0));
+            continue;
+        }
+        if collections.len() == page.size {
+            more = true;
+            break;
+        }
+        collections.push((key.token, kind, vec![(key.id, held.0)]));
+    }
+    let next = if more {
+        collections.last().map(|(token, _, _)| CollectionCursor(*token))
+    } else if budget_spent {
+        // The budget ran out inside the scan: continue after the last collection examined (its ids are skipped).
+        last_examined.map(CollectionCursor)
+    } else {
+        None
+    };
+    let tokens = token_jsons(reader, collections.iter().map(|(t, _, _)| *t))?;
+    let holder = contracts(reader, [address])?.address(&address);
+    let mut items = Vec::with_capacity(collections.len());
+    for (token, kind, ids) in &collections {
+        let Some(json) = tokens.get(token) else { continue };
+        let amount =
+            reader.get::<TokenHolders>(&HolderKey { token: *token, holder: address })?.map_or(U256::ZERO, |a| a.0);
+        let mut instances = Vec::new();
+        for (id, held) in ids.iter().take(COLLECTION_INSTANCES) {
+            let supply =
+                reader.get::<NftInstances>(&InstanceKey { token: *token, id: *id })?.map_or(*held, |i| i.supply);
+            instances.push(held_nft_json(json, *kind, *id, holder.clone(), supply, *held));
+        }
+        items.push(json!({"token": json, "amount": amount.to_string(), "token_instances": instances}));
+    }
+    Ok(ok(&envelope(items, next, page.size, &type_echo(kinds))))
+}
+
+/// The `type` filter echoed into `next_page_params`.
+fn type_echo(kinds: &[TokenKind]) -> Vec<(&'static str, Value)> {
+    if kinds.is_empty() {
+        return Vec::new();
+    }
+    let labels: Vec<&str> = kinds.iter().map(|k| k.label()).collect();
+    vec![("type", json!(labels.join(",")))]
 }
 
 /// Distinct tokens `address` holds (up to `cap`, for tab counters).
