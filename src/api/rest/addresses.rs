@@ -202,14 +202,12 @@ pub async fn coin_balance_history(
     Ok(ok(&envelope(items, next, page.size, &[])))
 }
 
+/// Items, cursor, and the address's oldest indexed balance (block, value) when the page ends with it.
+type BalancePage = (Vec<Value>, Option<BlockCursor>, Option<(u64, U256)>);
+
 /// One page of the coin balance history: the items (deltas against the next older indexed balance, the whole value
 /// for the oldest), the cursor, and the oldest indexed balance when the page ends with it.
-#[allow(clippy::type_complexity)]
-fn coin_balance_page(
-    reader: &Reader<'_>,
-    address: Address,
-    page: Page<BlockCursor>,
-) -> Result<(Vec<Value>, Option<BlockCursor>, Option<(u64, U256)>), ApiError> {
+fn coin_balance_page(reader: &Reader<'_>, address: Address, page: Page<BlockCursor>) -> Result<BalancePage, ApiError> {
     // One row more than the page: it decides whether more follow and is the last item's previous balance.
     let mut rows: Vec<(u64, U256)> = Vec::with_capacity(page.size + 1);
     for row in reader.coin_balances(address, page.after.map(|c| c.0)).take(page.size + 1) {

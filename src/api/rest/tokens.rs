@@ -351,6 +351,9 @@ pub fn holdings(
     Ok(ok(&envelope(items, next, page.size, &[])))
 }
 
+/// A collection an address holds: the token, its kind, and the held ids with their amounts.
+type HeldCollection = (Address, TokenKind, Vec<(U256, U256)>);
+
 /// Instances of an address's NFTs shown in one collection of `/nft/collections`.
 const COLLECTION_INSTANCES: usize = 9;
 
@@ -413,7 +416,7 @@ pub fn nft_collections(
     let after = page.after.map(|c| BalanceKey { holder: address, token: c.0, id: U256::MAX });
     let mut seen = HashMap::new();
     // (token, kind, ids with amounts) in token order; a collection past the page means more follow.
-    let mut collections: Vec<(Address, TokenKind, Vec<(U256, U256)>)> = Vec::new();
+    let mut collections: Vec<HeldCollection> = Vec::new();
     let mut last_examined = None;
     let (mut budget_spent, mut more) = (false, false);
     for (examined, row) in reader.balances(address, after).enumerate() {
