@@ -439,6 +439,13 @@ pub enum Route {
         /// Size and cursor.
         page: Page<CollectionCursor>,
     },
+    /// `GET /api/v2/token-transfers`: every token transfer, newest first.
+    TokenTransfers {
+        /// `type` filter (empty: all).
+        kinds: Vec<TokenKind>,
+        /// Size and cursor.
+        page: Page<TransferCursor>,
+    },
 }
 
 /// What an account route does with an account's items.
@@ -734,6 +741,7 @@ impl Route {
             ["stats", "charts", "transactions"] => Route::TransactionsChart,
             ["stats", "charts", "market"] => Route::MarketChart,
             ["addresses", a, "coin-balance-history-by-day"] => Route::CoinBalanceHistoryByDay(addr(a)?),
+            ["token-transfers"] => Route::TokenTransfers { kinds: token_kinds(q)?, page: page(q)? },
             ["addresses", a, "blocks-validated"] => Route::BlocksValidated { address: addr(a)?, page: page(q)? },
             ["addresses", a, "nft"] => Route::AddressNfts { address: addr(a)?, kinds: token_kinds(q)?, page: page(q)? },
             ["addresses", a, "nft", "collections"] => {
@@ -834,6 +842,7 @@ impl Route {
             Route::CoinBalanceHistoryByDay(_) => "/api/v2/addresses/:address_hash/coin-balance-history-by-day",
             Route::TopAccounts { .. } => "/api/v2/addresses",
             Route::BlocksValidated { .. } => "/api/v2/addresses/:address_hash/blocks-validated",
+            Route::TokenTransfers { .. } => "/api/v2/token-transfers",
             Route::AddressNfts { .. } => "/api/v2/addresses/:address_hash/nft",
             Route::AddressNftCollections { .. } => "/api/v2/addresses/:address_hash/nft/collections",
         }
@@ -928,6 +937,9 @@ impl Route {
                 read(state, deadline, move |r| addresses::coin_balance_history_by_day(r, address)).await
             }
             Route::TopAccounts { page } => read(state, deadline, move |r| addresses::top_accounts(r, page)).await,
+            Route::TokenTransfers { kinds, page } => {
+                read(state, deadline, move |r| tokens::all_transfers(r, &kinds, page)).await
+            }
             Route::BlocksValidated { address, page } => {
                 read(state, deadline, move |r| blocks::validated_by(r, address, page)).await
             }

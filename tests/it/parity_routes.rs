@@ -355,6 +355,25 @@ async fn address_tabs_list_validated_blocks_and_held_nfts() {
             assert_eq!((c["amount"].as_str().unwrap(), ids), ("41", vec!["7", "8"]));
         }
     }
+    // The global token transfer list: every transfer log of both collections, newest first (batch items apart).
+    let filter = alloy::rpc::types::Filter::new().address(vec![nft, multi]).from_block(0);
+    let mut logs: Vec<(u64, u64)> =
+        node.get_logs(&filter).await.unwrap().iter().map(|l| (l.block_number.unwrap(), l.log_index.unwrap())).collect();
+    logs.sort_by(|x, y| y.cmp(x));
+    let transfers = http::walk(addr, "/api/v2/token-transfers?items_count=2").await;
+    let mut seen: Vec<(u64, u64)> =
+        transfers.iter().map(|t| (t["block_number"].as_u64().unwrap(), t["log_index"].as_u64().unwrap())).collect();
+    assert_eq!(seen.len(), 7, "4 mints, a batch of 2, one transfer");
+    seen.dedup();
+    assert_eq!(seen, logs);
+    let batch = http::walk(addr, "/api/v2/token-transfers?type=ERC-1155&items_count=1").await;
+    assert_eq!(batch.len(), 2);
+    assert!(batch.iter().all(|t| t["token_type"] == "ERC-1155" && t["total"]["value"].is_string()), "{batch:?}");
+    let page = http::get_json(addr, "/api/v2/token-transfers?items_count=1&type=ERC-721").await;
+    let next = &page["next_page_params"];
+    assert!(next["block_number"].is_u64() && next["index"].is_u64() && next["type"] == "ERC-721", "{next}");
+    assert_eq!(http::get(addr, "/api/v2/token-transfers?type=ERC-5").await.status, 422);
+
     let erc721_only = http::get_json(addr, &format!("/api/v2/addresses/{}/nft/collections?type=ERC-721", a[1])).await;
     assert_eq!(erc721_only["items"].as_array().unwrap().len(), 1);
     for path in [

@@ -181,6 +181,19 @@ pub fn transfers(reader: &Reader<'_>, token: Address, page: Page<TransferCursor>
     Ok(ok(&envelope(transfer_items(reader, &rows)?, next, page.size, &[])))
 }
 
+/// `GET /api/v2/token-transfers?type=`: every token transfer, newest first, optionally of some token kinds only.
+pub fn all_transfers(
+    reader: &Reader<'_>,
+    kinds: &[TokenKind],
+    page: Page<TransferCursor>,
+) -> Result<Response<Body>, ApiError> {
+    let rows = take_page(reader.transfers(page.after.map(|c| c.0)), page.size, |_, t| {
+        kinds.is_empty() || kinds.contains(&t.kind)
+    })?;
+    let next = rows.next.map(TransferCursor);
+    Ok(ok(&envelope(transfer_items(reader, &rows.items)?, next, page.size, &type_echo(kinds))))
+}
+
 /// `GET /api/v2/tokens/:a/holders`: largest holders first.
 pub fn holders(reader: &Reader<'_>, token: Address, page: Page<HolderCursor>) -> Result<Response<Body>, ApiError> {
     if reader.get::<Tokens>(&token)?.is_none() {
