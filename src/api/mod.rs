@@ -23,6 +23,7 @@ pub mod json;
 pub mod limits;
 mod methods;
 mod metrics;
+pub mod nft_metadata;
 mod query;
 mod rest;
 mod router;
@@ -85,6 +86,8 @@ pub struct ApiConfig {
     pub health: health::HealthConfig,
     /// Account tokens and sign-in.
     pub auth: auth::AuthConfig,
+    /// How NFT instance metadata is fetched.
+    pub nft_metadata: nft_metadata::MetadataConfig,
 }
 
 impl Default for ApiConfig {
@@ -101,6 +104,7 @@ impl Default for ApiConfig {
             ws: ws::WsConfig::default(),
             health: health::HealthConfig::default(),
             auth: auth::AuthConfig::default(),
+            nft_metadata: nft_metadata::MetadataConfig::default(),
         }
     }
 }

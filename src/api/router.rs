@@ -18,7 +18,7 @@ use super::query::Query;
 use super::{blocking_read as read, read_body, AppState};
 use crate::chain::{TxType, TxTypes};
 use crate::store::records::{CallKind, ItemKind, TokenKind};
-use alloy::primitives::{Address, B256};
+use alloy::primitives::{Address, B256, U256};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use std::net::IpAddr;
@@ -138,6 +138,15 @@ fn call_kinds(q: &Query) -> Result<Option<Vec<CallKind>>, ApiError> {
         (None, only) | (only, None) => only,
         (Some(internal), Some(call)) => Some(internal.into_iter().filter(|k| call.contains(k)).collect()),
     })
+}
+
+/// A token id path segment: a decimal integer below 2^256.
+fn token_id(raw: &str) -> Result<U256, ApiError> {
+    let digits = !raw.is_empty() && raw.len() <= 78 && raw.bytes().all(|b| b.is_ascii_digit());
+    digits
+        .then(|| raw.parse::<U256>().ok())
+        .flatten()
+        .ok_or_else(|| ApiError::invalid("token_id_param", "Invalid format. Expected a non-negative integer"))
 }
 
 fn direction(q: &Query) -> Result<Option<Direction>, ApiError> {
@@ -438,6 +447,28 @@ pub enum Route {
         kinds: Vec<TokenKind>,
         /// Size and cursor.
         page: Page<CollectionCursor>,
+    },
+    /// `GET /api/v2/tokens/:a/instances/:id`.
+    TokenInstance(Address, U256),
+    /// `GET /api/v2/tokens/:a/instances/:id/transfers`.
+    TokenInstanceTransfers {
+        /// The collection.
+        token: Address,
+        /// The id.
+        id: U256,
+        /// Size and cursor.
+        page: Page<TransferCursor>,
+    },
+    /// `GET /api/v2/tokens/:a/instances/:id/transfers-count`.
+    TokenInstanceTransfersCount(Address, U256),
+    /// `GET /api/v2/tokens/:a/instances/:id/holders`.
+    TokenInstanceHolders {
+        /// The collection.
+        token: Address,
+        /// The id.
+        id: U256,
+        /// Size and cursor (`address_hash`, `value`).
+        page: Page<HolderCursor>,
     },
     /// `GET /api/v2/token-transfers`: every token transfer, newest first.
     TokenTransfers {
@@ -741,6 +772,16 @@ impl Route {
             ["stats", "charts", "transactions"] => Route::TransactionsChart,
             ["stats", "charts", "market"] => Route::MarketChart,
             ["addresses", a, "coin-balance-history-by-day"] => Route::CoinBalanceHistoryByDay(addr(a)?),
+            ["tokens", a, "instances", id] => Route::TokenInstance(addr(a)?, token_id(id)?),
+            ["tokens", a, "instances", id, "transfers"] => {
+                Route::TokenInstanceTransfers { token: addr(a)?, id: token_id(id)?, page: page(q)? }
+            }
+            ["tokens", a, "instances", id, "transfers-count"] => {
+                Route::TokenInstanceTransfersCount(addr(a)?, token_id(id)?)
+            }
+            ["tokens", a, "instances", id, "holders"] => {
+                Route::TokenInstanceHolders { token: addr(a)?, id: token_id(id)?, page: page(q)? }
+            }
             ["token-transfers"] => Route::TokenTransfers { kinds: token_kinds(q)?, page: page(q)? },
             ["addresses", a, "blocks-validated"] => Route::BlocksValidated { address: addr(a)?, page: page(q)? },
             ["addresses", a, "nft"] => Route::AddressNfts { address: addr(a)?, kinds: token_kinds(q)?, page: page(q)? },
@@ -843,6 +884,12 @@ impl Route {
             Route::TopAccounts { .. } => "/api/v2/addresses",
             Route::BlocksValidated { .. } => "/api/v2/addresses/:address_hash/blocks-validated",
             Route::TokenTransfers { .. } => "/api/v2/token-transfers",
+            Route::TokenInstance(..) => "/api/v2/tokens/:address_hash/instances/:token_id",
+            Route::TokenInstanceTransfers { .. } => "/api/v2/tokens/:address_hash/instances/:token_id/transfers",
+            Route::TokenInstanceTransfersCount(..) => {
+                "/api/v2/tokens/:address_hash/instances/:token_id/transfers-count"
+            }
+            Route::TokenInstanceHolders { .. } => "/api/v2/tokens/:address_hash/instances/:token_id/holders",
             Route::AddressNfts { .. } => "/api/v2/addresses/:address_hash/nft",
             Route::AddressNftCollections { .. } => "/api/v2/addresses/:address_hash/nft/collections",
         }
@@ -937,6 +984,16 @@ impl Route {
                 read(state, deadline, move |r| addresses::coin_balance_history_by_day(r, address)).await
             }
             Route::TopAccounts { page } => read(state, deadline, move |r| addresses::top_accounts(r, page)).await,
+            Route::TokenInstance(token, id) => tokens::instance(state, token, id, deadline).await,
+            Route::TokenInstanceTransfers { token, id, page } => {
+                read(state, deadline, move |r| tokens::instance_transfers(r, token, id, page)).await
+            }
+            Route::TokenInstanceTransfersCount(token, id) => {
+                read(state, deadline, move |r| tokens::instance_transfers_count(r, token, id)).await
+            }
+            Route::TokenInstanceHolders { token, id, page } => {
+                read(state, deadline, move |r| tokens::instance_holders(r, token, id, page)).await
+            }
             Route::TokenTransfers { kinds, page } => {
                 read(state, deadline, move |r| tokens::all_transfers(r, &kinds, page)).await
             }

@@ -387,3 +387,167 @@ async fn address_tabs_list_validated_blocks_and_held_nfts() {
     }
     t.daemon.shutdown().await.unwrap();
 }
+
+/// A metadata server on 127.0.0.1 for the instance tests: `/meta/<n>.json` a small document, `/big.json` one over
+/// the size limit, anything else 404. Counts the requests it gets; stops when dropped.
+struct MetadataServer {
+    addr: SocketAddr,
+    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MetadataServer {
+    async fn start() -> MetadataServer {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = hits.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut buf = vec![0u8; 4096];
+                let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buf))
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .unwrap_or(0);
+                let request = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                let (status, body) = if path == "/big.json" {
+                    ("200 OK", format!("{{\"pad\":\"{}\"}}", "x".repeat(300 * 1024)))
+                } else if let Some(n) = path.strip_prefix("/meta/").and_then(|p| p.strip_suffix(".json")) {
+                    (
+                        "200 OK",
+                        json!({"name": format!("Served {n}"), "image": format!("https://img.example/{n}.png")})
+                            .to_string(),
+                    )
+                } else {
+                    ("404 Not Found", "{}".to_owned())
+                };
+                let head = format!("HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+                let _ = socket.write_all(head.as_bytes()).await;
+                let _ = socket.write_all(body.as_bytes()).await;
+            }
+        });
+        MetadataServer { addr, hits, task }
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for MetadataServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_instances_with_metadata_transfers_and_holders() {
+    use alloy::sol_types::SolCall;
+    use base64::Engine;
+    use rockscout::dev::contracts::{DemoMulti, DemoUriNft};
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let server = MetadataServer::start().await;
+    let nft = deploy_contract(&node, a[0], &DemoUriNft::BYTECODE, vec![]).await;
+    let multi = deploy_contract(&node, a[0], &DemoMulti::BYTECODE, vec![]).await;
+    let doc = json!({"name": "One", "image": "ipfs://img/1", "external_url": "https://one.example", "animation_url": "https://one.example/a.mp4"});
+    let uris = [
+        format!("data:application/json;base64,{}", base64::engine::general_purpose::STANDARD.encode(doc.to_string())),
+        "data:application/json,%7B%22name%22%3A%22Two%22%7D".to_owned(),
+        format!("http://{}/meta/3.json", server.addr),
+        format!("http://{}/big.json", server.addr),
+        "data:application/json,not json".to_owned(),
+        "ipfs://QmSomething/6.json".to_owned(),
+    ];
+    for uri in &uris {
+        call(&node, a[0], nft, DemoUriNft::mintCall { to: a[1], uri: uri.clone() }.abi_encode()).await;
+    }
+    let mint = |to, value| DemoMulti::mintCall { to, id: U256::from(7), value: U256::from(value) }.abi_encode();
+    call(&node, a[0], multi, mint(a[1], 40)).await;
+    call(&node, a[0], multi, mint(a[2], 5)).await;
+    call(&node, a[0], multi, mint(a[3], 5)).await;
+    mine(&node, 1).await;
+    call(&node, a[1], nft, DemoUriNft::transferFromCall { from: a[1], to: a[2], id: U256::from(1) }.abi_encode()).await;
+    mine(&node, 1).await;
+
+    let strict = start_daemon(&anvil.http_url(), |_| {}).await;
+    let open = start_daemon(&anvil.http_url(), |c| c.api.nft_metadata.allow_private = true).await;
+    wait_synced(&strict.daemon, &node).await;
+    wait_synced(&open.daemon, &node).await;
+    let (addr, open_addr) = (strict.daemon.addr(), open.daemon.addr());
+
+    let instance = |n: u64| format!("/api/v2/tokens/{nft}/instances/{n}");
+    let one = http::get_json(addr, &instance(1)).await;
+    assert_eq!(one["id"], "1");
+    assert_eq!(one["metadata"], doc);
+    assert_eq!(one["image_url"], "ipfs://img/1");
+    assert_eq!(one["external_app_url"], "https://one.example");
+    assert_eq!(one["animation_url"], "https://one.example/a.mp4");
+    assert_eq!(one["owner"]["hash"], a[2].to_checksum(None), "the owner after the transfer");
+    assert_eq!(one["token"]["address_hash"], nft.to_checksum(None));
+    assert_eq!(one["token_type"], "ERC-721");
+    assert_eq!(http::get_json(addr, &instance(2)).await["metadata"], json!({"name": "Two"}));
+    // Loopback is refused by default: no request reaches the server.
+    assert_eq!(http::get_json(addr, &instance(3)).await["metadata"], Value::Null);
+    assert_eq!(server.hits(), 0, "the default refuses loopback before connecting");
+    let served = http::get_json(open_addr, &instance(3)).await;
+    assert_eq!(served["metadata"]["name"], "Served 3");
+    assert_eq!(served["image_url"], "https://img.example/3.png");
+    assert_eq!(server.hits(), 1);
+    // Over the size limit, not JSON, an unsupported scheme: no metadata, never an error.
+    for n in [4, 5, 6] {
+        let item = http::get_json(open_addr, &instance(n)).await;
+        assert_eq!(item["metadata"], Value::Null, "{n}: {item}");
+        assert_eq!(item["id"], n.to_string());
+    }
+
+    // Transfers of one id, their count, its holders.
+    let transfers = http::walk(addr, &format!("/api/v2/tokens/{nft}/instances/1/transfers?items_count=1")).await;
+    assert_eq!(transfers.len(), 2, "the mint and the transfer");
+    assert!(transfers.iter().all(|t| t["total"]["token_id"] == "1"), "{transfers:?}");
+    assert_eq!(transfers[0]["to"]["hash"], a[2].to_checksum(None), "newest first");
+    let count = http::get_json(addr, &format!("/api/v2/tokens/{nft}/instances/1/transfers-count")).await;
+    assert_eq!(count, json!({"transfers_count": 2}));
+    let count = http::get_json(addr, &format!("/api/v2/tokens/{nft}/instances/2/transfers-count")).await;
+    assert_eq!(count, json!({"transfers_count": 1}));
+    let holders = http::walk(addr, &format!("/api/v2/tokens/{nft}/instances/1/holders")).await;
+    assert_eq!(holders.len(), 1);
+    assert_eq!(
+        (holders[0]["address"]["hash"].clone(), holders[0]["value"].clone()),
+        (json!(a[2].to_checksum(None)), json!("1"))
+    );
+    let holders = http::walk(addr, &format!("/api/v2/tokens/{multi}/instances/7/holders?items_count=1")).await;
+    let got: Vec<(String, String)> = holders
+        .iter()
+        .map(|h| (h["address"]["hash"].as_str().unwrap().to_owned(), h["value"].as_str().unwrap().to_owned()))
+        .collect();
+    let (mut five_a, mut five_b) = (a[2].to_checksum(None), a[3].to_checksum(None));
+    if a[3] < a[2] {
+        std::mem::swap(&mut five_a, &mut five_b);
+    }
+    assert_eq!(got, vec![(a[1].to_checksum(None), "40".into()), (five_a, "5".into()), (five_b, "5".into())]);
+    assert!(holders.iter().all(|h| h["token_id"] == "7"));
+
+    // Unknown ids and collections are 404, malformed ids 422.
+    for path in [
+        instance(99),
+        format!("/api/v2/tokens/{}/instances/1", Address::repeat_byte(3)),
+        format!("/api/v2/tokens/{nft}/instances/99/transfers"),
+    ] {
+        assert_eq!(http::get(addr, &path).await.status, 404, "{path}");
+    }
+    for path in [
+        format!("/api/v2/tokens/{nft}/instances/abc"),
+        format!("/api/v2/tokens/{nft}/instances/-1/holders"),
+        format!("/api/v2/tokens/{nft}/instances/{}", "9".repeat(80)),
+    ] {
+        assert_eq!(http::get(addr, &path).await.status, 422, "{path}");
+    }
+    strict.daemon.shutdown().await.unwrap();
+    open.daemon.shutdown().await.unwrap();
+}

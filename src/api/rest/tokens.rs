@@ -7,10 +7,11 @@ use crate::api::cursor::{
     CollectionCursor, HolderCursor, HoldingCursor, InstanceCursor, NftCursor, TokenCursor, TransferCursor,
 };
 use crate::api::json::{AddressJson, TokenJson, TransferJson};
+use crate::api::nft_metadata::{self, InstanceMetadata};
 use crate::api::router::{Direction as Filter, Page};
-use crate::api::ApiError;
+use crate::api::{ApiError, AppState};
 use crate::store::keys::{BalanceKey, BlockPos, HolderKey, InstanceKey, TransferPos};
-use crate::store::records::{direction, TokenKind, TokenRecord, TokenTransferRecord, TxRecord};
+use crate::store::records::{direction, InstanceRecord, TokenKind, TokenRecord, TokenTransferRecord, TxRecord};
 use crate::store::tables::{
     NftInstances, TokenBalances, TokenHolders, TokenMetadatas, Tokens, Transactions, Transfers,
 };
@@ -179,6 +180,135 @@ pub fn transfers(reader: &Reader<'_>, token: Address, page: Page<TransferCursor>
         .collect();
     let next = keys.next.map(|k| TransferCursor(k.pos));
     Ok(ok(&envelope(transfer_items(reader, &rows)?, next, page.size, &[])))
+}
+
+/// The fields of an instance object that come from its metadata document: `metadata`, `image_url`,
+/// `animation_url`, `external_app_url` (string members of the document only).
+fn with_metadata(item: &mut Value, metadata: Option<&InstanceMetadata>) {
+    let Some(document) = metadata.and_then(|m| m.document.as_ref()) else { return };
+    let text = |key: &str| document.get(key).and_then(Value::as_str).map(str::to_owned);
+    let fields = item.as_object_mut().expect("an object");
+    fields.insert("image_url".into(), json!(text("image").or_else(|| text("image_url"))));
+    fields.insert("animation_url".into(), json!(text("animation_url")));
+    fields.insert("external_app_url".into(), json!(text("external_url")));
+    fields.insert("metadata".into(), document.clone());
+}
+
+/// The token object, kind and instance record of an NFT id, if the collection and the id are indexed.
+fn indexed_instance(
+    reader: &Reader<'_>,
+    token: Address,
+    id: U256,
+) -> Result<(TokenJson, TokenKind, InstanceRecord), ApiError> {
+    let record = reader.get::<Tokens>(&token)?.filter(|r| r.kind != TokenKind::Erc20).ok_or(ApiError::NotFound)?;
+    let json = token_json(reader, &token)?.ok_or(ApiError::NotFound)?;
+    let instance = reader.get::<NftInstances>(&InstanceKey { token, id })?.ok_or(ApiError::NotFound)?;
+    Ok((json, record.kind, instance))
+}
+
+/// `GET /api/v2/tokens/:a/instances/:id`: the instance with its owner and, where the contract names a readable
+/// document (`tokenURI`/`uri`, see `nft_metadata`), its metadata. 404 for an id the index has not seen.
+pub async fn instance(
+    state: &AppState,
+    token: Address,
+    id: U256,
+    deadline: tokio::time::Instant,
+) -> Result<Response<Body>, ApiError> {
+    let (json, kind, record, owner) = crate::api::blocking_read(state, deadline, move |r| {
+        let (json, kind, record) = indexed_instance(r, token, id)?;
+        let owner = match record.owner {
+            Some(owner) => Some(contracts(r, [owner])?.address(&owner)),
+            None => None,
+        };
+        Ok((json, kind, record, owner))
+    })
+    .await?;
+    let config = &state.config.nft_metadata;
+    let metadata = nft_metadata::instance_metadata(&state.node, token, kind, id, config).await;
+    let mut item = instance_json(&json, kind, id, owner, record.supply);
+    with_metadata(&mut item, metadata.as_ref());
+    item.as_object_mut().expect("an object").insert("token_type".into(), json!(kind.label()));
+    Ok(ok(&item))
+}
+
+/// Transfers of one NFT id, newest first: the collection's transfers filtered by id (at most `SCAN_BUDGET` read
+/// per page).
+pub fn instance_transfers(
+    reader: &Reader<'_>,
+    token: Address,
+    id: U256,
+    page: Page<TransferCursor>,
+) -> Result<Response<Body>, ApiError> {
+    indexed_instance(reader, token, id)?;
+    let mut fetched = HashMap::new();
+    let keys = take_page(reader.token_transfers(token, page.after.map(|c| c.0)), page.size, |key, ()| match reader
+        .get::<Transfers>(
+        &key.pos,
+    ) {
+        Ok(Some(t)) if t.token_id == Some(id) => {
+            fetched.insert(key.pos, t);
+            true
+        }
+        _ => false,
+    })?;
+    let rows: Vec<_> = keys.items.iter().filter_map(|(k, ())| Some((k.pos, fetched.remove(&k.pos)?))).collect();
+    let next = keys.next.map(|k| TransferCursor(k.pos));
+    Ok(ok(&envelope(transfer_items(reader, &rows)?, next, page.size, &[])))
+}
+
+/// Most transfers of a collection `/transfers-count` reads.
+const COUNT_BUDGET: usize = 10 * SCAN_BUDGET;
+
+/// `GET /api/v2/tokens/:a/instances/:id/transfers-count`: `{"transfers_count": n}` over the collection's newest
+/// 100,000 transfers.
+pub fn instance_transfers_count(reader: &Reader<'_>, token: Address, id: U256) -> Result<Response<Body>, ApiError> {
+    indexed_instance(reader, token, id)?;
+    let mut count = 0u64;
+    for row in reader.token_transfers(token, None).take(COUNT_BUDGET) {
+        let (key, ()) = row?;
+        if reader.get::<Transfers>(&key.pos)?.is_some_and(|t| t.token_id == Some(id)) {
+            count += 1;
+        }
+    }
+    Ok(ok(&json!({"transfers_count": count})))
+}
+
+/// `GET /api/v2/tokens/:a/instances/:id/holders`: who holds the id (the owner of an ERC-721 id; every holder of an
+/// ERC-1155 id), largest amount first, then by address. The collection's holders are read (at most `SCAN_BUDGET`).
+pub fn instance_holders(
+    reader: &Reader<'_>,
+    token: Address,
+    id: U256,
+    page: Page<HolderCursor>,
+) -> Result<Response<Body>, ApiError> {
+    let (json, _, _) = indexed_instance(reader, token, id)?;
+    let mut held: Vec<(U256, Address)> = Vec::new();
+    for row in reader.holders(token, None).take(SCAN_BUDGET) {
+        let (key, ()) = row?;
+        if let Some(amount) = reader.get::<TokenBalances>(&BalanceKey { holder: key.holder, token, id })? {
+            held.push((amount.0, key.holder));
+        }
+    }
+    held.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+    // Rows up to and including the cursor's position in this order come before the page.
+    let start = page.after.map_or(0, |c| {
+        held.iter()
+            .take_while(|(amount, holder)| {
+                (*amount, std::cmp::Reverse(*holder)) >= (c.amount, std::cmp::Reverse(c.holder))
+            })
+            .count()
+    });
+    let shown: Vec<(U256, Address)> = held.iter().skip(start).take(page.size).copied().collect();
+    let more = start + shown.len() < held.len();
+    let contracts = contracts(reader, shown.iter().map(|(_, holder)| *holder))?;
+    let items: Vec<Value> = shown
+        .iter()
+        .map(|(amount, holder)| {
+            json!({"address": contracts.address(holder), "value": amount.to_string(), "token_id": id.to_string(), "token": json})
+        })
+        .collect();
+    let next = shown.last().filter(|_| more).map(|(amount, holder)| HolderCursor { holder: *holder, amount: *amount });
+    Ok(ok(&envelope(items, next, page.size, &[])))
 }
 
 /// `GET /api/v2/token-transfers?type=`: every token transfer, newest first, optionally of some token kinds only.
