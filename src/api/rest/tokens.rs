@@ -281,7 +281,7 @@ pub fn instance_holders(
     id: U256,
     page: Page<HolderCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let (json, _, _) = indexed_instance(reader, token, id)?;
+    indexed_instance(reader, token, id)?;
     let mut held: Vec<(U256, Address)> = Vec::new();
     for row in reader.holders(token, None).take(SCAN_BUDGET) {
         let (key, ()) = row?;
@@ -304,7 +304,7 @@ pub fn instance_holders(
     let items: Vec<Value> = shown
         .iter()
         .map(|(amount, holder)| {
-            json!({"address": contracts.address(holder), "value": amount.to_string(), "token_id": id.to_string(), "token": json})
+            json!({"address": contracts.address(holder), "value": amount.to_string(), "token_id": id.to_string()})
         })
         .collect();
     let next = shown.last().filter(|_| more).map(|(amount, holder)| HolderCursor { holder: *holder, amount: *amount });
