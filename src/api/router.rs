@@ -1294,6 +1294,81 @@ mod tests {
     }
 
     #[test]
+    fn parity_routes_parse_with_blockscout_parameters() {
+        use crate::store::keys::{CoinRankKey, TransferPos};
+        let dead: Address = "0x000000000000000000000000000000000000dEaD".parse().unwrap();
+        let cases: Vec<(String, Route)> = vec![
+            (format!("/api/v2/addresses/{dead}/coin-balance-history-by-day"), Route::CoinBalanceHistoryByDay(dead)),
+            (
+                format!("/api/v2/addresses?fetched_coin_balance=1000&hash={dead}&transactions_count=3&items_count=50"),
+                Route::TopAccounts {
+                    page: Page {
+                        size: 50,
+                        after: Some(CoinRankCursor(CoinRankKey { balance: U256::from(1000), address: dead })),
+                    },
+                },
+            ),
+            (
+                "/api/v2/addresses?sort=balance&order=desc".into(),
+                Route::TopAccounts { page: Page { size: 25, after: None } },
+            ),
+            (
+                format!("/api/v2/addresses/{dead}/blocks-validated?block_number=9"),
+                Route::BlocksValidated { address: dead, page: Page { size: 25, after: Some(BlockCursor(9)) } },
+            ),
+            (
+                format!("/api/v2/addresses/{dead}/nft?type=ERC-721&token_contract_address_hash={dead}&token_id=5"),
+                Route::AddressNfts {
+                    address: dead,
+                    kinds: vec![TokenKind::Erc721],
+                    page: Page { size: 25, after: Some(NftCursor { token: dead, id: U256::from(5) }) },
+                },
+            ),
+            (
+                format!(
+                    "/api/v2/addresses/{dead}/nft/collections?token_contract_address_hash={dead}&token_type=ERC-1155"
+                ),
+                Route::AddressNftCollections {
+                    address: dead,
+                    kinds: vec![],
+                    page: Page { size: 25, after: Some(CollectionCursor(dead)) },
+                },
+            ),
+            (
+                "/api/v2/token-transfers?type=ERC-1155&block_number=4&index=2&index_in_batch=1".into(),
+                Route::TokenTransfers {
+                    kinds: vec![TokenKind::Erc1155],
+                    page: Page { size: 25, after: Some(TransferCursor(TransferPos { block: 4, log: 2, item: 1 })) },
+                },
+            ),
+            (format!("/api/v2/tokens/{dead}/instances/{}", U256::MAX), Route::TokenInstance(dead, U256::MAX)),
+            (
+                format!("/api/v2/tokens/{dead}/instances/7/holders"),
+                Route::TokenInstanceHolders { token: dead, id: U256::from(7), page: Page { size: 25, after: None } },
+            ),
+            (
+                format!("/api/v2/tokens/{dead}/instances/7/transfers-count"),
+                Route::TokenInstanceTransfersCount(dead, U256::from(7)),
+            ),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(parse(Method::GET, &path), Ok(expected), "{path}");
+        }
+        let bad: &[(String, &'static str)] = &[
+            (format!("/api/v2/tokens/{dead}/instances/{}0", U256::MAX), "token_id_param"),
+            (format!("/api/v2/tokens/{dead}/instances/0x10"), "token_id_param"),
+            ("/api/v2/addresses?hash=0x000000000000000000000000000000000000dEaD".into(), "fetched_coin_balance"),
+            ("/api/v2/addresses?sort=transactions_count".into(), "sort"),
+            (format!("/api/v2/addresses/{dead}/nft?token_contract_address_hash={dead}"), "token_id"),
+            ("/api/v2/token-transfers?type=ERC-404".into(), "type"),
+        ];
+        for (path, param) in bad {
+            let result = parse(Method::GET, path);
+            assert!(invalid(param)(&result), "{path}: {result:?}");
+        }
+    }
+
+    #[test]
     fn type_lists_accept_commas_and_brackets() {
         let route = parse(Method::GET, "/api/v2/transactions?type=%5Bcoin_transfer,contract_creation%5D").unwrap();
         let Route::Transactions { kinds, .. } = route else { panic!("{route:?}") };
