@@ -1001,10 +1001,12 @@ impl Route {
                 read(state, deadline, move |r| blocks::validated_by(r, address, page)).await
             }
             Route::AddressNfts { address, kinds, page } => {
-                read(state, deadline, move |r| tokens::nfts(r, address, &kinds, page)).await
+                let list = read(state, deadline, move |r| tokens::nfts(r, address, &kinds, page)).await?;
+                Ok(tokens::with_list_metadata(state, list).await)
             }
             Route::AddressNftCollections { address, kinds, page } => {
-                read(state, deadline, move |r| tokens::nft_collections(r, address, &kinds, page)).await
+                let list = read(state, deadline, move |r| tokens::nft_collections(r, address, &kinds, page)).await?;
+                Ok(tokens::with_list_metadata(state, list).await)
             }
             Route::Blocks { kind, page } => read(state, deadline, move |r| blocks::list(r, kind, page)).await,
             Route::BlockTransactions { id, kinds, page } => {

@@ -506,6 +506,21 @@ async fn token_instances_with_metadata_transfers_and_holders() {
         assert_eq!(item["id"], n.to_string());
     }
 
+    // Held NFTs carry their metadata too (a[1] still holds ids 2 to 6), in both list forms.
+    let held = http::walk(open_addr, &format!("/api/v2/addresses/{}/nft?items_count=50", a[1])).await;
+    let two = held.iter().find(|i| i["token"]["address_hash"] == nft.to_checksum(None) && i["id"] == "2").unwrap();
+    assert_eq!(two["metadata"], json!({"name": "Two"}));
+    let three = held.iter().find(|i| i["token"]["address_hash"] == nft.to_checksum(None) && i["id"] == "3").unwrap();
+    assert_eq!(three["metadata"]["name"], "Served 3");
+    let collections = http::get_json(open_addr, &format!("/api/v2/addresses/{}/nft/collections", a[1])).await;
+    let ours = collections["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["token"]["address_hash"] == nft.to_checksum(None))
+        .unwrap();
+    assert_eq!(ours["token_instances"][0]["metadata"], json!({"name": "Two"}));
+
     // Transfers of one id, their count, its holders.
     let transfers = http::walk(addr, &format!("/api/v2/tokens/{nft}/instances/1/transfers?items_count=1")).await;
     assert_eq!(transfers.len(), 2, "the mint and the transfer");

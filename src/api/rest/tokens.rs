@@ -17,6 +17,7 @@ use crate::store::tables::{
 };
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::{Address, B256, U256};
+use futures_util::StreamExt;
 use hyper::Response;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
@@ -527,7 +528,7 @@ pub fn nfts(
     address: Address,
     kinds: &[TokenKind],
     page: Page<NftCursor>,
-) -> Result<Response<Body>, ApiError> {
+) -> Result<Value, ApiError> {
     let after = page.after.map(|c| BalanceKey { holder: address, token: c.token, id: c.id });
     let mut seen = HashMap::new();
     let rows = take_page(reader.balances(address, after), page.size, |key, _| {
@@ -545,7 +546,7 @@ pub fn nfts(
         items.push(held_nft_json(token, kind, key.id, holder.clone(), supply, held.0));
     }
     let next = rows.next.map(|k| NftCursor { token: k.token, id: k.id });
-    Ok(ok(&envelope(items, next, page.size, &type_echo(kinds))))
+    Ok(serde_json::to_value(envelope(items, next, page.size, &type_echo(kinds))).expect("envelope serializes"))
 }
 
 /// `GET /api/v2/addresses/:a/nft/collections?type=`: the NFT collections the address holds, each with the amount
@@ -555,7 +556,7 @@ pub fn nft_collections(
     address: Address,
     kinds: &[TokenKind],
     page: Page<CollectionCursor>,
-) -> Result<Response<Body>, ApiError> {
+) -> Result<Value, ApiError> {
     let after = page.after.map(|c| BalanceKey { holder: address, token: c.0, id: U256::MAX });
     let mut seen = HashMap::new();
     // (token, kind, ids with amounts) in token order; a collection past the page means more follow.
@@ -603,7 +604,43 @@ pub fn nft_collections(
         }
         items.push(json!({"token": json, "amount": amount.to_string(), "token_instances": instances}));
     }
-    Ok(ok(&envelope(items, next, page.size, &type_echo(kinds))))
+    Ok(serde_json::to_value(envelope(items, next, page.size, &type_echo(kinds))).expect("envelope serializes"))
+}
+
+/// Most instances of one list answer whose metadata is fetched.
+const LIST_METADATA: usize = 50;
+
+/// Adds metadata to the NFT instance objects of a list answer (`items`, or each item's `token_instances`): the
+/// first [`LIST_METADATA`] are resolved, eight at a time, all within one metadata timeout; the rest keep `null`.
+pub async fn with_list_metadata(state: &AppState, mut body: Value) -> Response<Body> {
+    let mut slots: Vec<&mut Value> = Vec::new();
+    for item in body.get_mut("items").and_then(Value::as_array_mut).into_iter().flatten() {
+        if item.get("token_instances").is_some() {
+            slots.extend(item["token_instances"].as_array_mut().into_iter().flatten());
+        } else {
+            slots.push(item);
+        }
+    }
+    slots.truncate(LIST_METADATA);
+    let key = |slot: &Value| -> Option<(Address, TokenKind, U256)> {
+        let token = slot["token"]["address_hash"].as_str()?.parse().ok()?;
+        let kind = TokenKind::parse(slot["token_type"].as_str()?)?;
+        Some((token, kind, slot["id"].as_str()?.parse().ok()?))
+    };
+    let keys: Vec<Option<(Address, TokenKind, U256)>> = slots.iter().map(|slot| key(slot)).collect();
+    let config = &state.config.nft_metadata;
+    // One deadline for the whole list: what has not resolved by then stays without metadata.
+    let deadline = tokio::time::Instant::now() + config.timeout;
+    let fetches = futures_util::stream::iter(keys).map(|key| async move {
+        let (token, kind, id) = key?;
+        let fetch = nft_metadata::instance_metadata(&state.node, token, kind, id, config);
+        tokio::time::timeout_at(deadline, fetch).await.ok().flatten()
+    });
+    let resolved: Vec<Option<InstanceMetadata>> = fetches.buffered(8).collect().await;
+    for (slot, metadata) in slots.into_iter().zip(&resolved) {
+        with_metadata(slot, metadata.as_ref());
+    }
+    ok(&body)
 }
 
 /// The `type` filter echoed into `next_page_params`.
