@@ -562,9 +562,7 @@ impl Fetcher {
             }
         }
     }
-}
 
-impl Fetcher {
     /// The native balances after `block` of the addresses it names (miner, senders, recipients, created
     /// contracts), in batches at the block's hash. A node that refuses (state of old blocks pruned, the block
     /// replaced meanwhile) leaves the block without balances rather than stopping indexing; transport failures are
