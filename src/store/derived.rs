@@ -97,30 +97,49 @@ impl Batch<'_> {
         block: u64,
         rows: &[(T::Key, Option<T::Value>)],
     ) -> StoreResult<()> {
+        let mut late = LateRows::default();
+        for (key, value) in rows {
+            late.set::<T>(key, value.as_ref())?;
+        }
+        self.set_late_rows(reader, block, &late)
+    }
+
+    /// [`Batch::set_late`] for rows of several tables at once (one call per block and batch).
+    pub fn set_late_rows(&mut self, reader: &Reader<'_>, block: u64, rows: &LateRows) -> StoreResult<()> {
         let mut undo = reader.get::<UndoLog>(&BlockKey(block))?;
         let mut undo_changed = false;
-        for (key, value) in rows {
-            let key = key.encode().as_ref().to_vec();
-            let before = reader.get_raw(T::ID, &key)?;
-            let after = value
-                .as_ref()
-                .map(|v| codec::encode(v).map_err(|source| StoreError::Encode { table: T::NAME, source }))
-                .transpose()?;
-            if before == after {
+        for (table, key, after) in &rows.0 {
+            let before = reader.get_raw(*table, key)?;
+            if before == *after {
                 continue;
             }
             if let Some(undo) = undo.as_mut() {
                 // A row already in the block's undo data keeps its first prior value.
-                if !undo.rows.iter().any(|r| r.table == T::ID && r.key == key) {
-                    undo.rows.push(UndoRow { table: T::ID, key: key.clone(), before });
+                if !undo.rows.iter().any(|r| r.table == *table && r.key == *key) {
+                    undo.rows.push(UndoRow { table: *table, key: key.clone(), before });
                     undo_changed = true;
                 }
             }
-            self.set_raw(T::ID, &key, after.as_deref())?;
+            self.set_raw(*table, key, after.as_deref())?;
         }
         if let (Some(undo), true) = (undo, undo_changed) {
             self.put::<UndoLog>(&BlockKey(block), &undo)?;
         }
+        Ok(())
+    }
+}
+
+/// Late derived rows of one block, of any tables, encoded: (table id, key, new value or deletion).
+#[derive(Debug, Default)]
+pub struct LateRows(Vec<(u8, Vec<u8>, Option<Vec<u8>>)>);
+
+impl LateRows {
+    /// Sets (`Some`) or deletes (`None`) a row.
+    pub fn set<T: Table>(&mut self, key: &T::Key, value: Option<&T::Value>) -> StoreResult<()> {
+        let after = value
+            .map(|v| codec::encode(v).map_err(|source| StoreError::Encode { table: T::NAME, source }))
+            .transpose()?;
+        self.0.push((T::ID, key.encode().as_ref().to_vec(), after));
         Ok(())
     }
 }

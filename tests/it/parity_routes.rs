@@ -566,3 +566,68 @@ async fn token_instances_with_metadata_transfers_and_holders() {
     strict.daemon.shutdown().await.unwrap();
     open.daemon.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balances_moved_by_calls_are_indexed_by_the_trace_pass() {
+    use alloy::sol_types::SolCall;
+    use rockscout::dev::contracts::DemoFactory;
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |c| c.tracing = true).await;
+    let addr = t.daemon.addr();
+    let factory = deploy_contract(&node, a[0], &DemoFactory::BYTECODE, vec![]).await;
+    let spawn = DemoFactory::spawnCall { v: U256::from(3) }.abi_encode();
+    send(&node, json!({"from": a[0], "to": factory, "data": alloy::primitives::Bytes::from(spawn), "value": U256::from(5000), "gas": "0x1000000"})).await;
+    mine(&node, 1).await;
+    let spawn_block = node.get_block_number().await.unwrap();
+    let child: Address = {
+        let raw = node
+            .call(
+                alloy::rpc::types::TransactionRequest::default()
+                    .to(factory)
+                    .input(DemoFactory::lastCall {}.abi_encode().into()),
+            )
+            .await
+            .unwrap();
+        Address::from_slice(&raw[12..])
+    };
+    let newcomer = Address::repeat_byte(0xe7);
+    let relay = DemoFactory::relayCall { child, to: newcomer }.abi_encode();
+    send(&node, json!({"from": a[1], "to": factory, "data": alloy::primitives::Bytes::from(relay), "value": U256::from(777), "gas": "0x1000000"})).await;
+    mine(&node, 1).await;
+    let relay_block = node.get_block_number().await.unwrap();
+    let traced = |target: u64| {
+        let store = t.daemon.store().clone();
+        move || {
+            let store = store.clone();
+            async move { store.reader().trace_tip().ok().flatten().filter(|tip| tip.number >= target).map(|_| ()) }
+        }
+    };
+    wait_synced(&t.daemon, &node).await;
+    poll_until("the trace pass to reach the head", Duration::from_secs(60), traced(relay_block)).await;
+
+    // Neither the child (created inside a call) nor the newcomer (paid by one) is named by its block.
+    let history = http::walk(addr, &format!("/api/v2/addresses/{newcomer}/coin-balance-history")).await;
+    let entries: Vec<(u64, U256)> =
+        history.iter().map(|e| (e["block_number"].as_u64().unwrap(), decimal(&e["value"]))).collect();
+    assert_eq!(entries, vec![(relay_block, U256::from(777))]);
+    assert_eq!(balance_at(&node, newcomer, relay_block).await, U256::from(777));
+    let history = http::walk(addr, &format!("/api/v2/addresses/{child}/coin-balance-history")).await;
+    assert_eq!(history[0]["block_number"], spawn_block);
+    assert_eq!(decimal(&history[0]["value"]), balance_at(&node, child, spawn_block).await);
+    let ranked = top_accounts(addr, &node).await;
+    assert!(ranked.iter().any(|(address, _)| *address == newcomer), "{ranked:?}");
+    assert!(ranked.iter().any(|(address, _)| *address == child), "{ranked:?}");
+
+    // The relay's block is replaced: its late rows go with it.
+    let _: Value = node.raw_request("anvil_rollback".into(), json!([1])).await.unwrap();
+    mine(&node, 2).await;
+    let head = wait_synced(&t.daemon, &node).await;
+    poll_until("the trace pass to reach the new head", Duration::from_secs(60), traced(head)).await;
+    let history = http::walk(addr, &format!("/api/v2/addresses/{newcomer}/coin-balance-history")).await;
+    assert!(history.is_empty(), "{history:?}");
+    let ranked = top_accounts(addr, &node).await;
+    assert!(!ranked.iter().any(|(address, _)| *address == newcomer), "{ranked:?}");
+    t.daemon.shutdown().await.unwrap();
+}
