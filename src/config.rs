@@ -180,6 +180,19 @@ pub struct DaemonArgs {
     /// Blocks fetched concurrently while catching up.
     #[arg(long, env = "ROCKSCOUT_FETCH_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub fetch_concurrency: u16,
+    /// Index native balances: fetch the balance of every address a block names (miner, senders, recipients,
+    /// created contracts) after that block, in batched eth_getBalance calls at the block's hash, while fetching it
+    /// (coin balance history, top accounts). Needs a node that keeps the state of the blocks indexed (an archive
+    /// node for old history); blocks whose state the node refuses are kept without balances.
+    #[arg(long, env = "ROCKSCOUT_COIN_BALANCES", default_value_t = true, action = clap::ArgAction::Set)]
+    pub coin_balances: bool,
+    /// Fetch NFT metadata documents named by http(s) token URIs (data: URIs are always decoded).
+    #[arg(long, env = "ROCKSCOUT_NFT_METADATA_HTTP", default_value_t = true, action = clap::ArgAction::Set)]
+    pub nft_metadata_http: bool,
+    /// Also fetch NFT metadata from loopback and private-network addresses (off: a contract's URI must not make
+    /// the server probe its own network).
+    #[arg(long, env = "ROCKSCOUT_NFT_METADATA_ALLOW_PRIVATE")]
+    pub nft_metadata_allow_private: bool,
     /// Milliseconds between head polls when no WebSocket notification arrives.
     #[arg(long, env = "ROCKSCOUT_POLL_INTERVAL_MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub poll_interval_ms: u64,
@@ -440,6 +453,11 @@ impl Config {
                     api_key_burst: args.api_key_rate_limit.saturating_mul(2),
                     ..crate::api::auth::AuthConfig::default()
                 },
+                nft_metadata: crate::api::nft_metadata::MetadataConfig {
+                    http: args.nft_metadata_http,
+                    allow_private: args.nft_metadata_allow_private,
+                    ..Default::default()
+                },
                 ..ApiConfig::default()
             },
             indexer: IndexerConfig {
@@ -447,6 +465,7 @@ impl Config {
                 poll_interval: Duration::from_millis(args.poll_interval_ms),
                 undo_depth: args.undo_depth,
                 on_reset: args.on_reset,
+                coin_balances: args.coin_balances,
                 ..IndexerConfig::default()
             },
         }

@@ -183,7 +183,8 @@ impl Daemon {
                 status.clone(),
                 events.clone(),
                 config.indexer.fetch_concurrency,
-            );
+            )
+            .with_coin_balances(config.indexer.coin_balances);
             helpers.spawn(traces.run(cancel.clone()));
         }
         helpers.close();

@@ -159,7 +159,7 @@ impl Iterator for Chain {
             burnt_fees: burnt,
             priority_fees: fees - burnt,
         };
-        Some(Bundle { header, txs, logs })
+        Some(Bundle { header, txs, logs, balances: Vec::new() })
     }
 }
 

@@ -9,7 +9,9 @@ use super::error::ApiError;
 use super::json::{checksum, hash_hex, iso_timestamp_ms, parse_iso_ms};
 use super::query::Query;
 use super::router::parse_address;
-use crate::store::keys::{BlockPos, HolderRankKey, PendingKey, SearchKey, TokenRankKey, TracePos, TransferPos};
+use crate::store::keys::{
+    BlockPos, CoinRankKey, HolderRankKey, PendingKey, SearchKey, TokenRankKey, TracePos, TransferPos,
+};
 use alloy::primitives::{Address, B256, U256};
 use serde_json::{json, Map, Value};
 
@@ -290,6 +292,63 @@ impl Cursor for InstanceCursor {
     }
 }
 
+/// Top accounts, richest first: `fetched_coin_balance` and `hash` (both required to continue). Blockscout also
+/// sends `transactions_count` back; it is read leniently and ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoinRankCursor(pub CoinRankKey);
+
+impl Cursor for CoinRankCursor {
+    fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
+        let balance = decimal(q, "fetched_coin_balance")?;
+        let hash = q.get("hash").map(|h| parse_address(h, "hash")).transpose()?;
+        Ok(match (balance, hash) {
+            (Some(balance), Some(address)) => Some(CoinRankCursor(CoinRankKey { balance, address })),
+            (None, None) => None,
+            (None, Some(_)) => return Err(ApiError::invalid("fetched_coin_balance", "Missing parameter")),
+            (Some(_), None) => return Err(ApiError::invalid("hash", "Missing parameter")),
+        })
+    }
+    fn to_params(&self) -> Vec<(&'static str, Value)> {
+        vec![("fetched_coin_balance", json!(self.0.balance.to_string())), ("hash", json!(checksum(&self.0.address)))]
+    }
+}
+
+/// An address's NFTs, by collection then id: `token_contract_address_hash` and `token_id` (Blockscout also sends
+/// `token_type`, which is not needed to continue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NftCursor {
+    /// Collection shown last.
+    pub token: Address,
+    /// Its id shown last.
+    pub id: U256,
+}
+
+impl Cursor for NftCursor {
+    fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
+        let Some(token) = q.get("token_contract_address_hash") else { return Ok(None) };
+        let token = parse_address(token, "token_contract_address_hash")?;
+        let id = decimal(q, "token_id")?.ok_or_else(|| ApiError::invalid("token_id", "Missing parameter"))?;
+        Ok(Some(NftCursor { token, id }))
+    }
+    fn to_params(&self) -> Vec<(&'static str, Value)> {
+        vec![("token_contract_address_hash", json!(checksum(&self.token))), ("token_id", json!(self.id.to_string()))]
+    }
+}
+
+/// An address's NFT collections: `token_contract_address_hash` of the last one shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollectionCursor(pub Address);
+
+impl Cursor for CollectionCursor {
+    fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
+        let token = q.get("token_contract_address_hash");
+        Ok(token.map(|t| parse_address(t, "token_contract_address_hash")).transpose()?.map(CollectionCursor))
+    }
+    fn to_params(&self) -> Vec<(&'static str, Value)> {
+        vec![("token_contract_address_hash", json!(checksum(&self.0)))]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,6 +390,9 @@ mod tests {
         round_trip(HolderCursor { holder: a, amount: U256::MAX }, &[]);
         round_trip(HoldingCursor { token: a, id: U256::from(77) }, &[]);
         round_trip(InstanceCursor(U256::from(10).pow(U256::from(70))), &[]);
+        round_trip(NftCursor { token: a, id: U256::MAX }, &[("type", json!("ERC-721"))]);
+        round_trip(CollectionCursor(a), &[]);
+        round_trip(CoinRankCursor(CoinRankKey { balance: U256::from(10).pow(U256::from(24)), address: a }), &[]);
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod json;
 pub mod limits;
 mod methods;
 mod metrics;
+pub mod nft_metadata;
 mod query;
 mod rest;
 mod router;
@@ -85,6 +86,8 @@ pub struct ApiConfig {
     pub health: health::HealthConfig,
     /// Account tokens and sign-in.
     pub auth: auth::AuthConfig,
+    /// How NFT instance metadata is fetched.
+    pub nft_metadata: nft_metadata::MetadataConfig,
 }
 
 impl Default for ApiConfig {
@@ -101,6 +104,7 @@ impl Default for ApiConfig {
             ws: ws::WsConfig::default(),
             health: health::HealthConfig::default(),
             auth: auth::AuthConfig::default(),
+            nft_metadata: nft_metadata::MetadataConfig::default(),
         }
     }
 }
@@ -410,7 +414,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     let mut response = if let Verdict::Limited(_) = verdict {
         tracing::debug!(%client, "rate limited");
         state.status.metrics().rate_limited();
-        if req.uri().path() == "/api/eth" {
+        if parsed.as_ref().is_ok_and(Route::is_rpc) {
             let message = "Too many requests";
             rpc::error_response(
                 StatusCode::TOO_MANY_REQUESTS,

@@ -7,8 +7,9 @@
 
 use super::body::Body;
 use super::cursor::{
-    AddressCursor, BlockCursor, CallCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor, InstanceCursor,
-    PendingCursor, PosCursor, ReorgCursor, TokenCursor, TraceCursor, TransferCursor,
+    AddressCursor, BlockCursor, CallCursor, CoinRankCursor, CollectionCursor, Cursor, HolderCursor, HoldingCursor,
+    IndexCursor, InstanceCursor, NftCursor, PendingCursor, PosCursor, ReorgCursor, TokenCursor, TraceCursor,
+    TransferCursor,
 };
 use super::error::ApiError;
 use super::json::BlockKind;
@@ -17,7 +18,7 @@ use super::query::Query;
 use super::{blocking_read as read, read_body, AppState};
 use crate::chain::{TxType, TxTypes};
 use crate::store::records::{CallKind, ItemKind, TokenKind};
-use alloy::primitives::{Address, B256};
+use alloy::primitives::{Address, B256, U256};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use std::net::IpAddr;
@@ -137,6 +138,15 @@ fn call_kinds(q: &Query) -> Result<Option<Vec<CallKind>>, ApiError> {
         (None, only) | (only, None) => only,
         (Some(internal), Some(call)) => Some(internal.into_iter().filter(|k| call.contains(k)).collect()),
     })
+}
+
+/// A token id path segment: a decimal integer below 2^256.
+fn token_id(raw: &str) -> Result<U256, ApiError> {
+    let digits = !raw.is_empty() && raw.len() <= 78 && raw.bytes().all(|b| b.is_ascii_digit());
+    digits
+        .then(|| raw.parse::<U256>().ok())
+        .flatten()
+        .ok_or_else(|| ApiError::invalid("token_id_param", "Invalid format. Expected a non-negative integer"))
 }
 
 fn direction(q: &Query) -> Result<Option<Direction>, ApiError> {
@@ -400,6 +410,73 @@ pub enum Route {
     },
     /// `GET /api/v2/main-page/transactions/watchlist`: the newest six of them.
     MainPageWatchlistTransactions,
+    /// `POST /api/eth-rpc`: the JSON-RPC passthrough under Blockscout's documented path (served as [`Route::Rpc`]).
+    EthRpc,
+    /// `GET /api/v2/transactions/stats`: 24-hour counts and fee sums, pending count.
+    TransactionStats,
+    /// `GET /api/v2/stats/charts/market`: the market chart (empty: rockscout has no price source).
+    MarketChart,
+    /// `GET /api/v2/addresses/:a/coin-balance-history-by-day`.
+    CoinBalanceHistoryByDay(Address),
+    /// `GET /api/v2/addresses`: top accounts by native balance.
+    TopAccounts {
+        /// Size and cursor (`fetched_coin_balance`, `hash`).
+        page: Page<CoinRankCursor>,
+    },
+    /// `GET /api/v2/addresses/:a/blocks-validated`.
+    BlocksValidated {
+        /// The miner.
+        address: Address,
+        /// Size and cursor (`block_number`).
+        page: Page<BlockCursor>,
+    },
+    /// `GET /api/v2/addresses/:a/nft`.
+    AddressNfts {
+        /// The holder.
+        address: Address,
+        /// `type` filter (ERC-721, ERC-1155; empty: both).
+        kinds: Vec<TokenKind>,
+        /// Size and cursor.
+        page: Page<NftCursor>,
+    },
+    /// `GET /api/v2/addresses/:a/nft/collections`.
+    AddressNftCollections {
+        /// The holder.
+        address: Address,
+        /// `type` filter (ERC-721, ERC-1155; empty: both).
+        kinds: Vec<TokenKind>,
+        /// Size and cursor.
+        page: Page<CollectionCursor>,
+    },
+    /// `GET /api/v2/tokens/:a/instances/:id`.
+    TokenInstance(Address, U256),
+    /// `GET /api/v2/tokens/:a/instances/:id/transfers`.
+    TokenInstanceTransfers {
+        /// The collection.
+        token: Address,
+        /// The id.
+        id: U256,
+        /// Size and cursor.
+        page: Page<TransferCursor>,
+    },
+    /// `GET /api/v2/tokens/:a/instances/:id/transfers-count`.
+    TokenInstanceTransfersCount(Address, U256),
+    /// `GET /api/v2/tokens/:a/instances/:id/holders`.
+    TokenInstanceHolders {
+        /// The collection.
+        token: Address,
+        /// The id.
+        id: U256,
+        /// Size and cursor (`address_hash`, `value`).
+        page: Page<HolderCursor>,
+    },
+    /// `GET /api/v2/token-transfers`: every token transfer, newest first.
+    TokenTransfers {
+        /// `type` filter (empty: all).
+        kinds: Vec<TokenKind>,
+        /// Size and cursor.
+        page: Page<TransferCursor>,
+    },
 }
 
 /// What an account route does with an account's items.
@@ -523,6 +600,12 @@ impl Route {
                     _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
                 }
             }
+            ["api", "eth-rpc"] => {
+                return match *method {
+                    Method::POST => Ok(Route::EthRpc),
+                    _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
+                }
+            }
             // The Etherscan-style API: any method (clients GET and POST alike), parameters read when served.
             ["api"] | ["api", "v1"] => return Ok(Route::Etherscan),
             ["api", "account", "v2", rest @ ..] => return parse_account(method, rest, &q).map(Route::Account),
@@ -582,6 +665,7 @@ impl Route {
                 Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
             },
             ["transactions", "watchlist"] => Route::WatchlistTransactions { page: page(q)? },
+            ["transactions", "stats"] => Route::TransactionStats,
             ["transactions", hash] => Route::Transaction(tx(hash)?),
             ["transactions", hash, "logs"] => Route::TransactionLogs { hash: tx(hash)?, page: page(q)? },
             ["transactions", hash, "token-transfers"] => {
@@ -686,6 +770,39 @@ impl Route {
             ["smart-contracts", "verification", "config"] => Route::VerificationConfig,
             ["smart-contracts", a] => Route::SmartContract(addr(a)?),
             ["stats", "charts", "transactions"] => Route::TransactionsChart,
+            ["stats", "charts", "market"] => Route::MarketChart,
+            ["addresses", a, "coin-balance-history-by-day"] => Route::CoinBalanceHistoryByDay(addr(a)?),
+            ["tokens", a, "instances", id] => Route::TokenInstance(addr(a)?, token_id(id)?),
+            ["tokens", a, "instances", id, "transfers"] => {
+                Route::TokenInstanceTransfers { token: addr(a)?, id: token_id(id)?, page: page(q)? }
+            }
+            ["tokens", a, "instances", id, "transfers-count"] => {
+                Route::TokenInstanceTransfersCount(addr(a)?, token_id(id)?)
+            }
+            ["tokens", a, "instances", id, "holders"] => {
+                Route::TokenInstanceHolders { token: addr(a)?, id: token_id(id)?, page: page(q)? }
+            }
+            ["token-transfers"] => Route::TokenTransfers { kinds: token_kinds(q)?, page: page(q)? },
+            ["addresses", a, "blocks-validated"] => Route::BlocksValidated { address: addr(a)?, page: page(q)? },
+            ["addresses", a, "nft"] => Route::AddressNfts { address: addr(a)?, kinds: token_kinds(q)?, page: page(q)? },
+            ["addresses", a, "nft", "collections"] => {
+                Route::AddressNftCollections { address: addr(a)?, kinds: token_kinds(q)?, page: page(q)? }
+            }
+            ["addresses"] => {
+                let ascending = match q.get("order") {
+                    None | Some("desc") => false,
+                    Some("asc") => true,
+                    Some(_) => return Err(ApiError::invalid("order", "Invalid value for enum")),
+                };
+                match q.get("sort") {
+                    None | Some("balance") if !ascending => {}
+                    None | Some("balance") | Some("transactions_count") => {
+                        return Err(ApiError::invalid("sort", "Only the richest-first order is supported"))
+                    }
+                    Some(_) => return Err(ApiError::invalid("sort", "Invalid value for enum")),
+                }
+                Route::TopAccounts { page: page(q)? }
+            }
             _ => return Ok(None),
         };
         Ok(Some(route))
@@ -760,6 +877,21 @@ impl Route {
             Route::SmartContractCounters => "/api/v2/smart-contracts/counters",
             Route::VerificationConfig => "/api/v2/smart-contracts/verification/config",
             Route::ContractLanguages => "/api/v2/config/smart-contracts/languages",
+            Route::EthRpc => "/api/eth-rpc",
+            Route::TransactionStats => "/api/v2/transactions/stats",
+            Route::MarketChart => "/api/v2/stats/charts/market",
+            Route::CoinBalanceHistoryByDay(_) => "/api/v2/addresses/:address_hash/coin-balance-history-by-day",
+            Route::TopAccounts { .. } => "/api/v2/addresses",
+            Route::BlocksValidated { .. } => "/api/v2/addresses/:address_hash/blocks-validated",
+            Route::TokenTransfers { .. } => "/api/v2/token-transfers",
+            Route::TokenInstance(..) => "/api/v2/tokens/:address_hash/instances/:token_id",
+            Route::TokenInstanceTransfers { .. } => "/api/v2/tokens/:address_hash/instances/:token_id/transfers",
+            Route::TokenInstanceTransfersCount(..) => {
+                "/api/v2/tokens/:address_hash/instances/:token_id/transfers-count"
+            }
+            Route::TokenInstanceHolders { .. } => "/api/v2/tokens/:address_hash/instances/:token_id/holders",
+            Route::AddressNfts { .. } => "/api/v2/addresses/:address_hash/nft",
+            Route::AddressNftCollections { .. } => "/api/v2/addresses/:address_hash/nft/collections",
         }
     }
 
@@ -779,7 +911,13 @@ impl Route {
                 | Route::Socket
                 | Route::Account(_)
                 | Route::Verify(..)
+                | Route::EthRpc
         )
+    }
+
+    /// Whether the route is the JSON-RPC passthrough (under either path): its refusals are JSON-RPC errors.
+    pub fn is_rpc(&self) -> bool {
+        matches!(self, Route::Rpc | Route::EthRpc)
     }
 
     /// Serves the route: the one `match` from endpoints to handlers. Handlers that scan run through [`read`] on
@@ -797,7 +935,7 @@ impl Route {
             Route::Health => Ok(health::health(state)),
             Route::Ready => Ok(health::ready(state)),
             Route::Socket => ws::upgrade(req, state),
-            Route::Rpc => {
+            Route::Rpc | Route::EthRpc => {
                 // Held until the answer is built: a client has a bounded number of passthrough requests in flight.
                 let _slot = match state.rpc.admit(client) {
                     Ok(slot) => slot,
@@ -822,9 +960,6 @@ impl Route {
             Route::Address(address) => addresses::detail(state, address).await,
             Route::StateChanges { hash, offset } => traces::state_changes(state, hash, offset).await,
             Route::RawTrace(hash) => traces::raw_trace(state, hash).await,
-            Route::CoinBalanceHistory { address, page } => {
-                addresses::coin_balance_history(state, address, page, deadline).await
-            }
             Route::IndexingStatus => Ok(stats::indexing_status(state)),
             Route::BackendVersion => Ok(stats::backend_version()),
             Route::SmartContract(address) => smart_contracts::detail(state, address).await,
@@ -840,6 +975,39 @@ impl Route {
                 read(state, deadline, move |r| stats::handler(&state2, r, detailed)).await
             }
             Route::TransactionsChart => read(state, deadline, stats::transactions_chart).await,
+            Route::TransactionStats => read(state, deadline, transactions::stats).await,
+            Route::MarketChart => Ok(stats::market_chart()),
+            Route::CoinBalanceHistory { address, page } => {
+                addresses::coin_balance_history(state, address, page, deadline).await
+            }
+            Route::CoinBalanceHistoryByDay(address) => {
+                read(state, deadline, move |r| addresses::coin_balance_history_by_day(r, address)).await
+            }
+            Route::TopAccounts { page } => read(state, deadline, move |r| addresses::top_accounts(r, page)).await,
+            Route::TokenInstance(token, id) => tokens::instance(state, token, id, deadline).await,
+            Route::TokenInstanceTransfers { token, id, page } => {
+                read(state, deadline, move |r| tokens::instance_transfers(r, token, id, page)).await
+            }
+            Route::TokenInstanceTransfersCount(token, id) => {
+                read(state, deadline, move |r| tokens::instance_transfers_count(r, token, id)).await
+            }
+            Route::TokenInstanceHolders { token, id, page } => {
+                read(state, deadline, move |r| tokens::instance_holders(r, token, id, page)).await
+            }
+            Route::TokenTransfers { kinds, page } => {
+                read(state, deadline, move |r| tokens::all_transfers(r, &kinds, page)).await
+            }
+            Route::BlocksValidated { address, page } => {
+                read(state, deadline, move |r| blocks::validated_by(r, address, page)).await
+            }
+            Route::AddressNfts { address, kinds, page } => {
+                let list = read(state, deadline, move |r| tokens::nfts(r, address, &kinds, page)).await?;
+                Ok(tokens::with_list_metadata(state, list).await)
+            }
+            Route::AddressNftCollections { address, kinds, page } => {
+                let list = read(state, deadline, move |r| tokens::nft_collections(r, address, &kinds, page)).await?;
+                Ok(tokens::with_list_metadata(state, list).await)
+            }
             Route::Blocks { kind, page } => read(state, deadline, move |r| blocks::list(r, kind, page)).await,
             Route::BlockTransactions { id, kinds, page } => {
                 read(state, deadline, move |r| blocks::transactions(r, id, kinds, page)).await
@@ -943,6 +1111,10 @@ mod tests {
             (Method::GET, "/health".into(), Ok(Route::Health)),
             (Method::POST, "/api/eth".into(), Ok(Route::Rpc)),
             (Method::GET, "/api/eth".into(), Err(ApiError::MethodNotAllowed { allow: "POST" })),
+            (Method::POST, "/api/eth-rpc".into(), Ok(Route::EthRpc)),
+            (Method::GET, "/api/eth-rpc".into(), Err(ApiError::MethodNotAllowed { allow: "POST" })),
+            (Method::GET, "/api/v2/transactions/stats".into(), Ok(Route::TransactionStats)),
+            (Method::GET, "/api/v2/stats/charts/market".into(), Ok(Route::MarketChart)),
             (Method::GET, "/api/v2/stats".into(), Ok(Route::Stats)),
             (Method::GET, "/api/v2/stats/".into(), Ok(Route::Stats)),
             (
@@ -1120,6 +1292,81 @@ mod tests {
         ];
         for (method, path, expected) in cases {
             assert_eq!(parse(method.clone(), path), expected, "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn parity_routes_parse_with_blockscout_parameters() {
+        use crate::store::keys::{CoinRankKey, TransferPos};
+        let dead: Address = "0x000000000000000000000000000000000000dEaD".parse().unwrap();
+        let cases: Vec<(String, Route)> = vec![
+            (format!("/api/v2/addresses/{dead}/coin-balance-history-by-day"), Route::CoinBalanceHistoryByDay(dead)),
+            (
+                format!("/api/v2/addresses?fetched_coin_balance=1000&hash={dead}&transactions_count=3&items_count=50"),
+                Route::TopAccounts {
+                    page: Page {
+                        size: 50,
+                        after: Some(CoinRankCursor(CoinRankKey { balance: U256::from(1000), address: dead })),
+                    },
+                },
+            ),
+            (
+                "/api/v2/addresses?sort=balance&order=desc".into(),
+                Route::TopAccounts { page: Page { size: 25, after: None } },
+            ),
+            (
+                format!("/api/v2/addresses/{dead}/blocks-validated?block_number=9"),
+                Route::BlocksValidated { address: dead, page: Page { size: 25, after: Some(BlockCursor(9)) } },
+            ),
+            (
+                format!("/api/v2/addresses/{dead}/nft?type=ERC-721&token_contract_address_hash={dead}&token_id=5"),
+                Route::AddressNfts {
+                    address: dead,
+                    kinds: vec![TokenKind::Erc721],
+                    page: Page { size: 25, after: Some(NftCursor { token: dead, id: U256::from(5) }) },
+                },
+            ),
+            (
+                format!(
+                    "/api/v2/addresses/{dead}/nft/collections?token_contract_address_hash={dead}&token_type=ERC-1155"
+                ),
+                Route::AddressNftCollections {
+                    address: dead,
+                    kinds: vec![],
+                    page: Page { size: 25, after: Some(CollectionCursor(dead)) },
+                },
+            ),
+            (
+                "/api/v2/token-transfers?type=ERC-1155&block_number=4&index=2&index_in_batch=1".into(),
+                Route::TokenTransfers {
+                    kinds: vec![TokenKind::Erc1155],
+                    page: Page { size: 25, after: Some(TransferCursor(TransferPos { block: 4, log: 2, item: 1 })) },
+                },
+            ),
+            (format!("/api/v2/tokens/{dead}/instances/{}", U256::MAX), Route::TokenInstance(dead, U256::MAX)),
+            (
+                format!("/api/v2/tokens/{dead}/instances/7/holders"),
+                Route::TokenInstanceHolders { token: dead, id: U256::from(7), page: Page { size: 25, after: None } },
+            ),
+            (
+                format!("/api/v2/tokens/{dead}/instances/7/transfers-count"),
+                Route::TokenInstanceTransfersCount(dead, U256::from(7)),
+            ),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(parse(Method::GET, &path), Ok(expected), "{path}");
+        }
+        let bad: &[(String, &'static str)] = &[
+            (format!("/api/v2/tokens/{dead}/instances/{}0", U256::MAX), "token_id_param"),
+            (format!("/api/v2/tokens/{dead}/instances/0x10"), "token_id_param"),
+            ("/api/v2/addresses?hash=0x000000000000000000000000000000000000dEaD".into(), "fetched_coin_balance"),
+            ("/api/v2/addresses?sort=transactions_count".into(), "sort"),
+            (format!("/api/v2/addresses/{dead}/nft?token_contract_address_hash={dead}"), "token_id"),
+            ("/api/v2/token-transfers?type=ERC-404".into(), "type"),
+        ];
+        for (path, param) in bad {
+            let result = parse(Method::GET, path);
+            assert!(invalid(param)(&result), "{path}: {result:?}");
         }
     }
 

@@ -22,6 +22,16 @@ pub fn tx_participants(tx: &TxRecord) -> BTreeMap<Address, u8> {
     roles
 }
 
+/// The addresses whose native balance a block's own data says may have changed: its miner (fees) and every
+/// transaction's sender, recipient and created contract, in address order.
+pub fn balance_addresses(block: &Bundle) -> BTreeSet<Address> {
+    let mut addresses = BTreeSet::from([block.header.miner]);
+    for tx in &block.txs {
+        addresses.extend(tx_participants(tx).into_keys());
+    }
+    addresses
+}
+
 /// The token transfers of a block, with their positions, in log order.
 pub fn block_transfers(block: &Bundle) -> Vec<(TransferPos, TokenTransferRecord)> {
     let mut out = Vec::new();

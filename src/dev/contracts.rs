@@ -45,6 +45,12 @@ alloy::sol!(
     "src/dev/contracts/DemoChild.json"
 );
 
+alloy::sol!(
+    #[sol(rpc)]
+    DemoUriNft,
+    "src/dev/contracts/DemoUriNft.json"
+);
+
 /// The demo contracts as build artifacts, so `rockscout dev` names them and decodes their calls from the first
 /// block.
 pub fn demo_artifacts() -> Vec<std::sync::Arc<crate::contracts::artifacts::Artifact>> {
@@ -57,6 +63,12 @@ pub fn demo_artifacts() -> Vec<std::sync::Arc<crate::contracts::artifacts::Artif
             include_str!("contracts/DemoToken.sol"),
         ),
         ("DemoNft", include_str!("contracts/DemoNft.json"), "DemoNft.sol", include_str!("contracts/DemoNft.sol")),
+        (
+            "DemoUriNft",
+            include_str!("contracts/DemoUriNft.json"),
+            "DemoUriNft.sol",
+            include_str!("contracts/DemoUriNft.sol"),
+        ),
         (
             "DemoMulti",
             include_str!("contracts/DemoMulti.json"),

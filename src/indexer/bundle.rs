@@ -132,7 +132,7 @@ pub fn from_rpc(raw: RawBundle) -> Result<Bundle, BundleError> {
         burnt_fees: U256::from(base_fee.unwrap_or(0)) * U256::from(gas_used),
         priority_fees,
     };
-    Ok(Bundle { header, txs, logs })
+    Ok(Bundle { header, txs, logs, balances: Vec::new() })
 }
 
 fn check_receipt(

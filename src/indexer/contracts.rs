@@ -22,7 +22,7 @@ use crate::status::{Status, Writer};
 use crate::store::keys::{BeaconProxyKey, BlockKey};
 use crate::store::records::{Bundle, ContractRecord, ProxyKind, ProxyRecord};
 use crate::store::tables::{Accounts, BeaconProxies, Code, Contracts, Headers, TxHashes};
-use crate::store::{Durability, LateRow, Reader, Store, StoreResult};
+use crate::store::{Durability, LateRows, Reader, Store, StoreResult};
 use alloy::primitives::{keccak256, Address, Bytes, B256};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -174,11 +174,12 @@ pub fn commit(store: &Store, contract: &NewContract, code: &Bytes, proxy: Option
         }
         ContractRecord { code_hash, creation_tx: contract.tx, block: contract.block, proxy }
     };
-    let mut rows = vec![LateRow::new::<Contracts>(&contract.address, Some(&record))?];
+    let mut rows = LateRows::default();
+    rows.set::<Contracts>(&contract.address, Some(&record))?;
     if let Some(beacon) = beacon {
-        rows.push(LateRow::new::<BeaconProxies>(&BeaconProxyKey { beacon, proxy: contract.address }, Some(&()))?);
+        rows.set::<BeaconProxies>(&BeaconProxyKey { beacon, proxy: contract.address }, Some(&()))?;
     }
-    batch.set_late(&reader, contract.block, &rows)?;
+    batch.set_late_rows(&reader, contract.block, &rows)?;
     store.write(batch, Durability::Buffered)?;
     Ok(true)
 }

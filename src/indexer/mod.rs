@@ -23,7 +23,7 @@ use crate::store::records::Bundle;
 use crate::store::records::Meta;
 use crate::store::tables::Headers;
 use crate::store::{Durability, Store, StoreError};
-use alloy::primitives::B256;
+use alloy::primitives::{Address, B256, U256};
 use apply::{revert_block, RevertError};
 use futures_util::StreamExt;
 use pause::Pauser;
@@ -57,6 +57,8 @@ pub struct IndexerConfig {
     pub undo_depth: u64,
     /// Policy for a replaced chain or a too-deep reorg.
     pub on_reset: ResetPolicy,
+    /// Fetch the native balance of every address a block names, after the block, while fetching the block.
+    pub coin_balances: bool,
 }
 
 impl Default for IndexerConfig {
@@ -68,6 +70,7 @@ impl Default for IndexerConfig {
             poll_interval: Duration::from_millis(250),
             undo_depth: 1024,
             on_reset: ResetPolicy::Exit,
+            coin_balances: true,
         }
     }
 }
@@ -312,6 +315,7 @@ impl Indexer {
             node: self.node.clone(),
             status: self.status.clone(),
             concurrency: self.config.fetch_concurrency.max(1),
+            coin_balances: self.config.coin_balances,
         };
         tokio::spawn(fetcher.run(from, to, tx, fetch_cancel));
 
@@ -508,6 +512,7 @@ struct Fetcher {
     node: Node,
     status: Arc<Status>,
     concurrency: usize,
+    coin_balances: bool,
 }
 
 impl Fetcher {
@@ -544,13 +549,39 @@ impl Fetcher {
             return Some(Fetched::Missing(number));
         };
         match bundle::from_rpc(raw) {
-            Ok(block) => Some(Fetched::Block(Box::new(block))),
+            Ok(mut block) => {
+                if self.coin_balances {
+                    block.balances = self.balances(&block, cancel).await?;
+                }
+                Some(Fetched::Block(Box::new(block)))
+            }
             Err(e) => {
                 // Typically the chain moved between the block and receipts requests.
                 tracing::warn!(error = %e, "inconsistent block from node");
                 Some(Fetched::Missing(number))
             }
         }
+    }
+
+    /// The native balances after `block` of the addresses it names (miner, senders, recipients, created
+    /// contracts), in batches at the block's hash. A node that refuses (state of old blocks pruned, the block
+    /// replaced meanwhile) leaves the block without balances rather than stopping indexing; transport failures are
+    /// retried like every node call. `None` on cancellation.
+    async fn balances(&self, block: &Bundle, cancel: &CancellationToken) -> Option<Vec<(Address, U256)>> {
+        let addresses: Vec<Address> = crate::chain::balance_addresses(block).into_iter().collect();
+        let hash = block.header.hash;
+        let answer = ask(&self.status, "balances", cancel, || async {
+            match self.node.balances_after(&addresses, hash).await {
+                Ok(values) => Ok(Some(values)),
+                Err(NodeError::Rpc { code, message }) => {
+                    tracing::debug!(block = block.number(), code, %message, "node refused balances; block kept without");
+                    Ok(None)
+                }
+                Err(e) => Err(e),
+            }
+        })
+        .await?;
+        Some(answer.map(|values| addresses.into_iter().zip(values).collect()).unwrap_or_default())
     }
 }
 

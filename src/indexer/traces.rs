@@ -13,13 +13,17 @@ use crate::events::EventSender;
 use crate::node::wire::RpcCallFrame;
 use crate::node::{Node, NodeError};
 use crate::status::{Status, Writer};
-use crate::store::keys::{AddressTracePos, BlockKey, MetaKey, TracePos};
-use crate::store::records::{role, Bundle, CallKind, InternalCreation, InternalTxRecord, Meta, Tip, TraceSummary};
-use crate::store::tables::{AddressInternal, Headers, InternalCreations, InternalTxs, TraceBlocks};
-use crate::store::{Batch, Durability, Reader, Store, StoreError, StoreResult};
-use alloy::primitives::{B256, U256};
+use crate::store::keys::{AddressPos, AddressTracePos, BlockKey, BlockPos, CoinRankKey, MetaKey, TracePos};
+use crate::store::records::{
+    role, Amount, Bundle, CallKind, CoinBalance, InternalCreation, InternalTxRecord, Meta, Tip, TraceSummary,
+};
+use crate::store::tables::{
+    AddressInternal, CoinBalanceNow, CoinBalances, CoinRanks, Headers, InternalCreations, InternalTxs, TraceBlocks,
+};
+use crate::store::{Batch, Durability, LateRows, Reader, Store, StoreError, StoreResult};
+use alloy::primitives::{Address, B256, U256};
 use futures_util::StreamExt;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
@@ -175,6 +179,7 @@ pub struct TraceFollower {
     status: Arc<Status>,
     events: EventSender,
     concurrency: usize,
+    coin_balances: bool,
 }
 
 /// Blocks traced per round.
@@ -183,7 +188,14 @@ const ROUND: u64 = 64;
 impl TraceFollower {
     /// A trace pass over `store`, tracing with `concurrency` blocks in flight.
     pub fn new(store: Arc<Store>, node: Node, status: Arc<Status>, events: EventSender, concurrency: usize) -> Self {
-        TraceFollower { store, node, status, events, concurrency: concurrency.max(1) }
+        TraceFollower { store, node, status, events, concurrency: concurrency.max(1), coin_balances: true }
+    }
+
+    /// Whether traced blocks also index the native balances of addresses only their calls name (as the block
+    /// path does for the addresses the block names: `--coin-balances`).
+    pub fn with_coin_balances(mut self, on: bool) -> Self {
+        self.coin_balances = on;
+        self
     }
 
     /// Runs until cancelled. A node without debug tracing is noted once and left alone.
@@ -258,12 +270,21 @@ impl TraceFollower {
         let mut targets = Vec::new();
         for n in from..=to {
             let Some(block) = reader.load_block(n)? else { break };
-            targets.push((n, block.header.hash, block.txs.iter().map(|t| t.hash).collect::<Vec<_>>()));
+            let named = crate::chain::balance_addresses(&block);
+            targets.push((n, block.header.hash, block.txs.iter().map(|t| t.hash).collect::<Vec<_>>(), named));
         }
         drop(reader);
-        let node = &self.node;
+        let (node, coin_balances) = (&self.node, self.coin_balances);
         let fetched = futures_util::stream::iter(targets)
-            .map(|(n, hash, txs)| async move { (n, hash, fetch(node, n, &txs).await) })
+            .map(|(n, hash, txs, named)| async move {
+                let traces = match fetch(node, n, &txs).await {
+                    Ok(Some(traces)) => traces,
+                    other => return (n, hash, other.map(|t| t.map(|t| (t, Vec::new())))),
+                };
+                let balances =
+                    if coin_balances { call_balances(node, &traces, &named, hash).await } else { Ok(Vec::new()) };
+                (n, hash, balances.map(|b| Some((traces, b))))
+            })
             .buffered(self.concurrency);
         let mut fetched = std::pin::pin!(fetched);
         let mut committed = false;
@@ -273,13 +294,13 @@ impl TraceFollower {
                 next = fetched.next() => next,
             };
             let Some((n, hash, traces)) = next else { break };
-            let traces = match traces {
-                Ok(Some(traces)) => traces,
+            let (traces, balances) = match traces {
+                Ok(Some(traced)) => traced,
                 Ok(None) => return Ok(committed), // the chain moved: the follower reverts, then we retry
                 Err(e) => return Err(RoundError::Node(e)),
             };
             let store = self.store.clone();
-            let done = tokio::task::spawn_blocking(move || commit(&store, n, hash, &traces))
+            let done = tokio::task::spawn_blocking(move || commit(&store, n, hash, &traces, &balances))
                 .await
                 .map_err(|e| RoundError::Task(e.to_string()))??;
             if !done {
@@ -306,8 +327,58 @@ enum RoundError {
     Task(String),
 }
 
-/// Writes the traces of block `n` if the stored block is still the one traced and the trace tip is just below it.
-fn commit(store: &Store, n: u64, hash: B256, traces: &BlockTraces) -> StoreResult<bool> {
+/// The native balances after block `hash` of the addresses only its calls name: senders, recipients and created
+/// contracts of value-moving, creating or self-destructing frames below the top level, less `named` (the block's
+/// own, fetched with it). A node that refuses gives none.
+async fn call_balances(
+    node: &Node,
+    traces: &BlockTraces,
+    named: &BTreeSet<Address>,
+    hash: B256,
+) -> Result<Vec<(Address, U256)>, NodeError> {
+    let mut addresses = BTreeSet::new();
+    for frame in traces.iter().flatten().filter(|f| f.depth > 0) {
+        let moves = !frame.value.is_zero() || frame.created.is_some() || frame.kind == CallKind::SelfDestruct;
+        if moves {
+            addresses.extend([Some(frame.from), frame.to, frame.created].into_iter().flatten());
+        }
+    }
+    let addresses: Vec<Address> = addresses.difference(named).copied().collect();
+    if addresses.is_empty() {
+        return Ok(Vec::new());
+    }
+    match node.balances_after(&addresses, hash).await {
+        Ok(values) => Ok(addresses.into_iter().zip(values).collect()),
+        Err(NodeError::Rpc { .. }) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The late rows of balances found through calls of block `n`: each history row, and the latest balance and its
+/// ranking unless a newer block already recorded one.
+fn call_balance_rows(reader: &Reader<'_>, n: u64, balances: &[(Address, U256)]) -> StoreResult<LateRows> {
+    let mut late = LateRows::default();
+    for (address, value) in balances {
+        let (address, value) = (*address, *value);
+        late.set::<CoinBalances>(&AddressPos { address, pos: BlockPos { block: n, index: 0 } }, Some(&Amount(value)))?;
+        let now = reader.get::<CoinBalanceNow>(&address)?;
+        if now.is_some_and(|c| c.block > n) {
+            continue;
+        }
+        if let Some(prior) = now.filter(|c| c.value != value) {
+            late.set::<CoinRanks>(&CoinRankKey { balance: prior.value, address }, None)?;
+        }
+        late.set::<CoinBalanceNow>(&address, Some(&CoinBalance { block: n, value }))?;
+        if !value.is_zero() {
+            late.set::<CoinRanks>(&CoinRankKey { balance: value, address }, Some(&()))?;
+        }
+    }
+    Ok(late)
+}
+
+/// Writes the traces of block `n` (and the balances its calls changed, as late rows of the block) if the stored
+/// block is still the one traced and the trace tip is just below it.
+fn commit(store: &Store, n: u64, hash: B256, traces: &BlockTraces, balances: &[(Address, U256)]) -> StoreResult<bool> {
     let _writes = store.lock_writes();
     let reader = store.reader();
     let header = reader.get::<Headers>(&BlockKey(n))?;
@@ -325,6 +396,7 @@ fn commit(store: &Store, n: u64, hash: B256, traces: &BlockTraces) -> StoreResul
     }
     let mut batch = store.batch();
     trace_rows(n, traces, &mut super::rows::PutRows(&mut batch))?;
+    batch.set_late_rows(&reader, n, &call_balance_rows(&reader, n, balances)?)?;
     batch.put_meta(&Meta::TraceTip(Tip { number: n, hash }))?;
     store.write(batch, Durability::Buffered)?;
     Ok(true)

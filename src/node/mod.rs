@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wire::{RpcBlock, RpcBlockTrace, RpcCallFrame, RpcHead, RpcPool, RpcReceipt, RpcTransaction};
 
+/// Most `eth_getBalance` calls in one JSON-RPC batch.
+pub const BALANCE_BATCH: usize = 100;
+
 /// A failed node request.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum NodeError {
@@ -188,6 +191,32 @@ impl Node {
     /// Native balance of `address` at block `number`.
     pub async fn balance(&self, address: Address, number: u64) -> Result<U256, NodeError> {
         self.call("eth_getBalance", serde_json::json!([address, quantity(number)])).await
+    }
+
+    /// Native balances of `addresses` after the block with hash `block` (EIP-1898 block hash, so a reorg can never
+    /// answer for another block at that height), in JSON-RPC batches of at most [`BALANCE_BATCH`] calls.
+    pub async fn balances_after(&self, addresses: &[Address], block: B256) -> Result<Vec<U256>, NodeError> {
+        let at = serde_json::json!({"blockHash": block});
+        let mut out = Vec::with_capacity(addresses.len());
+        for chunk in addresses.chunks(BALANCE_BATCH) {
+            let started = Instant::now();
+            let mut batch = alloy::rpc::client::BatchRequest::new(self.provider.client());
+            let waiters = chunk
+                .iter()
+                .map(|address| batch.add_call::<_, U256>("eth_getBalance", &(address, &at)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let answers = async {
+                batch.send().await?;
+                futures_util::future::try_join_all(waiters).await
+            };
+            let result = match tokio::time::timeout(self.timeout, answers).await {
+                Ok(result) => result.map_err(NodeError::from),
+                Err(_) => Err(NodeError::Timeout(self.timeout)),
+            };
+            self.observe("eth_getBalance", started, matches!(result, Ok(_) | Err(NodeError::Rpc { .. })));
+            out.extend(result?);
+        }
+        Ok(out)
     }
 
     /// Code at `address` at block `number`.

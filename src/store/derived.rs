@@ -85,51 +85,61 @@ impl Batch<'_> {
     }
 }
 
-/// One row a background writer derives for a committed block: a table's key and its new value (`None` deletes),
-/// encoded; rows of several tables go to [`Batch::set_late`] together.
-#[derive(Debug, Clone)]
-pub struct LateRow {
-    table: u8,
-    key: Vec<u8>,
-    value: Option<Vec<u8>>,
-}
-
-impl LateRow {
-    /// `key` of table `T` set to `value`.
-    pub fn new<T: Table>(key: &T::Key, value: Option<&T::Value>) -> StoreResult<LateRow> {
-        let value = value
-            .map(|v| codec::encode(v).map_err(|source| StoreError::Encode { table: T::NAME, source }))
-            .transpose()?;
-        Ok(LateRow { table: T::ID, key: key.encode().as_ref().to_vec(), value })
-    }
-}
-
 impl Batch<'_> {
     /// Sets derived rows of block `block` after that block was committed (rows a background writer derives, such
     /// as a contract's code): each row's prior value joins the block's undo data when the block still has some, so
     /// reverting the block restores it like any derived row. A block without undo data is below the undo depth and
     /// can no longer be reverted. The caller holds the store's write lock, has checked that `block` is canonical,
-    /// and sets each block's late rows (of any tables) in one call per batch.
-    pub fn set_late(&mut self, reader: &Reader<'_>, block: u64, rows: &[LateRow]) -> StoreResult<()> {
+    /// and sets each block's late rows in one call per batch.
+    pub fn set_late<T: Table>(
+        &mut self,
+        reader: &Reader<'_>,
+        block: u64,
+        rows: &[(T::Key, Option<T::Value>)],
+    ) -> StoreResult<()> {
+        let mut late = LateRows::default();
+        for (key, value) in rows {
+            late.set::<T>(key, value.as_ref())?;
+        }
+        self.set_late_rows(reader, block, &late)
+    }
+
+    /// [`Batch::set_late`] for rows of several tables at once (one call per block and batch).
+    pub fn set_late_rows(&mut self, reader: &Reader<'_>, block: u64, rows: &LateRows) -> StoreResult<()> {
         let mut undo = reader.get::<UndoLog>(&BlockKey(block))?;
         let mut undo_changed = false;
-        for row in rows {
-            let before = reader.get_raw(row.table, &row.key)?;
-            if before == row.value {
+        for (table, key, after) in &rows.0 {
+            let before = reader.get_raw(*table, key)?;
+            if before == *after {
                 continue;
             }
             if let Some(undo) = undo.as_mut() {
                 // A row already in the block's undo data keeps its first prior value.
-                if !undo.rows.iter().any(|r| r.table == row.table && r.key == row.key) {
-                    undo.rows.push(UndoRow { table: row.table, key: row.key.clone(), before });
+                if !undo.rows.iter().any(|r| r.table == *table && r.key == *key) {
+                    undo.rows.push(UndoRow { table: *table, key: key.clone(), before });
                     undo_changed = true;
                 }
             }
-            self.set_raw(row.table, &row.key, row.value.as_deref())?;
+            self.set_raw(*table, key, after.as_deref())?;
         }
         if let (Some(undo), true) = (undo, undo_changed) {
             self.put::<UndoLog>(&BlockKey(block), &undo)?;
         }
+        Ok(())
+    }
+}
+
+/// Late derived rows of one block, of any tables, encoded: (table id, key, new value or deletion).
+#[derive(Debug, Default)]
+pub struct LateRows(Vec<(u8, Vec<u8>, Option<Vec<u8>>)>);
+
+impl LateRows {
+    /// Sets (`Some`) or deletes (`None`) a row.
+    pub fn set<T: Table>(&mut self, key: &T::Key, value: Option<&T::Value>) -> StoreResult<()> {
+        let after = value
+            .map(|v| codec::encode(v).map_err(|source| StoreError::Encode { table: T::NAME, source }))
+            .transpose()?;
+        self.0.push((T::ID, key.encode().as_ref().to_vec(), after));
         Ok(())
     }
 }
@@ -244,12 +254,11 @@ mod tests {
         let reader = store.reader();
         let mut batch = store.batch();
         let pair = BeaconProxyKey { beacon: old, proxy: new };
-        let rows = [
-            LateRow::new::<Contracts>(&new, Some(&record(1))).unwrap(),
-            LateRow::new::<Contracts>(&old, Some(&record(3))).unwrap(),
-            LateRow::new::<BeaconProxies>(&pair, Some(&())).unwrap(),
-        ];
-        batch.set_late(&reader, 5, &rows).unwrap();
+        let mut rows = LateRows::default();
+        rows.set::<Contracts>(&new, Some(&record(1))).unwrap();
+        rows.set::<Contracts>(&old, Some(&record(3))).unwrap();
+        rows.set::<BeaconProxies>(&pair, Some(&())).unwrap();
+        batch.set_late_rows(&reader, 5, &rows).unwrap();
         store.write(batch, Durability::Buffered).unwrap();
         let reader = store.reader();
         assert_eq!(reader.get::<Contracts>(&new).unwrap(), Some(record(1)));
@@ -268,7 +277,7 @@ mod tests {
 
         // Block 6 has no undo data: the row is written, nothing else.
         let mut batch = store.batch();
-        batch.set_late(&reader, 6, &[LateRow::new::<Contracts>(&new, Some(&record(1))).unwrap()]).unwrap();
+        batch.set_late::<Contracts>(&reader, 6, &[(new, Some(record(1)))]).unwrap();
         store.write(batch, Durability::Buffered).unwrap();
         let reader = store.reader();
         assert_eq!(reader.get::<Contracts>(&new).unwrap(), Some(record(1)));

@@ -438,6 +438,30 @@ impl Key for TokenRankKey {
     }
 }
 
+/// Addresses by native balance, largest first: `!be256(balance) ‖ address20`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CoinRankKey {
+    /// The address's latest indexed balance (wei).
+    pub balance: U256,
+    /// The address.
+    pub address: Address,
+}
+
+impl Key for CoinRankKey {
+    const LEN: usize = 52;
+    type Bytes = [u8; 52];
+    fn encode(&self) -> [u8; 52] {
+        let mut out = [0u8; 52];
+        out[..32].copy_from_slice(&(!self.balance).to_be_bytes::<32>());
+        out[32..].copy_from_slice(self.address.as_slice());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<52>("CoinRankKey", bytes)?;
+        Ok(CoinRankKey { balance: !U256::from_be_slice(&b[..32]), address: Address::from_slice(&b[32..]) })
+    }
+}
+
 /// Width of the text part of a search key.
 pub const SEARCH_TEXT: usize = 32;
 
@@ -701,6 +725,14 @@ mod tests {
             let (ka, kb) = (ItemKey { address: owner, pos: ItemPos { kind, id: a } }, ItemKey { address: owner, pos: ItemPos { kind, id: b } });
             prop_assert_eq!(ItemKey::decode(ka.encode().as_ref()).unwrap(), ka);
             prop_assert_eq!(ka.encode().as_ref().cmp(kb.encode().as_ref()), b.cmp(&a));
+        }
+
+        #[test]
+        fn coin_rank_key_round_trips_and_sorts_richest_first(b1: [u8; 32], a1 in address(), b2: [u8; 32], a2 in address()) {
+            let (v1, v2) = (U256::from_be_bytes(b1), U256::from_be_bytes(b2));
+            let (k1, k2) = (CoinRankKey { balance: v1, address: a1 }, CoinRankKey { balance: v2, address: a2 });
+            prop_assert_eq!(CoinRankKey::decode(&k1.encode()).unwrap(), k1);
+            prop_assert_eq!(k1.encode().cmp(&k2.encode()), v2.cmp(&v1).then(a1.cmp(&a2)));
         }
 
         #[test]

@@ -18,7 +18,7 @@ pub mod records;
 pub mod tables;
 
 pub use batch::{Batch, Durability};
-pub use derived::{Changes, LateRow, Overlay};
+pub use derived::{Changes, LateRows, Overlay};
 pub use error::{StoreError, StoreResult};
 pub use query::{FoundTx, Order};
 

@@ -4,8 +4,8 @@
 //! order stays here.
 
 use super::keys::{
-    AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderRankKey,
-    InstanceKey, Key, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
+    AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, CoinRankKey, DayKey,
+    HolderRankKey, InstanceKey, Key, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
 };
 use super::records::{BlockRecord, Bundle, InternalCreation, LogRecord, PendingTxRecord, TraceSummary, TxRecord};
 use super::tables::{
@@ -13,6 +13,7 @@ use super::tables::{
     InternalCreations, InternalTxs, Logs, NftInstances, Pending, PendingByTime, Reorged, TokenBalances, TokenRanks,
     TokenSearch, TokenTransfers, TraceBlocks, Transactions, Transfers, TxHashes,
 };
+use super::tables::{CoinBalances, CoinRanks};
 use super::tables::{BeaconProxies, Contracts, Table};
 use super::{Direction, KeyRange, Reader, Scan, StoreError, StoreResult};
 use alloy::primitives::{Address, B256, U256};
@@ -155,7 +156,7 @@ impl Reader<'_> {
                 header.log_count
             )));
         }
-        Ok(Some(Bundle { header, txs, logs }))
+        Ok(Some(Bundle { header, txs, logs, balances: Vec::new() }))
     }
 
     // Transactions.
@@ -439,5 +440,18 @@ impl Reader<'_> {
         };
         let range = KeyRange::between(&DayKey(last).encode(), &end);
         self.scan(range, Direction::Forward)
+    }
+
+    // Native balances.
+
+    /// An address's indexed native balances, one per block that named it, newest first, below block `below`.
+    pub fn coin_balances(&self, address: Address, below: Option<u64>) -> Scan<'_, CoinBalances> {
+        let cursor = below.map(|block| AddressPos { address, pos: BlockPos { block, index: 0 } });
+        self.history(&address, cursor, Order::NewestFirst)
+    }
+
+    /// Addresses with a non-zero indexed balance, richest first (ties by address), after `after`.
+    pub fn coin_ranks(&self, after_pos: Option<CoinRankKey>) -> Scan<'_, CoinRanks> {
+        self.scan(after(after_pos), Direction::Forward)
     }
 }

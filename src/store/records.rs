@@ -387,6 +387,9 @@ pub struct Bundle {
     pub txs: Vec<TxRecord>,
     /// Logs, in block order (index = position).
     pub logs: Vec<LogRecord>,
+    /// Native balances after the block of the addresses it names, as the node answered them while indexing (empty
+    /// when not fetched; not part of the stored block, so a block read back for a revert has none).
+    pub balances: Vec<(Address, U256)>,
 }
 
 impl Bundle {
@@ -544,6 +547,16 @@ pub struct TokenTransferRecord {
     pub tx_index: u32,
     /// Hash of that transaction.
     pub tx_hash: B256,
+}
+
+/// An address's latest indexed native balance and the block it is the balance after.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoinBalance {
+    /// The block.
+    pub block: u64,
+    /// Balance in wei after that block.
+    #[serde(with = "amount")]
+    pub value: U256,
 }
 
 /// A token amount as a stored value.

@@ -3,14 +3,14 @@
 //! `ALL` drives column-family creation at open time, the per-CF options and the schema document test.
 
 use super::keys::{
-    AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BeaconProxyKey, BlockKey, BlockPos, DayKey, HolderKey,
+    AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BeaconProxyKey, BlockKey, BlockPos, CoinRankKey, DayKey, HolderKey,
     HolderRankKey, InstanceKey, ItemKey, Key, MetaKey, PendingKey, ReorgedKey, SearchKey, SerialKey, TokenRankKey,
     TracePos, TransferPos,
 };
 use super::records::{
-    AccountItem, AccountRecord, Amount, BlockRecord, ContractRecord, CredentialRecord, DayStats, InstanceRecord,
-    InternalCreation, InternalTxRecord, ItemOwner, LogRecord, Meta, PendingTxRecord, TokenMetadata, TokenRecord,
-    TokenTransferRecord, TraceSummary, TxRecord, Undo, UserRecord, VerificationJob, VerifiedSource,
+    AccountItem, AccountRecord, Amount, BlockRecord, CoinBalance, ContractRecord, CredentialRecord, DayStats,
+    InstanceRecord, InternalCreation, InternalTxRecord, ItemOwner, LogRecord, Meta, PendingTxRecord, TokenMetadata,
+    TokenRecord, TokenTransferRecord, TraceSummary, TxRecord, Undo, UserRecord, VerificationJob, VerifiedSource,
 };
 use alloy::primitives::{Address, Bytes, B256};
 use serde::{de::DeserializeOwned, Serialize};
@@ -139,6 +139,12 @@ tables! {
     VerifiedSources = 31 "verified_sources": Address => VerifiedSource, Lookup;
     /// Job id → a verification request and its state (not chain state: pending jobs are re-queued at start).
     VerificationJobs = 32 "verification_jobs": SerialKey => VerificationJob, Ordered;
+    /// address ‖ (block, 0) newest first → the address's native balance after the block (derived, from the node).
+    CoinBalances = 33 "coin_balances": AddressPos => Amount, AddressHistory;
+    /// Address → its latest indexed native balance and that block (derived).
+    CoinBalanceNow = 34 "coin_balance_now": Address => CoinBalance, Lookup;
+    /// (balance, largest first, ‖ address) → nothing: addresses with a non-zero balance, richest first (derived).
+    CoinRanks = 35 "coin_ranks": CoinRankKey => (), Ordered;
     /// Account address → account (account data: kept across resets and reindexing).
     Users = 40 "users": Address => UserRecord, Lookup;
     /// Token id → account token, its secret as a hash (account data).
@@ -224,6 +230,9 @@ mod tests {
             "contracts",
             "verified_sources",
             "verification_jobs",
+            "coin_balances",
+            "coin_balance_now",
+            "coin_ranks",
         ];
         let accounts =
             [(40, "users"), (41, "user_tokens"), (42, "api_keys"), (43, "account_items"), (44, "item_owners")];

@@ -149,7 +149,7 @@ fn build_chain(spec: &[(u8, Vec<TxSpec>)]) -> Vec<Bundle> {
             priority_fees: U256::from(gas_used * 2),
         };
         parent = hash;
-        out.push(Bundle { header, txs: records, logs });
+        out.push(Bundle { header, txs: records, logs, balances: Vec::new() });
     }
     out
 }

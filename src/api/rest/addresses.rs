@@ -3,18 +3,18 @@
 
 use super::{envelope, take_page, tx_envelope, PageRows};
 use crate::api::body::{ok, Body};
-use crate::api::cursor::{BlockCursor, PosCursor};
-use crate::api::json::{checksum, hash_hex, iso_timestamp, signed_change, AddressJson, LogJson};
+use crate::api::cursor::{BlockCursor, CoinRankCursor, PosCursor};
+use crate::api::json::{checksum, hash_hex, iso_date, iso_timestamp, signed_change, AddressJson, LogJson};
 use crate::api::router::{Direction as Filter, Page};
 use crate::api::{ApiError, AppState};
-use crate::store::keys::BlockPos;
+use crate::store::keys::{BlockPos, CoinRankKey, DayKey};
 use crate::store::records::{role, AccountRecord, LogRecord, TxRecord};
 use crate::store::tables::{Accounts, Logs, Transactions};
 use crate::store::{Order, Reader, StoreResult};
 use alloy::primitives::{Address, B256, U256};
-use futures_util::{stream, StreamExt, TryStreamExt};
 use hyper::Response;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Distinct token holdings counted for `/tabs-counters` (Blockscout caps its tab counts similarly).
@@ -178,60 +178,116 @@ pub fn tabs_counters(reader: &Reader<'_>, address: Address) -> Result<Response<B
     })))
 }
 
-/// `GET /api/v2/addresses/:a/coin-balance-history`: the balance after each block the address took part in
-/// (newest first), with the change from the block before; balances come from the node.
+/// `GET /api/v2/addresses/:a/coin-balance-history`: the indexed balance after each block that named the address
+/// (newest first), with the change from the address's previous indexed balance, and the address's first
+/// transaction in that block if it sent or received one. The address's first indexed balance has no previous one
+/// in the index: its change is from the node's balance at the parent block, asked once (the whole value when the
+/// node does not answer within 2 s).
 pub async fn coin_balance_history(
     state: &AppState,
     address: Address,
     page: Page<BlockCursor>,
     deadline: tokio::time::Instant,
 ) -> Result<Response<Body>, ApiError> {
-    // One entry per block: (block, timestamp, hash of the address's first transaction in it).
-    let (entries, more) = crate::api::blocking_read(state, deadline, move |reader| {
-        let cursor = page.after.map(|c| BlockPos { block: c.0, index: 0 });
-        let mut entries: Vec<(u64, u64, B256)> = Vec::new();
-        let mut more = false;
-        for row in reader.address_txs(address, cursor, Order::NewestFirst).take(super::SCAN_BUDGET) {
-            let (key, _) = row?;
-            if entries.last().is_some_and(|e| e.0 == key.pos.block) {
-                // Rows of one block come newest first: keep the lowest index's hash.
-                if let Some(tx) = reader.get::<Transactions>(&key.pos)? {
-                    entries.last_mut().expect("checked").2 = tx.hash;
-                }
-                continue;
-            }
-            if entries.len() == page.size {
-                more = true;
-                break;
-            }
-            let header = reader.block(key.pos.block)?;
-            let tx = reader.get::<Transactions>(&key.pos)?;
-            if let (Some(header), Some(tx)) = (header, tx) {
-                entries.push((key.pos.block, header.timestamp, tx.hash));
+    let (mut items, next, first) =
+        crate::api::blocking_read(state, deadline, move |r| coin_balance_page(r, address, page)).await?;
+    if let (Some((block, value)), Some(last)) = (first, items.last_mut()) {
+        if let Some(parent) = block.checked_sub(1) {
+            let asked = tokio::time::timeout(BALANCE_TIMEOUT, state.node.balance(address, parent)).await;
+            if let Ok(Ok(before)) = asked {
+                last["delta"] = json!(signed_change(value, before));
             }
         }
-        Ok((entries, more))
-    })
-    .await?;
-    let node = &state.node;
-    let items: Vec<Value> = stream::iter(entries.iter().copied())
-        .map(|(block, timestamp, tx)| async move {
-            let after = node.balance(address, block).await?;
-            let before = match block.checked_sub(1) {
-                Some(parent) => node.balance(address, parent).await?,
-                None => U256::ZERO,
-            };
-            Ok::<_, crate::node::NodeError>(json!({
-                "transaction_hash": hash_hex(&tx),
-                "block_number": block,
-                "delta": signed_change(after, before),
-                "value": after.to_string(),
-                "block_timestamp": iso_timestamp(timestamp),
-            }))
-        })
-        .buffered(8)
-        .try_collect()
-        .await?;
-    let next = entries.last().filter(|_| more).map(|last| BlockCursor(last.0));
+    }
     Ok(ok(&envelope(items, next, page.size, &[])))
+}
+
+/// Items, cursor, and the address's oldest indexed balance (block, value) when the page ends with it.
+type BalancePage = (Vec<Value>, Option<BlockCursor>, Option<(u64, U256)>);
+
+/// One page of the coin balance history: the items (deltas against the next older indexed balance, the whole value
+/// for the oldest), the cursor, and the oldest indexed balance when the page ends with it.
+fn coin_balance_page(reader: &Reader<'_>, address: Address, page: Page<BlockCursor>) -> Result<BalancePage, ApiError> {
+    // One row more than the page: it decides whether more follow and is the last item's previous balance.
+    let mut rows: Vec<(u64, U256)> = Vec::with_capacity(page.size + 1);
+    for row in reader.coin_balances(address, page.after.map(|c| c.0)).take(page.size + 1) {
+        let (key, amount) = row?;
+        rows.push((key.pos.block, amount.0));
+    }
+    let shown = rows.len().min(page.size);
+    let headers = super::headers(reader, rows[..shown].iter().map(|(block, _)| *block))?;
+    let mut items = Vec::with_capacity(shown);
+    for (i, (block, value)) in rows[..shown].iter().enumerate() {
+        let Some(header) = headers.get(block) else { continue };
+        let before = rows.get(i + 1).map_or(U256::ZERO, |(_, v)| *v);
+        let tx = match reader.address_txs_in(address, *block..=*block, Order::OldestFirst).next() {
+            Some(row) => reader.get::<Transactions>(&row?.0.pos)?.map(|tx| hash_hex(&tx.hash)),
+            None => None,
+        };
+        items.push(json!({
+            "transaction_hash": tx,
+            "block_number": block,
+            "delta": signed_change(*value, before),
+            "value": value.to_string(),
+            "block_timestamp": iso_timestamp(header.timestamp),
+        }));
+    }
+    let next = (rows.len() > page.size).then(|| BlockCursor(rows[shown - 1].0));
+    let first = if rows.len() <= page.size { rows.last().copied() } else { None };
+    Ok((items, next, first))
+}
+
+/// Days `/coin-balance-history-by-day` covers, today included (Blockscout's default).
+pub const BALANCE_HISTORY_DAYS: u32 = 10;
+
+/// `GET /api/v2/addresses/:a/coin-balance-history-by-day`: for each UTC day of the last ten on which the address's
+/// indexed balance changed, the balance after its last block that day, oldest first; today always has an entry
+/// (the latest balance) once the address has one. At most [`super::SCAN_BUDGET`] balances are read.
+pub fn coin_balance_history_by_day(reader: &Reader<'_>, address: Address) -> Result<Response<Body>, ApiError> {
+    let today = DayKey::of_timestamp(super::unix_now()).0;
+    let first = today.saturating_sub(BALANCE_HISTORY_DAYS - 1);
+    let mut by_day: BTreeMap<u32, U256> = BTreeMap::new();
+    let mut latest = None;
+    for row in reader.coin_balances(address, None).take(super::SCAN_BUDGET) {
+        let (key, amount) = row?;
+        latest.get_or_insert(amount.0);
+        let Some(header) = reader.block(key.pos.block)? else { continue };
+        let day = DayKey::of_timestamp(header.timestamp).0;
+        if day < first {
+            break;
+        }
+        // Newest first: the first row of a day is its closing balance.
+        by_day.entry(day).or_insert(amount.0);
+    }
+    if let Some(latest) = latest {
+        by_day.entry(today).or_insert(latest);
+    }
+    let items: Vec<Value> =
+        by_day.iter().map(|(day, value)| json!({"date": iso_date(*day), "value": value.to_string()})).collect();
+    Ok(ok(&json!({"items": items, "days": BALANCE_HISTORY_DAYS})))
+}
+
+/// `GET /api/v2/addresses`: addresses by indexed native balance, richest first, with their transaction counts.
+pub fn top_accounts(reader: &Reader<'_>, page: Page<CoinRankCursor>) -> Result<Response<Body>, ApiError> {
+    let rows = take_page(reader.coin_ranks(page.after.map(|c| c.0)), page.size, |_, ()| true)?;
+    let keys: Vec<CoinRankKey> = rows.items.iter().map(|(key, ())| *key).collect();
+    let addresses: Vec<Address> = keys.iter().map(|k| k.address).collect();
+    let contracts = super::contracts(reader, addresses.iter().copied())?;
+    let accounts = reader.multi_get::<Accounts>(&addresses)?;
+    let mut items = Vec::with_capacity(keys.len());
+    for (key, account) in keys.iter().zip(accounts) {
+        let object =
+            AddressJson::new(&key.address, contracts.is_contract(&key.address)).with_info(contracts.info(&key.address));
+        let mut item = serde_json::to_value(object).expect("address object serializes");
+        let fields = item.as_object_mut().expect("an object");
+        fields.insert("coin_balance".into(), json!(key.balance.to_string()));
+        fields.insert("transactions_count".into(), json!(account.map_or(0, |a| a.tx_count).to_string()));
+        items.push(item);
+    }
+    let mut body = serde_json::to_value(envelope(items, rows.next.map(CoinRankCursor), page.size, &[]))
+        .expect("envelope serializes");
+    let fields = body.as_object_mut().expect("an object");
+    fields.insert("exchange_rate".into(), Value::Null);
+    fields.insert("total_supply".into(), Value::Null);
+    Ok(ok(&body))
 }

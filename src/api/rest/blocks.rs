@@ -46,6 +46,18 @@ pub fn list(reader: &Reader<'_>, kind: BlockKind, page: Page<ReorgCursor>) -> Re
     Ok(ok(&envelope))
 }
 
+/// `GET /api/v2/addresses/:a/blocks-validated`: blocks whose miner (fee recipient) is `miner`, newest first. An
+/// address that mined nothing answers at once; otherwise headers are scanned (at most `SCAN_BUDGET` per page).
+pub fn validated_by(reader: &Reader<'_>, miner: Address, page: Page<BlockCursor>) -> Result<Response<Body>, ApiError> {
+    if reader.get::<Accounts>(&miner)?.is_none_or(|a| a.blocks_mined == 0) {
+        return Ok(ok(&Envelope::<BlockJson>::empty()));
+    }
+    let rows = take_page(reader.blocks(page.after.map(|c| c.0)), page.size, |_, b| b.miner == miner)?;
+    let blocks: Vec<BlockRecord> = rows.items.into_iter().map(|(_, b)| b).collect();
+    let next = rows.next.map(|k| BlockCursor(k.0));
+    Ok(ok(&envelope(block_items(reader, &blocks, BlockKind::Block, false)?, next, page.size, &[])))
+}
+
 /// Resolves a block id to a canonical block, or a reorged one (by hash).
 pub fn find_block(reader: &Reader<'_>, id: BlockId) -> StoreResult<Option<(BlockRecord, BlockKind)>> {
     let kind = |canonical| if canonical { BlockKind::Block } else { BlockKind::Reorg };

@@ -3,15 +3,21 @@
 
 use super::{contracts, envelope, headers, take_page, PageRows, SCAN_BUDGET};
 use crate::api::body::{ok, Body};
-use crate::api::cursor::{HolderCursor, HoldingCursor, InstanceCursor, TokenCursor, TransferCursor};
+use crate::api::cursor::{
+    CollectionCursor, HolderCursor, HoldingCursor, InstanceCursor, NftCursor, TokenCursor, TransferCursor,
+};
 use crate::api::json::{AddressJson, TokenJson, TransferJson};
+use crate::api::nft_metadata::{self, InstanceMetadata};
 use crate::api::router::{Direction as Filter, Page};
-use crate::api::ApiError;
-use crate::store::keys::{BalanceKey, BlockPos, TransferPos};
-use crate::store::records::{direction, TokenKind, TokenRecord, TokenTransferRecord, TxRecord};
-use crate::store::tables::{TokenBalances, TokenMetadatas, Tokens, Transactions, Transfers};
+use crate::api::{ApiError, AppState};
+use crate::store::keys::{BalanceKey, BlockPos, HolderKey, InstanceKey, TransferPos};
+use crate::store::records::{direction, InstanceRecord, TokenKind, TokenRecord, TokenTransferRecord, TxRecord};
+use crate::store::tables::{
+    NftInstances, TokenBalances, TokenHolders, TokenMetadatas, Tokens, Transactions, Transfers,
+};
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::{Address, B256, U256};
+use futures_util::StreamExt;
 use hyper::Response;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
@@ -175,6 +181,148 @@ pub fn transfers(reader: &Reader<'_>, token: Address, page: Page<TransferCursor>
         .collect();
     let next = keys.next.map(|k| TransferCursor(k.pos));
     Ok(ok(&envelope(transfer_items(reader, &rows)?, next, page.size, &[])))
+}
+
+/// The fields of an instance object that come from its metadata document: `metadata`, `image_url`,
+/// `animation_url`, `external_app_url` (string members of the document only).
+fn with_metadata(item: &mut Value, metadata: Option<&InstanceMetadata>) {
+    let Some(document) = metadata.and_then(|m| m.document.as_ref()) else { return };
+    let text = |key: &str| document.get(key).and_then(Value::as_str).map(str::to_owned);
+    let fields = item.as_object_mut().expect("an object");
+    fields.insert("image_url".into(), json!(text("image").or_else(|| text("image_url"))));
+    fields.insert("animation_url".into(), json!(text("animation_url")));
+    fields.insert("external_app_url".into(), json!(text("external_url")));
+    fields.insert("metadata".into(), document.clone());
+}
+
+/// The token object, kind and instance record of an NFT id, if the collection and the id are indexed.
+fn indexed_instance(
+    reader: &Reader<'_>,
+    token: Address,
+    id: U256,
+) -> Result<(TokenJson, TokenKind, InstanceRecord), ApiError> {
+    let record = reader.get::<Tokens>(&token)?.filter(|r| r.kind != TokenKind::Erc20).ok_or(ApiError::NotFound)?;
+    let json = token_json(reader, &token)?.ok_or(ApiError::NotFound)?;
+    let instance = reader.get::<NftInstances>(&InstanceKey { token, id })?.ok_or(ApiError::NotFound)?;
+    Ok((json, record.kind, instance))
+}
+
+/// `GET /api/v2/tokens/:a/instances/:id`: the instance with its owner and, where the contract names a readable
+/// document (`tokenURI`/`uri`, see `nft_metadata`), its metadata. 404 for an id the index has not seen.
+pub async fn instance(
+    state: &AppState,
+    token: Address,
+    id: U256,
+    deadline: tokio::time::Instant,
+) -> Result<Response<Body>, ApiError> {
+    let (json, kind, record, owner) = crate::api::blocking_read(state, deadline, move |r| {
+        let (json, kind, record) = indexed_instance(r, token, id)?;
+        let owner = match record.owner {
+            Some(owner) => Some(contracts(r, [owner])?.address(&owner)),
+            None => None,
+        };
+        Ok((json, kind, record, owner))
+    })
+    .await?;
+    let config = &state.config.nft_metadata;
+    let metadata = nft_metadata::instance_metadata(&state.node, token, kind, id, config).await;
+    let mut item = instance_json(&json, kind, id, owner, record.supply);
+    with_metadata(&mut item, metadata.as_ref());
+    item.as_object_mut().expect("an object").insert("token_type".into(), json!(kind.label()));
+    Ok(ok(&item))
+}
+
+/// Transfers of one NFT id, newest first: the collection's transfers filtered by id (at most `SCAN_BUDGET` read
+/// per page).
+pub fn instance_transfers(
+    reader: &Reader<'_>,
+    token: Address,
+    id: U256,
+    page: Page<TransferCursor>,
+) -> Result<Response<Body>, ApiError> {
+    indexed_instance(reader, token, id)?;
+    let mut fetched = HashMap::new();
+    let keys = take_page(reader.token_transfers(token, page.after.map(|c| c.0)), page.size, |key, ()| match reader
+        .get::<Transfers>(
+        &key.pos,
+    ) {
+        Ok(Some(t)) if t.token_id == Some(id) => {
+            fetched.insert(key.pos, t);
+            true
+        }
+        _ => false,
+    })?;
+    let rows: Vec<_> = keys.items.iter().filter_map(|(k, ())| Some((k.pos, fetched.remove(&k.pos)?))).collect();
+    let next = keys.next.map(|k| TransferCursor(k.pos));
+    Ok(ok(&envelope(transfer_items(reader, &rows)?, next, page.size, &[])))
+}
+
+/// Most transfers of a collection `/transfers-count` reads.
+const COUNT_BUDGET: usize = 10 * SCAN_BUDGET;
+
+/// `GET /api/v2/tokens/:a/instances/:id/transfers-count`: `{"transfers_count": n}` over the collection's newest
+/// 100,000 transfers.
+pub fn instance_transfers_count(reader: &Reader<'_>, token: Address, id: U256) -> Result<Response<Body>, ApiError> {
+    indexed_instance(reader, token, id)?;
+    let mut count = 0u64;
+    for row in reader.token_transfers(token, None).take(COUNT_BUDGET) {
+        let (key, ()) = row?;
+        if reader.get::<Transfers>(&key.pos)?.is_some_and(|t| t.token_id == Some(id)) {
+            count += 1;
+        }
+    }
+    Ok(ok(&json!({"transfers_count": count})))
+}
+
+/// `GET /api/v2/tokens/:a/instances/:id/holders`: who holds the id (the owner of an ERC-721 id; every holder of an
+/// ERC-1155 id), largest amount first, then by address. The collection's holders are read (at most `SCAN_BUDGET`).
+pub fn instance_holders(
+    reader: &Reader<'_>,
+    token: Address,
+    id: U256,
+    page: Page<HolderCursor>,
+) -> Result<Response<Body>, ApiError> {
+    indexed_instance(reader, token, id)?;
+    let mut held: Vec<(U256, Address)> = Vec::new();
+    for row in reader.holders(token, None).take(SCAN_BUDGET) {
+        let (key, ()) = row?;
+        if let Some(amount) = reader.get::<TokenBalances>(&BalanceKey { holder: key.holder, token, id })? {
+            held.push((amount.0, key.holder));
+        }
+    }
+    held.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+    // Rows up to and including the cursor's position in this order come before the page.
+    let start = page.after.map_or(0, |c| {
+        held.iter()
+            .take_while(|(amount, holder)| {
+                (*amount, std::cmp::Reverse(*holder)) >= (c.amount, std::cmp::Reverse(c.holder))
+            })
+            .count()
+    });
+    let shown: Vec<(U256, Address)> = held.iter().skip(start).take(page.size).copied().collect();
+    let more = start + shown.len() < held.len();
+    let contracts = contracts(reader, shown.iter().map(|(_, holder)| *holder))?;
+    let items: Vec<Value> = shown
+        .iter()
+        .map(|(amount, holder)| {
+            json!({"address": contracts.address(holder), "value": amount.to_string(), "token_id": id.to_string()})
+        })
+        .collect();
+    let next = shown.last().filter(|_| more).map(|(amount, holder)| HolderCursor { holder: *holder, amount: *amount });
+    Ok(ok(&envelope(items, next, page.size, &[])))
+}
+
+/// `GET /api/v2/token-transfers?type=`: every token transfer, newest first, optionally of some token kinds only.
+pub fn all_transfers(
+    reader: &Reader<'_>,
+    kinds: &[TokenKind],
+    page: Page<TransferCursor>,
+) -> Result<Response<Body>, ApiError> {
+    let rows = take_page(reader.transfers(page.after.map(|c| c.0)), page.size, |_, t| {
+        kinds.is_empty() || kinds.contains(&t.kind)
+    })?;
+    let next = rows.next.map(TransferCursor);
+    Ok(ok(&envelope(transfer_items(reader, &rows.items)?, next, page.size, &type_echo(kinds))))
 }
 
 /// `GET /api/v2/tokens/:a/holders`: largest holders first.
@@ -345,6 +493,163 @@ pub fn holdings(
         .collect();
     let next = rows.next.map(|k| HoldingCursor { token: k.token, id: k.id });
     Ok(ok(&envelope(items, next, page.size, &[])))
+}
+
+/// A collection an address holds: the token, its kind, and the held ids with their amounts.
+type HeldCollection = (Address, TokenKind, Vec<(U256, U256)>);
+
+/// Instances of an address's NFTs shown in one collection of `/nft/collections`.
+const COLLECTION_INSTANCES: usize = 9;
+
+/// An NFT the address holds: the instance object plus its `token_type` and the amount held (`value`).
+fn held_nft_json(token: &TokenJson, kind: TokenKind, id: U256, holder: AddressJson, supply: U256, held: U256) -> Value {
+    let owner = (kind == TokenKind::Erc721).then_some(holder);
+    let mut item = instance_json(token, kind, id, owner, supply);
+    let fields = item.as_object_mut().expect("an object");
+    fields.insert("token_type".into(), json!(kind.label()));
+    fields.insert("value".into(), json!(held.to_string()));
+    item
+}
+
+/// The NFT kind of `token` if it is one and `kinds` (empty: any) admits it; kinds are cached in `seen`.
+fn nft_kind(
+    reader: &Reader<'_>,
+    seen: &mut HashMap<Address, Option<TokenKind>>,
+    token: Address,
+    kinds: &[TokenKind],
+) -> Option<TokenKind> {
+    let kind = *seen.entry(token).or_insert_with(|| reader.get::<Tokens>(&token).ok().flatten().map(|r| r.kind));
+    kind.filter(|k| *k != TokenKind::Erc20 && (kinds.is_empty() || kinds.contains(k)))
+}
+
+/// `GET /api/v2/addresses/:a/nft?type=`: the NFT ids (ERC-721, ERC-1155) the address holds, by collection then id.
+pub fn nfts(
+    reader: &Reader<'_>,
+    address: Address,
+    kinds: &[TokenKind],
+    page: Page<NftCursor>,
+) -> Result<Value, ApiError> {
+    let after = page.after.map(|c| BalanceKey { holder: address, token: c.token, id: c.id });
+    let mut seen = HashMap::new();
+    let rows = take_page(reader.balances(address, after), page.size, |key, _| {
+        nft_kind(reader, &mut seen, key.token, kinds).is_some()
+    })?;
+    let tokens = token_jsons(reader, rows.items.iter().map(|(k, _)| k.token))?;
+    let holder = contracts(reader, [address])?.address(&address);
+    let mut items = Vec::with_capacity(rows.items.len());
+    for (key, held) in &rows.items {
+        let (Some(token), Some(kind)) = (tokens.get(&key.token), seen.get(&key.token).copied().flatten()) else {
+            continue;
+        };
+        let supply =
+            reader.get::<NftInstances>(&InstanceKey { token: key.token, id: key.id })?.map_or(held.0, |i| i.supply);
+        items.push(held_nft_json(token, kind, key.id, holder.clone(), supply, held.0));
+    }
+    let next = rows.next.map(|k| NftCursor { token: k.token, id: k.id });
+    Ok(serde_json::to_value(envelope(items, next, page.size, &type_echo(kinds))).expect("envelope serializes"))
+}
+
+/// `GET /api/v2/addresses/:a/nft/collections?type=`: the NFT collections the address holds, each with the amount
+/// held (ids for ERC-721, units for ERC-1155) and its first nine ids. At most `SCAN_BUDGET` balance rows are read.
+pub fn nft_collections(
+    reader: &Reader<'_>,
+    address: Address,
+    kinds: &[TokenKind],
+    page: Page<CollectionCursor>,
+) -> Result<Value, ApiError> {
+    let after = page.after.map(|c| BalanceKey { holder: address, token: c.0, id: U256::MAX });
+    let mut seen = HashMap::new();
+    // (token, kind, ids with amounts) in token order; a collection past the page means more follow.
+    let mut collections: Vec<HeldCollection> = Vec::new();
+    let mut last_examined = None;
+    let (mut budget_spent, mut more) = (false, false);
+    for (examined, row) in reader.balances(address, after).enumerate() {
+        let (key, held) = row?;
+        if examined >= SCAN_BUDGET {
+            budget_spent = true;
+            break;
+        }
+        last_examined = Some(key.token);
+        let Some(kind) = nft_kind(reader, &mut seen, key.token, kinds) else { continue };
+        if let Some((_, _, ids)) = collections.last_mut().filter(|(token, _, _)| *token == key.token) {
+            ids.push((key.id, held.0));
+            continue;
+        }
+        if collections.len() == page.size {
+            more = true;
+            break;
+        }
+        collections.push((key.token, kind, vec![(key.id, held.0)]));
+    }
+    let next = if more {
+        collections.last().map(|(token, _, _)| CollectionCursor(*token))
+    } else if budget_spent {
+        // The budget ran out inside the scan: continue after the last collection examined (its ids are skipped).
+        last_examined.map(CollectionCursor)
+    } else {
+        None
+    };
+    let tokens = token_jsons(reader, collections.iter().map(|(t, _, _)| *t))?;
+    let holder = contracts(reader, [address])?.address(&address);
+    let mut items = Vec::with_capacity(collections.len());
+    for (token, kind, ids) in &collections {
+        let Some(json) = tokens.get(token) else { continue };
+        let amount =
+            reader.get::<TokenHolders>(&HolderKey { token: *token, holder: address })?.map_or(U256::ZERO, |a| a.0);
+        let mut instances = Vec::new();
+        for (id, held) in ids.iter().take(COLLECTION_INSTANCES) {
+            let supply =
+                reader.get::<NftInstances>(&InstanceKey { token: *token, id: *id })?.map_or(*held, |i| i.supply);
+            instances.push(held_nft_json(json, *kind, *id, holder.clone(), supply, *held));
+        }
+        items.push(json!({"token": json, "amount": amount.to_string(), "token_instances": instances}));
+    }
+    Ok(serde_json::to_value(envelope(items, next, page.size, &type_echo(kinds))).expect("envelope serializes"))
+}
+
+/// Most instances of one list answer whose metadata is fetched.
+const LIST_METADATA: usize = 50;
+
+/// Adds metadata to the NFT instance objects of a list answer (`items`, or each item's `token_instances`): the
+/// first [`LIST_METADATA`] are resolved, eight at a time, all within one metadata timeout; the rest keep `null`.
+pub async fn with_list_metadata(state: &AppState, mut body: Value) -> Response<Body> {
+    let mut slots: Vec<&mut Value> = Vec::new();
+    for item in body.get_mut("items").and_then(Value::as_array_mut).into_iter().flatten() {
+        if item.get("token_instances").is_some() {
+            slots.extend(item["token_instances"].as_array_mut().into_iter().flatten());
+        } else {
+            slots.push(item);
+        }
+    }
+    slots.truncate(LIST_METADATA);
+    let key = |slot: &Value| -> Option<(Address, TokenKind, U256)> {
+        let token = slot["token"]["address_hash"].as_str()?.parse().ok()?;
+        let kind = TokenKind::parse(slot["token_type"].as_str()?)?;
+        Some((token, kind, slot["id"].as_str()?.parse().ok()?))
+    };
+    let keys: Vec<Option<(Address, TokenKind, U256)>> = slots.iter().map(|slot| key(slot)).collect();
+    let config = &state.config.nft_metadata;
+    // One deadline for the whole list: what has not resolved by then stays without metadata.
+    let deadline = tokio::time::Instant::now() + config.timeout;
+    let fetches = futures_util::stream::iter(keys).map(|key| async move {
+        let (token, kind, id) = key?;
+        let fetch = nft_metadata::instance_metadata(&state.node, token, kind, id, config);
+        tokio::time::timeout_at(deadline, fetch).await.ok().flatten()
+    });
+    let resolved: Vec<Option<InstanceMetadata>> = fetches.buffered(8).collect().await;
+    for (slot, metadata) in slots.into_iter().zip(&resolved) {
+        with_metadata(slot, metadata.as_ref());
+    }
+    ok(&body)
+}
+
+/// The `type` filter echoed into `next_page_params`.
+fn type_echo(kinds: &[TokenKind]) -> Vec<(&'static str, Value)> {
+    if kinds.is_empty() {
+        return Vec::new();
+    }
+    let labels: Vec<&str> = kinds.iter().map(|k| k.label()).collect();
+    vec![("type", json!(labels.join(",")))]
 }
 
 /// Distinct tokens `address` holds (up to `cap`, for tab counters).

@@ -40,6 +40,39 @@ pub fn list(
     Ok(ok(&tx_envelope(reader, rows, page.size, &[])?))
 }
 
+/// Newest blocks `/transactions/stats` reads for its 24-hour window (a chain faster than one block per 1.7 s has
+/// its window cut to these).
+const STATS_BLOCK_BUDGET: usize = 50_000;
+
+/// `GET /api/v2/transactions/stats`: transactions and their fees (gas used × effective price) in blocks of the
+/// last 24 hours by block timestamp, from the block headers' counts and fee totals, and the pool's size.
+pub fn stats(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
+    let since = super::unix_now().saturating_sub(24 * 3600);
+    let (mut count, mut fees) = (0u64, alloy::primitives::U256::ZERO);
+    for row in reader.blocks(None).take(STATS_BLOCK_BUDGET) {
+        let (_, header) = row?;
+        if header.timestamp < since {
+            break;
+        }
+        count += u64::from(header.tx_count);
+        fees = fees.saturating_add(header.fees);
+    }
+    let mut pending = 0u64;
+    for row in reader.pending(None).take(super::SCAN_BUDGET) {
+        let (key, ()) = row?;
+        if !reader.is_mined(key.hash)? {
+            pending += 1;
+        }
+    }
+    let average = if count == 0 { alloy::primitives::U256::ZERO } else { fees / alloy::primitives::U256::from(count) };
+    Ok(ok(&json!({
+        "transactions_count_24h": count.to_string(),
+        "pending_transactions_count": pending.to_string(),
+        "transaction_fees_sum_24h": fees.to_string(),
+        "transaction_fees_avg_24h": average.to_string(),
+    })))
+}
+
 /// Pending transaction objects for pool records (those mined meanwhile are left out).
 pub fn pending_items(reader: &Reader<'_>, records: &[PendingTxRecord]) -> StoreResult<Vec<TxJson>> {
     let contracts = contracts(reader, records.iter().flat_map(|t| [Some(t.from), t.to].into_iter().flatten()))?;
