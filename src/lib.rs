@@ -18,6 +18,7 @@ pub mod node;
 pub mod status;
 pub mod store;
 pub mod telemetry;
+pub mod ui;
 
 pub use config::Config;
 
