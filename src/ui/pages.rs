@@ -26,7 +26,7 @@ pub fn chart(chart: &Value) -> Markup {
     let days = chart["chart_data"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     let counts: Vec<u64> = days.iter().map(|d| d["transactions_count"].as_u64().unwrap_or(0)).collect();
     let max = counts.iter().copied().max().unwrap_or(0).max(1);
-    let (width, height, top) = (600u64, 160u64, 16u64);
+    let (width, height, top) = (600u64, 100u64, 14u64);
     let slot = width / (counts.len().max(1) as u64);
     let summary = format!("Transactions per day over the last {} days, at most {} a day", counts.len(), max);
     html! {

@@ -185,7 +185,12 @@ Phoenix.prototype.join = function (topic) {
     row.appendChild(when);
     row.appendChild(el("td", String(block.transactions_count)));
     var miner = block.miner && block.miner.hash;
-    row.appendChild(el("td", short(miner), miner ? "/address/" + miner : null));
+    var minerCell = el("td", short(miner), miner ? "/address/" + miner : null);
+    if (minerCell.firstChild && minerCell.firstChild.tagName === "A") {
+      minerCell.firstChild.className = "mono";
+      minerCell.firstChild.setAttribute("data-hash", miner);
+    }
+    row.appendChild(minerCell);
     blocks.insertBefore(row, blocks.firstChild);
     while (blocks.children.length > 6) blocks.removeChild(blocks.lastChild);
     var height = document.getElementById("tile-height");
