@@ -147,6 +147,27 @@ async function main() {
     check(false, "search: suggestions appear: " + e.message);
   }
 
+  // Dark theme from the toggle, kept across pages.
+  await page.goto(input.base + "/");
+  const lightBackground = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  await page.click("#theme-toggle");
+  const theme = await page.evaluate(() => document.documentElement.getAttribute("data-theme"));
+  await page.goto(input.base + "/blocks");
+  check(await page.evaluate(() => document.documentElement.getAttribute("data-theme")) === theme, "theme: the choice is kept");
+  const toggledBackground = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  check(toggledBackground !== lightBackground, "theme: the toggle changes the colours");
+  await page.screenshot({ path: path.join(input.shots, "blocks-" + theme + ".png"), fullPage: true });
+
+  // Phone width: nothing wider than the screen (wide tables scroll inside their panel).
+  await page.setViewportSize({ width: 375, height: 800 });
+  for (const [name, url] of [["home", "/"], ["transaction", "/tx/" + input.tx], ["address", "/address/" + input.address]]) {
+    await page.goto(input.base + url);
+    const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(wide <= 375, `phone: ${name} fits 375 px (${wide})`);
+    await page.screenshot({ path: path.join(input.shots, name + "-phone.png"), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+
   // Unknown pages are an HTML 404.
   const missing = await page.goto(input.base + "/no/such/page");
   check(missing.status() === 404, "unknown page: 404");
