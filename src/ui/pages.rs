@@ -202,7 +202,7 @@ pub fn tx(ctx: Ctx, tx: &Value, tab: &str, data: List<'_>) -> Markup {
                     @if decoded.is_object() {
                         dt { "Decoded input" } dd #tx-decoded { code { (text(decoded, "method_call")) } (parameters(&decoded["parameters"])) }
                     }
-                    dt { "Raw input" } dd.mono { pre { (text(tx, "raw_input")) } }
+                    dt { "Raw input" } dd.mono { pre tabindex="0" { (text(tx, "raw_input")) } }
                 }
             }
             (tabs(&base, tab, TX_TABS))
@@ -211,7 +211,7 @@ pub fn tx(ctx: Ctx, tx: &Value, tab: &str, data: List<'_>) -> Markup {
                     "internal" => { (internal_table(items(data.envelope))) (pager(&tab_base, data.envelope, data.continued)) },
                     "logs" => { (log_list(items(data.envelope))) (pager(&tab_base, data.envelope, data.continued)) },
                     "state" => { (state_changes(items(data.envelope))) },
-                    "raw_trace" => { pre.mono { (serde_json::to_string_pretty(data.envelope).unwrap_or_default()) } },
+                    "raw_trace" => { pre.mono tabindex="0" { (serde_json::to_string_pretty(data.envelope).unwrap_or_default()) } },
                     _ => { (transfer_table(items(data.envelope), ctx)) (pager(&tab_base, data.envelope, data.continued)) },
                 }
             }
@@ -379,11 +379,11 @@ fn contract(hash: &str, contract: &Value) -> Markup {
             }
             @if contract["source_code"].is_string() {
                 h2 { "Source" }
-                pre.mono #contract-source { (text(contract, "source_code")) }
+                pre.mono #contract-source tabindex="0" { (text(contract, "source_code")) }
             }
             @if !contract["abi"].is_null() {
                 h2 { "ABI" }
-                pre.mono { (serde_json::to_string_pretty(&contract["abi"]).unwrap_or_default()) }
+                pre.mono tabindex="0" { (serde_json::to_string_pretty(&contract["abi"]).unwrap_or_default()) }
             }
         }
     }
@@ -499,7 +499,7 @@ pub fn instance(token: &Value, instance: &Value) -> Markup {
                     dt { "Id" } dd { (id) }
                     dt { "Owner" } dd #instance-owner { (address(&instance["owner"])) }
                     @if !instance["metadata"].is_null() {
-                        dt { "Metadata" } dd { pre.mono { (serde_json::to_string_pretty(&instance["metadata"]).unwrap_or_default()) } }
+                        dt { "Metadata" } dd { pre.mono tabindex="0" { (serde_json::to_string_pretty(&instance["metadata"]).unwrap_or_default()) } }
                     }
                 }
             }

@@ -206,7 +206,11 @@ async fn pages_in_a_real_browser() {
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
     let chain = build_chain(&node).await;
-    let d = start_daemon(&anvil.http_url(), |c| c.tracing = true).await;
+    let d = start_daemon(&anvil.http_url(), |c| {
+        c.tracing = true;
+        c.demo_artifacts = true;
+    })
+    .await;
     wait_synced(&d.daemon, &node).await;
     let addr = d.daemon.addr();
     poll_until("token metadata", Duration::from_secs(30), || async {
@@ -232,6 +236,11 @@ async fn pages_in_a_real_browser() {
         "hostileSymbol": HOSTILE_SYMBOL,
         "nft": chain.nft,
         "nftId": nft_id,
+        "selectors": {
+            "name": format!("0x{}", alloy::primitives::hex::encode(DemoToken::nameCall::SELECTOR)),
+            "symbol": format!("0x{}", alloy::primitives::hex::encode(DemoToken::symbolCall::SELECTOR)),
+            "decimals": format!("0x{}", alloy::primitives::hex::encode(DemoToken::decimalsCall::SELECTOR)),
+        },
     });
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/ui_browser.js");
     let output = tokio::process::Command::new("node")

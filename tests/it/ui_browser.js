@@ -1,5 +1,6 @@
 // Drives headless Chromium (playwright-core) over rockscout's pages for tests/it/ui.rs. Usage:
-//   node ui_browser.js '<json: {base, rpc, shots, chromium, tx, address, token, hostile, nft, nftId}>'
+//   node ui_browser.js '<json: {base, rpc, shots, chromium, tx, address, token, hostile, hostileName,
+//   hostileSymbol, nft, nftId, selectors: {name, symbol, decimals}}>'
 // Checks every page against the node's own answers (asked here over JSON-RPC), follows links, watches for console
 // errors and dialogs, runs axe-core, mines a block and waits for it on the home page without a reload, and writes
 // one screenshot per page into `shots`. Prints a JSON report; exits 1 when any check failed.
@@ -121,6 +122,19 @@ async function main() {
     await visit("address-" + tab, `/address/${input.address}?tab=${tab}`);
   }
   await visit("contract", `/address/${input.token}?tab=contract`);
+  check(await text("#contract-name") === "DemoToken", "contract: name from the matched artifact");
+  check((await text("#contract-source")).includes("contract DemoToken"), "contract: source shown");
+  // Read-only calls go through /api/eth from the page's script.
+  for (const [fn, expected] of [["name", "Page Token"], ["symbol", "PAGE"], ["decimals", "18"]]) {
+    const form = `form.call[data-selector="${input.selectors[fn]}"]`;
+    await page.click(`${form} button`);
+    try {
+      await page.waitForFunction((f) => document.querySelector(f + " output").textContent !== "", form, { timeout: 10000 });
+      check(await text(`${form} output`) === expected, `contract: ${fn}() reads ${expected}`);
+    } catch (e) {
+      check(false, `contract: ${fn}() answers: ${e.message}`);
+    }
+  }
 
   // Tokens; the hostile token's name and symbol render as text and run nothing.
   await visit("tokens", "/tokens");
