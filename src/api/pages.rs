@@ -36,6 +36,15 @@ pub async fn serve(state: &AppState, path: &str, query: Option<&str>, headers: &
     if let Some(asset) = ui::assets::find(path) {
         return asset_response(asset, headers);
     }
+    if path.trim_end_matches('/') == "/search-results" {
+        if let Some(location) = exact_match(state, query).await {
+            let mut response = html_response(StatusCode::FOUND, pages::moved(&location));
+            if let Ok(value) = HeaderValue::from_str(&location) {
+                response.headers_mut().insert(hyper::header::LOCATION, value);
+            }
+            return response;
+        }
+    }
     let ctx = Ctx { now: super::rest::unix_now() };
     match render(state, ctx, path, query).await {
         Ok(markup) => html_response(StatusCode::OK, markup),
@@ -74,6 +83,27 @@ fn html_response(status: StatusCode, markup: Markup) -> Response<Body> {
     h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
+}
+
+/// The page a search leads to directly (a transaction, block or address hash, or a block number), as
+/// `/search/check-redirect` decides.
+async fn exact_match(state: &AppState, query: Option<&str>) -> Option<String> {
+    let Ok(Route::SearchRedirect(q)) = api_route("/api/v2/search/check-redirect", query) else {
+        return None;
+    };
+    let deadline = Instant::now() + state.config.request_timeout;
+    let answer = json(read(state, deadline, move |r| search::redirect(r, &q)).await).await.ok()?;
+    let parameter = answer["parameter"].as_str()?;
+    // Only hex hashes and numbers go into the header.
+    if !parameter.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return None;
+    }
+    match answer["type"].as_str()? {
+        "transaction" => Some(format!("/tx/{parameter}")),
+        "block" => Some(format!("/block/{parameter}")),
+        "address" => Some(format!("/address/{parameter}")),
+        _ => None,
+    }
 }
 
 /// The JSON value of a handler's answer.

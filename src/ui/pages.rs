@@ -556,3 +556,14 @@ pub fn failed(message: &str) -> Markup {
         },
     )
 }
+
+/// The body of a redirect (browsers follow the `Location` header; this is for anything that does not).
+pub fn moved(location: &str) -> Markup {
+    layout(
+        "Found",
+        html! {
+            h1 { "Found" }
+            section.panel { p { a href=(location) { (location) } } }
+        },
+    )
+}

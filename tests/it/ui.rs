@@ -137,7 +137,7 @@ async fn pages_are_escaped_bounded_html_with_a_strict_policy() {
         format!("/token/{}", chain.token),
         format!("/token/{}?tab=holders", chain.token),
         format!("/token/{}?tab=inventory", chain.nft),
-        format!("/search-results?q={}", chain.tx),
+        "/search-results?q=Page".into(),
     ];
     for path in &paths {
         let reply = page(addr, path).await;
@@ -161,6 +161,11 @@ async fn pages_are_escaped_bounded_html_with_a_strict_policy() {
     let api = http::get_json(addr, "/api/v2/blocks?items_count=2").await;
     let next = api["next_page_params"]["block_number"].to_string();
     assert!(body.contains(&format!("block_number={next}")), "next link carries block_number={next}");
+
+    // A search for an exact hash leads to its page.
+    let found = http::get(addr, &format!("/search-results?q={}", chain.tx)).await;
+    assert_eq!(found.status, 302);
+    assert_eq!(found.headers["location"].to_str().unwrap(), format!("/tx/{}", chain.tx));
 
     // Unknown pages are HTML 404s; bad ids are HTML 422s; the API keeps its JSON answers.
     let missing = http::get(addr, "/no/such/page").await;

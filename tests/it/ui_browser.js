@@ -149,7 +149,10 @@ async function main() {
   await visit("nft-instance", `/token/${input.nft}/instance/${input.nftId}`);
   const owner = "0x" + (await rpc("eth_call", [{ to: input.nft, data: "0x6352211e" + BigInt(input.nftId).toString(16).padStart(64, "0") }, "latest"])).slice(26);
   check((await attr("#instance-owner a", "data-hash")).toLowerCase() === owner.toLowerCase(), "nft: owner equals ownerOf");
-  await visit("search", "/search-results?q=" + encodeURIComponent(input.tx));
+  await visit("search", "/search-results?q=Page");
+  check((await page.textContent("#results")).includes("Page Token"), "search: finds the token by name");
+  await page.goto(input.base + "/search-results?q=" + input.tx);
+  check(new URL(page.url()).pathname === "/tx/" + input.tx, "search: an exact hash leads to its page");
 
   // Quick search suggestions from the header box.
   await page.goto(input.base + "/");
