@@ -410,7 +410,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
         _ => state.limiter.check(client, Instant::now()),
     };
     let parsed = Route::parse(req.method(), req.uri().path(), req.uri().query());
-    let mut label = router::route_label(req.method(), &parsed);
+    let label = router::route_label(req.method(), &parsed);
     // Preflights take a token like any request, and are refused like any request once the bucket is empty.
     let mut response = if let Verdict::Limited(_) = verdict {
         tracing::debug!(%client, "rate limited");
@@ -456,7 +456,6 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
                     && (req.method() == Method::GET || req.method() == Method::HEAD)
                     && pages::is_page_path(req.uri().path()) =>
             {
-                label = "page";
                 let page = pages::serve(&state, req.uri().path(), req.uri().query(), req.headers());
                 match tokio::time::timeout(state.config.request_timeout, page).await {
                     Ok(response) => response,
