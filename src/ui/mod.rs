@@ -246,7 +246,10 @@ pub fn transfer_amount(t: &Value) -> Markup {
     let id = text(total, "token_id");
     let value = text(total, "value");
     html! {
-        @if !id.is_empty() { "#" (id) @if !value.is_empty() && value != "1" { " × " (thousands(&value)) } }
+        @if !id.is_empty() {
+            a href={ "/token/" (text(&t["token"], "address_hash")) "/instance/" (id) } { "#" (id) }
+            @if !value.is_empty() && value != "1" { " × " (thousands(&value)) }
+        }
         @else if !value.is_empty() { (format::units(&value, decimals.unwrap_or(0), 8)) }
     }
 }
