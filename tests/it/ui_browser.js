@@ -81,12 +81,15 @@ async function main() {
   const head = Number(await rpc("eth_blockNumber", []));
   check(Number(await attr("#latest-blocks tr", "data-height")) === head, "home: the newest block row is the node's head");
   await page.waitForFunction(() => document.body.getAttribute("data-live") === "connected", null, { timeout: 15000 });
+  const accounts = await rpc("eth_accounts", []);
+  const liveTx = await rpc("eth_sendTransaction", [{ from: accounts[3], to: accounts[4], value: "0x1" }]);
   await rpc("evm_mine", []);
   try {
     await page.waitForSelector(`#latest-blocks tr[data-height="${head + 1}"]`, { timeout: 20000 });
-    check(await page.evaluate(() => window.notReloaded === true), "home: the new block arrived without a reload");
+    await page.waitForSelector(`#latest-txs a[data-hash="${liveTx}"]`, { timeout: 20000 });
+    check(await page.evaluate(() => window.notReloaded === true), "home: the new block and transaction arrived without a reload");
   } catch (e) {
-    check(false, "home: mined block " + (head + 1) + " appears live: " + e.message);
+    check(false, "home: mined block " + (head + 1) + " and its transaction appear live: " + e.message);
   }
   await page.screenshot({ path: path.join(input.shots, "home-live.png"), fullPage: true });
 

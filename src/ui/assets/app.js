@@ -203,7 +203,10 @@ Phoenix.prototype.join = function (topic) {
       .then(function (items) {
         var rows = (Array.isArray(items) ? items : []).slice(0, 6).map(function (tx) {
           var row = document.createElement("tr");
-          row.appendChild(el("td", short(tx.hash), "/tx/" + tx.hash));
+          var hashCell = el("td", short(tx.hash), "/tx/" + tx.hash);
+          hashCell.firstChild.className = "mono";
+          hashCell.firstChild.setAttribute("data-hash", tx.hash);
+          row.appendChild(hashCell);
           row.appendChild(el("td", short(tx.from && tx.from.hash), tx.from ? "/address/" + tx.from.hash : null));
           var to = tx.to && tx.to.hash;
           row.appendChild(el("td", short(to), to ? "/address/" + to : null));
