@@ -182,6 +182,13 @@ fn main() {
     address_paths.push(format!("/api/v2/addresses/{HOT}"));
     let history = format!("/api/v2/addresses/{HOT}/transactions?items_count=50");
     let deep_paths: Vec<String> = deep.iter().map(|cursor| format!("{history}&{cursor}")).collect();
+    // The explorer pages of the same objects: the REST data plus HTML rendering (budget: p99 < 5 ms).
+    let page = |paths: &[String], from: &str, to: &str| -> Vec<String> {
+        paths.iter().map(|p| p.replacen(from, to, 1)).collect()
+    };
+    let block_pages = page(&block_paths, "/api/v2/blocks/", "/block/");
+    let tx_pages = page(&tx_paths, "/api/v2/transactions/", "/tx/");
+    let address_pages = page(&address_paths, "/api/v2/addresses/", "/address/");
     let duration = Duration::from_secs(seconds);
     println!("{connections} connections, {seconds} s per endpoint, server and load generator on the same 2 cores");
     println!("ceiling: a bare hyper server answering a fixed body as large as the endpoint's first response\n");
@@ -196,6 +203,9 @@ fn main() {
         ("/api/v2/addresses/:a", address_paths),
         ("/api/v2/addresses/:hot/transactions (first page of 50)", vec![history]),
         ("  ... pages of 50 at 1%..99% depth", deep_paths),
+        ("/block/:n (page)", block_pages),
+        ("/tx/:hash (page)", tx_pages),
+        ("/address/:a (page)", address_pages),
     ];
     let measure = |addr: SocketAddr, paths: Arc<Vec<String>>| async move {
         // Warm-up: caches, connections, the node's balance cache of the sampled addresses.

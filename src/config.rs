@@ -286,6 +286,9 @@ pub struct DaemonArgs {
     /// dropped, in milliseconds.
     #[arg(long, env = "ROCKSCOUT_WRITE_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub write_timeout_ms: u64,
+    /// Do not serve the explorer pages (API-only deployments); every API path is unchanged.
+    #[arg(long, env = "ROCKSCOUT_NO_UI")]
+    pub no_ui: bool,
 }
 
 /// Where `/metrics` is served.
@@ -458,6 +461,7 @@ impl Config {
                     allow_private: args.nft_metadata_allow_private,
                     ..Default::default()
                 },
+                ui: !args.no_ui,
                 ..ApiConfig::default()
             },
             indexer: IndexerConfig {

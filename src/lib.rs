@@ -19,6 +19,7 @@ pub mod snapshot;
 pub mod status;
 pub mod store;
 pub mod telemetry;
+pub mod ui;
 
 pub use config::Config;
 

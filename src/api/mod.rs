@@ -8,7 +8,8 @@
 //! progress and drained on shutdown (`conn.rs`).
 //!
 //! Surfaces (see `docs/api.md`): `GET /health` and `GET /health/ready`; Blockscout's REST API under `/api/v2`;
-//! the JSON-RPC passthrough `POST /api/eth`; the Phoenix V2 WebSocket `GET /socket/v2/websocket`. Every request
+//! the JSON-RPC passthrough `POST /api/eth`; the Phoenix V2 WebSocket `GET /socket/v2/websocket`; the explorer
+//! pages (`pages.rs`, every other GET unless `--no-ui`). Every request
 //! is counted by route template and status code into the metrics, which `metrics.rs` serves as `GET /metrics` on
 //! a listener of its own, never on the API's.
 
@@ -24,6 +25,7 @@ pub mod limits;
 mod methods;
 mod metrics;
 pub mod nft_metadata;
+mod pages;
 mod query;
 mod rest;
 mod router;
@@ -88,6 +90,8 @@ pub struct ApiConfig {
     pub auth: auth::AuthConfig,
     /// How NFT instance metadata is fetched.
     pub nft_metadata: nft_metadata::MetadataConfig,
+    /// Whether the explorer pages are served (`--no-ui` turns them off; the API is the same either way).
+    pub ui: bool,
 }
 
 impl Default for ApiConfig {
@@ -105,6 +109,7 @@ impl Default for ApiConfig {
             health: health::HealthConfig::default(),
             auth: auth::AuthConfig::default(),
             nft_metadata: nft_metadata::MetadataConfig::default(),
+            ui: true,
         }
     }
 }
@@ -447,6 +452,17 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
                 };
                 match tokio::time::timeout(state.config.request_timeout, served).await {
                     Ok(result) => result.unwrap_or_else(ApiError::into_response),
+                    Err(_) => ApiError::Timeout.into_response(),
+                }
+            }
+            Err(ApiError::NoRoute)
+                if state.config.ui
+                    && (req.method() == Method::GET || req.method() == Method::HEAD)
+                    && pages::is_page_path(req.uri().path()) =>
+            {
+                let page = pages::serve(&state, req.uri().path(), req.uri().query(), req.headers());
+                match tokio::time::timeout(state.config.request_timeout, page).await {
+                    Ok(response) => response,
                     Err(_) => ApiError::Timeout.into_response(),
                 }
             }

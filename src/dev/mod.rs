@@ -67,6 +67,9 @@ pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunErro
         "dev account {}: Authorization: Bearer {token}\n  e.g. curl -H 'Authorization: Bearer {token}' {base}/api/account/v2/user/info",
         node.addresses()[0]
     );
+    if config.api.ui {
+        println!("explorer: open {base}/ in a browser");
+    }
     if !args.no_traffic {
         let interval = Duration::from_secs(args.block_time.max(1));
         tokio::spawn(traffic::run(node.http_url(), node.signers(), interval, cancel.clone()));

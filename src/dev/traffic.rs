@@ -83,6 +83,11 @@ pub async fn run(rpc_url: String, signers: Vec<PrivateKeySigner>, interval: Dura
     }
 }
 
+/// The name of the demo token that tries script injection through its metadata.
+pub const HOSTILE_NAME: &str = "<img src=x onerror=alert(1)>";
+/// Its symbol.
+pub const HOSTILE_SYMBOL: &str = "\"><script>alert(2)</script>";
+
 async fn deploy<P: Provider>(provider: &P, owner: Address) -> Result<Deployed, TrafficError> {
     let created = |receipt: alloy::rpc::types::TransactionReceipt| {
         receipt.contract_address.ok_or_else(|| TrafficError::from("deployment created no contract"))
@@ -91,6 +96,10 @@ async fn deploy<P: Provider>(provider: &P, owner: Address) -> Result<Deployed, T
     let supply = U256::from(1_000_000u64) * U256::from(10u64).pow(U256::from(18));
     let token = DemoToken::deploy_builder(provider, "Demo Token".into(), "DEMO".into(), supply).from(owner);
     let token = created(token.send().await?.get_receipt().await?)?;
+    // A token whose name and symbol are markup: the explorer pages must show them as text.
+    let hostile = DemoToken::deploy_builder(provider, HOSTILE_NAME.into(), HOSTILE_SYMBOL.into(), supply).from(owner);
+    let hostile = created(hostile.send().await?.get_receipt().await?)?;
+    tracing::info!(%hostile, "token with an HTML/JS name deployed");
     let nft = DemoNft::deploy_builder(provider, "Demo NFT".into(), "DNFT".into()).from(owner);
     let nft = created(nft.send().await?.get_receipt().await?)?;
     let multi = created(DemoMulti::deploy_builder(provider).from(owner).send().await?.get_receipt().await?)?;

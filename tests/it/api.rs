@@ -421,7 +421,8 @@ async fn bad_input_gets_the_right_status_and_body() {
         (Method::GET, "/api/v2/blocks?block_number=abc".into(), 422, invalid("/block_number")),
         (Method::GET, "/api/v2/search".into(), 422, invalid("/q")),
         (Method::GET, "/api/v2/no-such-thing".into(), 400, json!({"message": "Unknown API v2 action"})),
-        (Method::GET, "/no-such-page".into(), 404, json!({"message": "Not found"})),
+        // Unknown paths outside the API are explorer pages (an HTML 404: tests/it/ui.rs); under /api they stay JSON.
+        (Method::GET, "/api/no-such-page".into(), 404, json!({"message": "Not found"})),
         (Method::POST, "/api/v2/blocks".into(), 405, json!({"message": "Method not allowed; use GET"})),
         (Method::DELETE, "/api/v2/stats".into(), 405, json!({"message": "Method not allowed; use GET"})),
     ];

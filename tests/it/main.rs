@@ -24,5 +24,6 @@ mod support;
 mod sync;
 mod tokens;
 mod traces;
+mod ui;
 mod verification;
 mod ws;

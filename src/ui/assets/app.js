@@ -1,0 +1,220 @@
+// rockscout explorer pages: theme toggle, relative times, quick search suggestions, read-only contract calls and
+// live updates of the home page over the Phoenix V2 WebSocket. Plain JS, no build step. Chain data is only ever
+// written with textContent, never parsed as HTML.
+"use strict";
+
+(function theme() {
+  var root = document.documentElement;
+  var saved = null;
+  try { saved = localStorage.getItem("theme"); } catch (e) { saved = null; }
+  if (saved === "light" || saved === "dark") root.setAttribute("data-theme", saved);
+  var button = document.getElementById("theme-toggle");
+  if (!button) return;
+  button.addEventListener("click", function () {
+    var dark = root.getAttribute("data-theme") === "dark" ||
+      (!root.getAttribute("data-theme") && window.matchMedia("(prefers-color-scheme: dark)").matches);
+    var next = dark ? "light" : "dark";
+    root.setAttribute("data-theme", next);
+    try { localStorage.setItem("theme", next); } catch (e) { /* private mode */ }
+  });
+})();
+
+function ago(seconds) {
+  if (seconds < 0) return "just now";
+  if (seconds < 60) return Math.floor(seconds) + "s ago";
+  if (seconds < 3600) return Math.floor(seconds / 60) + "m ago";
+  if (seconds < 86400) return Math.floor(seconds / 3600) + "h ago";
+  return Math.floor(seconds / 86400) + "d ago";
+}
+
+function refreshTimes() {
+  var now = Date.now() / 1000;
+  document.querySelectorAll("time[datetime]").forEach(function (t) {
+    var at = Date.parse(t.getAttribute("datetime"));
+    if (!isNaN(at)) t.textContent = ago(now - at / 1000);
+  });
+}
+setInterval(refreshTimes, 10000);
+
+function el(tag, text, href) {
+  var node = document.createElement(tag);
+  if (href) {
+    var a = document.createElement("a");
+    a.href = href;
+    a.textContent = text;
+    node.appendChild(a);
+  } else if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+function short(hash) {
+  return hash && hash.length > 14 ? hash.slice(0, 8) + "…" + hash.slice(-6) : hash || "";
+}
+
+(function search() {
+  var input = document.getElementById("search-q");
+  var list = document.getElementById("suggestions");
+  if (!input || !list) return;
+  var timer = null;
+  var asked = 0;
+  input.addEventListener("input", function () {
+    clearTimeout(timer);
+    var q = input.value.trim();
+    if (q.length < 2) { list.replaceChildren(); return; }
+    timer = setTimeout(function () {
+      var mine = ++asked;
+      fetch("/api/v2/search/quick?q=" + encodeURIComponent(q))
+        .then(function (r) { return r.ok ? r.json() : []; })
+        .then(function (items) {
+          if (mine !== asked) return;
+          list.replaceChildren();
+          (Array.isArray(items) ? items : []).slice(0, 8).forEach(function (item) {
+            var href = null, label = null;
+            if (item.type === "block") { href = "/block/" + item.block_number; label = "Block " + item.block_number; }
+            else if (item.type === "transaction") { href = "/tx/" + item.transaction_hash; label = "Tx " + short(item.transaction_hash); }
+            else if (item.type === "token") { href = "/token/" + item.address_hash; label = (item.name || "") + " (" + (item.symbol || "") + ") " + short(item.address_hash); }
+            else if (item.address_hash) { href = "/address/" + item.address_hash; label = (item.name ? item.name + " " : "") + short(item.address_hash); }
+            if (href) list.appendChild(el("li", label, href));
+          });
+        })
+        .catch(function () { list.replaceChildren(); });
+    }, 200);
+  });
+})();
+
+(function contractReads() {
+  var forms = document.querySelectorAll("form.call");
+  forms.forEach(function (form) {
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var out = form.querySelector("output");
+      var body = { jsonrpc: "2.0", id: 1, method: "eth_call",
+        params: [{ to: form.getAttribute("data-to"), data: form.getAttribute("data-selector") }, "latest"] };
+      fetch("/api/eth", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+        .then(function (r) { return r.json(); })
+        .then(function (answer) {
+          if (answer.error) { out.textContent = "error: " + answer.error.message; return; }
+          out.textContent = decodeOutput(form.getAttribute("data-output"), answer.result || "0x");
+        })
+        .catch(function (e) { out.textContent = "error: " + e; });
+    });
+  });
+})();
+
+function decodeOutput(type, hex) {
+  var data = hex.replace(/^0x/, "");
+  if (data.length < 64) return hex;
+  var word = data.slice(0, 64);
+  if (/^u?int\d*$/.test(type)) return BigInt("0x" + word).toString();
+  if (type === "bool") return BigInt("0x" + word) === 0n ? "false" : "true";
+  if (type === "address") return "0x" + word.slice(24);
+  if (type === "string" && data.length >= 128) {
+    var offset = Number(BigInt("0x" + word)) * 2;
+    var length = Number(BigInt("0x" + data.slice(offset, offset + 64))) * 2;
+    var bytes = data.slice(offset + 64, offset + 64 + length);
+    var arr = new Uint8Array(bytes.length / 2);
+    for (var i = 0; i < arr.length; i++) arr[i] = parseInt(bytes.substr(i * 2, 2), 16);
+    return new TextDecoder().decode(arr);
+  }
+  return hex;
+}
+
+// A small Phoenix V2 client: [join_ref, ref, topic, event, payload] frames, joins, heartbeats, reconnects.
+function Phoenix(url, onMessage) {
+  this.url = url;
+  this.onMessage = onMessage;
+  this.ref = 0;
+  this.topics = [];
+  this.connect();
+}
+Phoenix.prototype.connect = function () {
+  var self = this;
+  var socket = new WebSocket(this.url);
+  this.socket = socket;
+  socket.onopen = function () {
+    self.topics.forEach(function (topic) { self.send(topic, "phx_join", {}, true); });
+    self.heartbeat = setInterval(function () { self.send("phoenix", "heartbeat", {}, false); }, 30000);
+    document.body.setAttribute("data-live", "connected");
+  };
+  socket.onmessage = function (event) {
+    var frame;
+    try { frame = JSON.parse(event.data); } catch (e) { return; }
+    if (Array.isArray(frame) && frame.length === 5) self.onMessage(frame[2], frame[3], frame[4]);
+  };
+  socket.onclose = function () {
+    clearInterval(self.heartbeat);
+    document.body.setAttribute("data-live", "disconnected");
+    setTimeout(function () { self.connect(); }, 3000);
+  };
+};
+Phoenix.prototype.send = function (topic, event, payload, join) {
+  if (this.socket.readyState !== WebSocket.OPEN) return;
+  var ref = String(++this.ref);
+  this.socket.send(JSON.stringify([join ? ref : null, ref, topic, event, payload]));
+};
+Phoenix.prototype.join = function (topic) {
+  this.topics.push(topic);
+  this.send(topic, "phx_join", {}, true);
+};
+
+(function live() {
+  var blocks = document.getElementById("latest-blocks");
+  var txs = document.getElementById("latest-txs");
+  if (!blocks || !txs || !window.WebSocket) return;
+  var scheme = location.protocol === "https:" ? "wss://" : "ws://";
+  var client = new Phoenix(scheme + location.host + "/socket/v2/websocket?vsn=2.0.0", function (topic, event, payload) {
+    if (event === "new_block" && payload && payload.block) addBlock(payload.block);
+    if (event === "transaction") reloadTransactions();
+  });
+  client.join("blocks:new_block");
+  client.join("transactions:new_transaction");
+
+  function addBlock(block) {
+    if (blocks.querySelector('[data-height="' + Number(block.height) + '"]')) return;
+    var row = document.createElement("tr");
+    row.setAttribute("data-height", String(Number(block.height)));
+    row.appendChild(el("td", String(block.height), "/block/" + Number(block.height)));
+    var when = el("td");
+    var time = document.createElement("time");
+    time.setAttribute("datetime", block.timestamp);
+    time.setAttribute("title", block.timestamp);
+    time.textContent = ago(Date.now() / 1000 - Date.parse(block.timestamp) / 1000);
+    when.appendChild(time);
+    row.appendChild(when);
+    row.appendChild(el("td", String(block.transactions_count)));
+    var miner = block.miner && block.miner.hash;
+    var minerCell = el("td", short(miner), miner ? "/address/" + miner : null);
+    if (minerCell.firstChild && minerCell.firstChild.tagName === "A") {
+      minerCell.firstChild.className = "mono";
+      minerCell.firstChild.setAttribute("data-hash", miner);
+    }
+    row.appendChild(minerCell);
+    blocks.insertBefore(row, blocks.firstChild);
+    while (blocks.children.length > 6) blocks.removeChild(blocks.lastChild);
+    var height = document.getElementById("tile-height");
+    if (height) height.textContent = Number(block.height).toLocaleString("en-US");
+  }
+
+  function reloadTransactions() {
+    fetch("/api/v2/main-page/transactions")
+      .then(function (r) { return r.ok ? r.json() : []; })
+      .then(function (items) {
+        var rows = (Array.isArray(items) ? items : []).slice(0, 6).map(function (tx) {
+          var row = document.createElement("tr");
+          var hashCell = el("td", short(tx.hash), "/tx/" + tx.hash);
+          hashCell.firstChild.className = "mono";
+          hashCell.firstChild.setAttribute("data-hash", tx.hash);
+          row.appendChild(hashCell);
+          row.appendChild(el("td", short(tx.from && tx.from.hash), tx.from ? "/address/" + tx.from.hash : null));
+          var to = tx.to && tx.to.hash;
+          row.appendChild(el("td", short(to), to ? "/address/" + to : null));
+          row.appendChild(el("td", String(tx.block_number), "/block/" + tx.block_number));
+          return row;
+        });
+        if (rows.length) txs.replaceChildren.apply(txs, rows);
+      })
+      .catch(function () { /* the next event retries */ });
+  }
+})();

@@ -1,0 +1,261 @@
+//! The explorer pages: served HTML checked over HTTP (status, headers, escaping, weight, 404, `--no-ui`), and the
+//! same pages driven in headless Chromium by `ui_browser.js` (values against the node, links, live blocks, XSS
+//! token, axe-core, screenshots). Chromium, playwright-core and axe-core come from `scripts/setup`.
+
+use crate::support::{
+    call, created_address, deploy, http, mine, poll_until, provider, start_anvil, start_daemon, transfer, wait_synced,
+};
+use alloy::primitives::{Address, Bytes, U256};
+use alloy::providers::Provider;
+use alloy::sol_types::{SolCall, SolConstructor};
+use rockscout::dev::contracts::{DemoNft, DemoToken};
+use rockscout::dev::traffic::{HOSTILE_NAME, HOSTILE_SYMBOL};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const SETUP: &str = "run scripts/setup (it installs Debian's chromium with apt-get, and playwright-core and axe-core \
+    with npm into scripts/tools/node_modules)";
+
+/// Largest page, in bytes, without images.
+const PAGE_BUDGET: usize = 100 * 1024;
+
+struct Chain {
+    accounts: Vec<Address>,
+    tx: String,
+    token: Address,
+    hostile: Address,
+    nft: Address,
+}
+
+async fn token(
+    node: &alloy::providers::RootProvider,
+    from: Address,
+    name: &str,
+    symbol: &str,
+) -> alloy::primitives::B256 {
+    let constructor = DemoToken::constructorCall {
+        name_: name.into(),
+        symbol_: symbol.into(),
+        initialSupply: U256::from(10u64).pow(U256::from(24)),
+    };
+    deploy(node, from, &Bytes::from([&DemoToken::BYTECODE[..], &constructor.abi_encode()].concat())).await
+}
+
+/// A small chain with ether and token transfers, an NFT and the token whose name and symbol are markup.
+async fn build_chain(node: &alloy::providers::RootProvider) -> Chain {
+    let a: Vec<Address> = node.get_accounts().await.unwrap();
+    let token_tx = token(node, a[0], "Page Token", "PAGE").await;
+    let hostile_tx = token(node, a[0], HOSTILE_NAME, HOSTILE_SYMBOL).await;
+    let nft_constructor = DemoNft::constructorCall { name_: "Page NFT".into(), symbol_: "PNFT".into() };
+    let nft_tx =
+        deploy(node, a[0], &Bytes::from([&DemoNft::BYTECODE[..], &nft_constructor.abi_encode()].concat())).await;
+    mine(node, 1).await;
+    let (token, hostile, nft) = (
+        created_address(node, token_tx).await,
+        created_address(node, hostile_tx).await,
+        created_address(node, nft_tx).await,
+    );
+    let mut tx = Default::default();
+    for round in 1..=3u64 {
+        tx = transfer(node, a[0], a[1], 1_000_000_000_000_000 * round).await;
+        call(
+            node,
+            a[0],
+            token,
+            DemoToken::transferCall { to: a[1], value: U256::from(round * 10u64.pow(18)) }.abi_encode(),
+        )
+        .await;
+        call(node, a[0], hostile, DemoToken::transferCall { to: a[2], value: U256::from(round) }.abi_encode()).await;
+        call(node, a[0], nft, DemoNft::mintCall { to: a[1] }.abi_encode()).await;
+        mine(node, 1).await;
+    }
+    Chain { accounts: a, tx: format!("{tx}"), token, hostile, nft }
+}
+
+fn chromium() -> PathBuf {
+    let path =
+        std::env::var_os("CHROMIUM_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    assert!(path.exists(), "chromium not found at {}: {SETUP}", path.display());
+    path
+}
+
+fn node_modules() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tools/node_modules");
+    for package in ["playwright-core", "axe-core"] {
+        assert!(
+            dir.join(package).join("package.json").exists(),
+            "{package} is missing from {}: {SETUP}",
+            dir.display()
+        );
+    }
+    dir
+}
+
+async fn page(addr: SocketAddr, path: &str) -> http::Reply {
+    let reply = http::get(addr, path).await;
+    assert_eq!(reply.status, 200, "GET {path}: {}", String::from_utf8_lossy(&reply.body));
+    reply
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pages_are_escaped_bounded_html_with_a_strict_policy() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let chain = build_chain(&node).await;
+    let d = start_daemon(&anvil.http_url(), |_| {}).await;
+    wait_synced(&d.daemon, &node).await;
+    let addr = d.daemon.addr();
+    poll_until("the hostile token's metadata", Duration::from_secs(30), || async {
+        let t = http::get(addr, &format!("/api/v2/tokens/{}", chain.hostile)).await.json();
+        (t["name"] == HOSTILE_NAME).then_some(())
+    })
+    .await;
+
+    let home = page(addr, "/").await;
+    assert_eq!(home.headers["content-type"], "text/html; charset=utf-8");
+    let csp = home.headers["content-security-policy"].to_str().unwrap();
+    for directive in ["default-src 'none'", "script-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"] {
+        assert!(csp.contains(directive), "{csp}");
+    }
+    assert_eq!(home.headers["x-content-type-options"], "nosniff");
+    let html = String::from_utf8_lossy(&home.body);
+    assert!(!html.contains("<script>") && !html.contains(" style="), "no inline script or style");
+
+    // Every page of the chain answers 200 under the budget.
+    let a = chain.accounts[1];
+    let paths = [
+        "/".to_owned(),
+        "/blocks".into(),
+        "/block/2".into(),
+        "/txs".into(),
+        format!("/tx/{}", chain.tx),
+        format!("/address/{a}"),
+        format!("/address/{a}?tab=token_transfers"),
+        format!("/address/{a}?tab=tokens"),
+        "/tokens".into(),
+        format!("/token/{}", chain.token),
+        format!("/token/{}?tab=holders", chain.token),
+        format!("/token/{}?tab=inventory", chain.nft),
+        "/search-results?q=Page".into(),
+    ];
+    for path in &paths {
+        let reply = page(addr, path).await;
+        assert!(reply.body.len() < PAGE_BUDGET, "{path}: {} bytes", reply.body.len());
+    }
+
+    // Chain text is text: the hostile token's name and symbol come out escaped wherever they show.
+    for path in [
+        format!("/token/{}", chain.hostile),
+        "/tokens".into(),
+        format!("/address/{}?tab=token_transfers", chain.accounts[2]),
+    ] {
+        let body = String::from_utf8(page(addr, &path).await.body.to_vec()).unwrap();
+        assert!(body.contains("&lt;img src=x onerror=alert(1)&gt;"), "{path}: the name is shown escaped");
+        assert!(!body.contains("<img src=x") && !body.contains("<script>alert"), "{path}: markup from the chain");
+    }
+
+    // The next-page link of a list is the API's cursor.
+    let blocks = page(addr, "/blocks?items_count=2").await;
+    let body = String::from_utf8_lossy(&blocks.body);
+    let api = http::get_json(addr, "/api/v2/blocks?items_count=2").await;
+    let next = api["next_page_params"]["block_number"].to_string();
+    assert!(body.contains(&format!("block_number={next}")), "next link carries block_number={next}");
+
+    // A search for an exact hash leads to its page.
+    let found = http::get(addr, &format!("/search-results?q={}", chain.tx)).await;
+    assert_eq!(found.status, 302);
+    assert_eq!(found.headers["location"].to_str().unwrap(), format!("/tx/{}", chain.tx));
+
+    // Unknown pages are HTML 404s; bad ids are HTML 422s; the API keeps its JSON answers.
+    let missing = http::get(addr, "/no/such/page").await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.headers["content-type"], "text/html; charset=utf-8");
+    assert_eq!(http::get(addr, "/block/not-a-block").await.status, 422);
+    assert_eq!(http::get(addr, &format!("/tx/0x{}", "00".repeat(32))).await.status, 404);
+    let api_missing = http::get(addr, "/api/v2/nonsense").await;
+    assert_eq!(api_missing.status, 400);
+    assert_eq!(api_missing.headers["content-type"], "application/json; charset=utf-8");
+
+    // Assets: content-hashed names, a year of caching, 304 on a matching ETag.
+    let css =
+        html.split("href=\"").filter_map(|s| s.split('"').next()).find(|h| h.ends_with(".css")).unwrap().to_owned();
+    let reply = page(addr, &css).await;
+    assert!(reply.headers["cache-control"].to_str().unwrap().contains("immutable"));
+    let etag = reply.headers["etag"].to_str().unwrap().to_owned();
+    let again = http::request(addr, hyper::Method::GET, &css, &[("if-none-match", &etag)], bytes::Bytes::new()).await;
+    assert_eq!(again.status, 304);
+    d.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_ui_serves_the_api_only() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    mine(&node, 1).await;
+    let d = start_daemon(&anvil.http_url(), |c| c.api.ui = false).await;
+    wait_synced(&d.daemon, &node).await;
+    let addr = d.daemon.addr();
+    let home = http::get(addr, "/").await;
+    assert_eq!(home.status, 404);
+    assert_eq!(home.headers["content-type"], "application/json; charset=utf-8");
+    assert_eq!(http::get(addr, "/blocks").await.status, 404);
+    assert_eq!(http::get_json(addr, "/api/v2/blocks").await["items"][0]["height"], 1);
+    d.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pages_in_a_real_browser() {
+    let chromium = chromium();
+    node_modules();
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let chain = build_chain(&node).await;
+    let d = start_daemon(&anvil.http_url(), |c| {
+        c.tracing = true;
+        c.demo_artifacts = true;
+    })
+    .await;
+    wait_synced(&d.daemon, &node).await;
+    let addr = d.daemon.addr();
+    poll_until("token metadata", Duration::from_secs(30), || async {
+        let t = http::get(addr, &format!("/api/v2/tokens/{}", chain.hostile)).await.json();
+        (t["name"] == HOSTILE_NAME).then_some(())
+    })
+    .await;
+    let instances = http::get_json(addr, &format!("/api/v2/tokens/{}/instances", chain.nft)).await;
+    let nft_id = instances["items"][0]["id"].as_str().expect("an NFT instance").to_owned();
+    let shots = std::env::var_os("ROCKSCOUT_UI_SHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("rockscout-ui-shots-{}", std::process::id())));
+    let input = serde_json::json!({
+        "base": format!("http://{addr}"),
+        "rpc": anvil.http_url(),
+        "shots": shots,
+        "chromium": chromium,
+        "tx": chain.tx,
+        "address": chain.accounts[1],
+        "token": chain.token,
+        "hostile": chain.hostile,
+        "hostileName": HOSTILE_NAME,
+        "hostileSymbol": HOSTILE_SYMBOL,
+        "nft": chain.nft,
+        "nftId": nft_id,
+        "selectors": {
+            "name": format!("0x{}", alloy::primitives::hex::encode(DemoToken::nameCall::SELECTOR)),
+            "symbol": format!("0x{}", alloy::primitives::hex::encode(DemoToken::symbolCall::SELECTOR)),
+            "decimals": format!("0x{}", alloy::primitives::hex::encode(DemoToken::decimalsCall::SELECTOR)),
+        },
+    });
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/ui_browser.js");
+    let output = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg(input.to_string())
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("node could not run ({e}): {SETUP}"));
+    let report = String::from_utf8_lossy(&output.stdout);
+    println!("{report}\nscreenshots: {}", shots.display());
+    assert!(output.status.success(), "browser checks failed:\n{report}\n{}", String::from_utf8_lossy(&output.stderr));
+    d.daemon.shutdown().await.unwrap();
+}
