@@ -9,7 +9,7 @@
 
 use super::pause::Pauser;
 use super::rows::RowSink;
-use crate::events::EventSender;
+use crate::events::{ChainEvent, EventSender};
 use crate::node::wire::RpcCallFrame;
 use crate::node::{Node, NodeError};
 use crate::status::{Status, Writer};
@@ -263,7 +263,10 @@ impl TraceFollower {
         drop(reader);
         let node = &self.node;
         let fetched = futures_util::stream::iter(targets)
-            .map(|(n, hash, txs)| async move { (n, hash, fetch(node, n, &txs).await) })
+            .map(|(n, hash, txs)| async move {
+                let traces = fetch(node, n, &txs).await;
+                (n, hash, txs, traces)
+            })
             .buffered(self.concurrency);
         let mut fetched = std::pin::pin!(fetched);
         let mut committed = false;
@@ -272,7 +275,7 @@ impl TraceFollower {
                 _ = cancel.cancelled() => return Ok(committed),
                 next = fetched.next() => next,
             };
-            let Some((n, hash, traces)) = next else { break };
+            let Some((n, hash, txs, traces)) = next else { break };
             let traces = match traces {
                 Ok(Some(traces)) => traces,
                 Ok(None) => return Ok(committed), // the chain moved: the follower reverts, then we retry
@@ -286,6 +289,7 @@ impl TraceFollower {
                 return Ok(committed);
             }
             self.status.set_traced(Some(n));
+            let _ = self.events.send(ChainEvent::Traced { number: n, txs: Arc::new(txs) });
             committed = true;
         }
         Ok(committed)

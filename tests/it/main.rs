@@ -13,6 +13,7 @@ mod hardening_conn;
 mod hardening_rpc;
 mod metrics;
 mod outage;
+mod parity_events;
 mod pending;
 mod protection;
 mod reorg;
