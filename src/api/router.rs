@@ -400,6 +400,8 @@ pub enum Route {
     },
     /// `GET /api/v2/main-page/transactions/watchlist`: the newest six of them.
     MainPageWatchlistTransactions,
+    /// `GET /api/v2/transactions/:hash/summary`: what the transaction did, as interpreter summaries.
+    TransactionSummary(B256),
 }
 
 /// What an account route does with an account's items.
@@ -686,6 +688,7 @@ impl Route {
             ["smart-contracts", "verification", "config"] => Route::VerificationConfig,
             ["smart-contracts", a] => Route::SmartContract(addr(a)?),
             ["stats", "charts", "transactions"] => Route::TransactionsChart,
+            ["transactions", hash, "summary"] => Route::TransactionSummary(tx(hash)?),
             _ => return Ok(None),
         };
         Ok(Some(route))
@@ -760,6 +763,7 @@ impl Route {
             Route::SmartContractCounters => "/api/v2/smart-contracts/counters",
             Route::VerificationConfig => "/api/v2/smart-contracts/verification/config",
             Route::ContractLanguages => "/api/v2/config/smart-contracts/languages",
+            Route::TransactionSummary(_) => "/api/v2/transactions/:hash/summary",
         }
     }
 
@@ -790,7 +794,7 @@ impl Route {
         state: &AppState,
         client: IpAddr,
     ) -> Result<Response<Body>, ApiError> {
-        use super::rest::{addresses, blocks, search, smart_contracts, stats, tokens, traces, transactions};
+        use super::rest::{addresses, blocks, search, smart_contracts, stats, summary, tokens, traces, transactions};
         use super::{health, rpc, ws};
         let deadline = tokio::time::Instant::now() + state.config.request_timeout;
         match self {
@@ -822,6 +826,7 @@ impl Route {
             Route::Address(address) => addresses::detail(state, address).await,
             Route::StateChanges { hash, offset } => traces::state_changes(state, hash, offset).await,
             Route::RawTrace(hash) => traces::raw_trace(state, hash).await,
+            Route::TransactionSummary(hash) => read(state, deadline, move |r| summary::summary(r, hash)).await,
             Route::CoinBalanceHistory { address, page } => {
                 addresses::coin_balance_history(state, address, page, deadline).await
             }

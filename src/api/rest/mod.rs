@@ -10,6 +10,7 @@ pub mod blocks;
 pub mod search;
 pub mod smart_contracts;
 pub mod stats;
+pub mod summary;
 pub mod tokens;
 pub mod traces;
 pub mod transactions;

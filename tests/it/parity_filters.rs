@@ -1,0 +1,126 @@
+//! Blockscout parity routes built from the index: transaction summaries (and, below, advanced filters and CSV
+//! exports), with values compared with what the node holds.
+
+use crate::support::http::get_json as get;
+use crate::support::*;
+use alloy::primitives::{Address, Bytes, U256};
+use alloy::providers::{Provider, RootProvider};
+use alloy::sol_types::{SolCall, SolConstructor};
+use rockscout::dev::contracts::{DemoNft, DemoToken};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+async fn deploy_token(
+    node: &RootProvider,
+    from: Address,
+    symbol: &str,
+    supply: U256,
+) -> (Address, alloy::primitives::B256) {
+    let mut code = DemoToken::BYTECODE.to_vec();
+    code.extend(
+        DemoToken::constructorCall { name_: "Sum".into(), symbol_: symbol.into(), initialSupply: supply }.abi_encode(),
+    );
+    let hash = deploy(node, from, &Bytes::from(code)).await;
+    mine(node, 1).await;
+    (created_address(node, hash).await, hash)
+}
+
+/// The address variable's checksummed hash.
+fn var_address(summary: &Value, name: &str) -> Value {
+    assert_eq!(summary["summary_template_variables"][name]["type"], "address", "{name} in {summary}");
+    summary["summary_template_variables"][name]["value"]["hash"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transaction_summaries_describe_creations_calls_native_and_token_transfers() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let unit = U256::from(10u64).pow(U256::from(18));
+    // The symbol looks like a template variable: it must stay data.
+    let (token, creation) = deploy_token(&node, a[0], "{sender}", unit * U256::from(1000)).await;
+    let nft = {
+        let mut code = DemoNft::BYTECODE.to_vec();
+        code.extend(DemoNft::constructorCall { name_: "Pic".into(), symbol_: "PIC".into() }.abi_encode());
+        let hash = deploy(&node, a[0], &Bytes::from(code)).await;
+        mine(&node, 1).await;
+        created_address(&node, hash).await
+    };
+    let sent = call(
+        &node,
+        a[0],
+        token,
+        DemoToken::transferCall { to: a[1], value: unit * U256::from(3) / U256::from(2) }.abi_encode(),
+    )
+    .await;
+    let native =
+        send(&node, json!({"from": a[2], "to": a[3], "value": U256::from(25u64) * unit / U256::from(100)})).await;
+    let minted = call(&node, a[0], nft, DemoNft::mintCall { to: a[4] }.abi_encode()).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    // Token metadata is fetched behind the head.
+    poll_until("the token's symbol", Duration::from_secs(30), || async {
+        let token = get(addr, &format!("/api/v2/tokens/{token}")).await;
+        (token["symbol"] == "{sender}").then_some(())
+    })
+    .await;
+    let summaries = |hash: alloy::primitives::B256| async move {
+        let answer = get(addr, &format!("/api/v2/transactions/{hash:#x}/summary")).await;
+        assert_eq!(answer["success"], true, "{answer}");
+        answer["data"]["summaries"].as_array().unwrap().clone()
+    };
+
+    // The creation: who deployed which contract (the receipt's address).
+    let created = summaries(creation).await;
+    assert_eq!(created.len(), 2, "deployment and the initial mint: {created:?}");
+    assert_eq!(created[0]["summary_template"], "{sender} deployed contract {contract}");
+    assert_eq!(var_address(&created[0], "contract"), json!(token.to_checksum(None)));
+    assert_eq!(var_address(&created[0], "sender"), json!(a[0].to_checksum(None)));
+    assert_eq!(created[1]["summary_template"], "Mint {amount} {token} to {receiver}");
+    assert_eq!(created[1]["summary_template_variables"]["amount"], json!({"type": "currency", "value": "1000"}));
+
+    // A token transfer: the call by its method name, then the amount in the token's decimals (1.5).
+    let transfer = summaries(sent).await;
+    assert_eq!(transfer[0]["summary_template"], "{sender} called {method} on {receiver}");
+    assert_eq!(transfer[0]["summary_template_variables"]["method"], json!({"type": "method", "value": "transfer"}));
+    assert_eq!(var_address(&transfer[0], "receiver"), json!(token.to_checksum(None)));
+    assert_eq!(transfer[1]["summary_template"], "Transfer {amount} {token} from {sender} to {receiver}");
+    let vars = &transfer[1]["summary_template_variables"];
+    assert_eq!(vars["amount"]["value"], "1.5");
+    assert_eq!(vars["token"]["type"], "token");
+    assert_eq!(vars["token"]["value"]["symbol"], "{sender}", "the symbol stays a variable's value");
+    assert_eq!(vars["token"]["value"]["address_hash"], json!(token.to_checksum(None)));
+    assert_eq!(var_address(&transfer[1], "receiver"), json!(a[1].to_checksum(None)));
+    let balance = node
+        .raw_request::<_, Bytes>(
+            "eth_call".into(),
+            json!([{"to": token, "data": Bytes::from(DemoToken::balanceOfCall::new((a[1],)).abi_encode())}, "latest"]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(U256::from_be_slice(&balance), unit * U256::from(3) / U256::from(2), "the node agrees on 1.5 tokens");
+
+    // A native transfer: the value in ether.
+    let plain = summaries(native).await;
+    assert_eq!(plain.len(), 1, "{plain:?}");
+    assert_eq!(plain[0]["summary_template"], "Transfer {amount} {native} from {sender} to {receiver}");
+    assert_eq!(plain[0]["summary_template_variables"]["amount"]["value"], "0.25");
+    let on_node: Value = node.raw_request("eth_getTransactionByHash".into(), json!([native])).await.unwrap();
+    assert_eq!(on_node["value"].as_str().unwrap().parse::<U256>().unwrap(), unit / U256::from(4));
+
+    // An NFT mint: the token id, no amount.
+    let mint = summaries(minted).await;
+    let last = mint.last().unwrap();
+    assert_eq!(last["summary_template"], "Mint {token} #{token_id} to {receiver}");
+    assert_eq!(last["summary_template_variables"]["token_id"]["type"], "string");
+    assert_eq!(var_address(last, "receiver"), json!(a[4].to_checksum(None)));
+
+    // Unknown and malformed hashes.
+    let missing = http::get(addr, &format!("/api/v2/transactions/0x{}/summary", "ab".repeat(32))).await;
+    assert_eq!(missing.status, 404);
+    let bad = http::get(addr, "/api/v2/transactions/0x12/summary").await;
+    assert_eq!(bad.status, 422);
+    t.daemon.shutdown().await.unwrap();
+}
