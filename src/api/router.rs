@@ -402,6 +402,15 @@ pub enum Route {
     MainPageWatchlistTransactions,
     /// `GET /api/v2/transactions/:hash/summary`: what the transaction did, as interpreter summaries.
     TransactionSummary(B256),
+    /// `GET /api/v2/advanced-filters`: transactions, internal transactions and token transfers, filtered.
+    AdvancedFilters {
+        /// The filters.
+        filter: Box<super::rest::advanced::AdvancedFilter>,
+        /// Size and cursor.
+        page: Page<super::rest::advanced::AdvancedCursor>,
+    },
+    /// `GET /api/v2/advanced-filters/methods?q=`.
+    AdvancedFilterMethods(Option<String>),
 }
 
 /// What an account route does with an account's items.
@@ -689,6 +698,11 @@ impl Route {
             ["smart-contracts", a] => Route::SmartContract(addr(a)?),
             ["stats", "charts", "transactions"] => Route::TransactionsChart,
             ["transactions", hash, "summary"] => Route::TransactionSummary(tx(hash)?),
+            ["advanced-filters"] => Route::AdvancedFilters {
+                filter: Box::new(super::rest::advanced::AdvancedFilter::from_query(q)?),
+                page: page(q)?,
+            },
+            ["advanced-filters", "methods"] => Route::AdvancedFilterMethods(q.get("q").map(str::to_owned)),
             _ => return Ok(None),
         };
         Ok(Some(route))
@@ -764,6 +778,8 @@ impl Route {
             Route::VerificationConfig => "/api/v2/smart-contracts/verification/config",
             Route::ContractLanguages => "/api/v2/config/smart-contracts/languages",
             Route::TransactionSummary(_) => "/api/v2/transactions/:hash/summary",
+            Route::AdvancedFilters { .. } => "/api/v2/advanced-filters",
+            Route::AdvancedFilterMethods(_) => "/api/v2/advanced-filters/methods",
         }
     }
 
@@ -827,6 +843,10 @@ impl Route {
             Route::StateChanges { hash, offset } => traces::state_changes(state, hash, offset).await,
             Route::RawTrace(hash) => traces::raw_trace(state, hash).await,
             Route::TransactionSummary(hash) => read(state, deadline, move |r| summary::summary(r, hash)).await,
+            Route::AdvancedFilters { filter, page } => {
+                read(state, deadline, move |r| super::rest::advanced::advanced_filters(r, &filter, page)).await
+            }
+            Route::AdvancedFilterMethods(q) => super::rest::advanced::methods(q.as_deref()),
             Route::CoinBalanceHistory { address, page } => {
                 addresses::coin_balance_history(state, address, page, deadline).await
             }

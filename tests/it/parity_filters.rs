@@ -124,3 +124,115 @@ async fn transaction_summaries_describe_creations_calls_native_and_token_transfe
     assert_eq!(bad.status, 422);
     t.daemon.shutdown().await.unwrap();
 }
+
+/// `balanceOf(holder)` on the node.
+async fn balance_of(node: &RootProvider, token: Address, holder: Address) -> U256 {
+    let data = Bytes::from(DemoToken::balanceOfCall::new((holder,)).abi_encode());
+    let answer: Bytes =
+        node.raw_request("eth_call".into(), json!([{"to": token, "data": data}, "latest"])).await.unwrap();
+    U256::from_be_slice(&answer)
+}
+
+fn kinds(items: &[Value]) -> Vec<String> {
+    items.iter().map(|i| i["type"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advanced_filters_select_rows_by_type_token_address_method_amount_and_age() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let unit = U256::from(10u64).pow(U256::from(18));
+    let (gold, _) = deploy_token(&node, a[0], "GLD", unit * U256::from(1000)).await;
+    let (iron, _) = deploy_token(&node, a[5], "FE", unit * U256::from(50)).await;
+    let move_gold =
+        |to: Address, value: U256| call(&node, a[0], gold, DemoToken::transferCall { to, value }.abi_encode());
+    move_gold(a[1], unit * U256::from(3) / U256::from(2)).await;
+    move_gold(a[2], unit * U256::from(3)).await;
+    call(&node, a[5], iron, DemoToken::transferCall { to: a[1], value: unit }.abi_encode()).await;
+    send(&node, json!({"from": a[2], "to": a[3], "value": unit / U256::from(4)})).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    poll_until("token decimals", Duration::from_secs(30), || async {
+        let token = get(addr, &format!("/api/v2/tokens/{gold}")).await;
+        (token["decimals"] == "18").then_some(())
+    })
+    .await;
+
+    // Everything: 6 transactions and 5 transfers (two mints, three moves), newest first, one page or many.
+    let all = get(addr, "/api/v2/advanced-filters?items_count=100").await;
+    let items = all["items"].as_array().unwrap().clone();
+    assert_eq!(all["next_page_params"], Value::Null);
+    assert_eq!(items.len(), 11, "{:#?}", kinds(&items));
+    assert_eq!(items[0]["type"], "coin_transfer");
+    assert_eq!(items[0]["value"], (unit / U256::from(4)).to_string());
+    let walked = http::walk(addr, "/api/v2/advanced-filters?items_count=2").await;
+    assert_eq!(walked, items, "pages of 2 follow the cursor through the same rows");
+
+    // One token's ERC-20 rows: the mint and the two moves, values as the node's balances show.
+    let gold_rows = http::walk(
+        addr,
+        &format!("/api/v2/advanced-filters?transaction_types=ERC-20&token_contract_address_hashes_to_include={gold}"),
+    )
+    .await;
+    assert_eq!(kinds(&gold_rows), vec!["ERC-20"; 3]);
+    assert!(gold_rows.iter().all(|r| r["token"]["address_hash"] == gold.to_checksum(None)));
+    for (row, holder) in gold_rows[..2].iter().zip([a[2], a[1]]) {
+        assert_eq!(row["to"]["hash"], holder.to_checksum(None));
+        assert_eq!(row["total"]["value"], balance_of(&node, gold, holder).await.to_string());
+        assert_eq!(row["total"]["decimals"], "18");
+    }
+    assert_eq!(gold_rows[2]["from"]["hash"], Address::ZERO.to_checksum(None), "the mint");
+
+    // From a[0] and calling transfer(): the two calls and their transfers; native only excludes token rows.
+    let calls = http::walk(
+        addr,
+        &format!("/api/v2/advanced-filters?from_address_hashes_to_include={}&methods=0xa9059cbb", a[0]),
+    )
+    .await;
+    assert_eq!(kinds(&calls), vec!["contract_interaction", "ERC-20", "contract_interaction", "ERC-20"]);
+    assert!(calls.iter().all(|r| r["method"] == "transfer"));
+    let native = http::walk(
+        addr,
+        "/api/v2/advanced-filters?token_contract_address_hashes_to_include=native&transaction_types=coin_transfer",
+    )
+    .await;
+    assert_eq!(native.len(), 1);
+    assert_eq!(native[0]["from"]["hash"], a[2].to_checksum(None));
+
+    // Amounts in whole tokens: 2 ≤ amount ≤ 100 keeps the 3-token move and iron's 50 mint.
+    let big = http::walk(addr, "/api/v2/advanced-filters?transaction_types=ERC-20&amount_from=2&amount_to=100").await;
+    let values: Vec<&str> = big.iter().map(|r| r["total"]["value"].as_str().unwrap()).collect();
+    assert_eq!(values, vec![(unit * U256::from(3)).to_string(), (unit * U256::from(50)).to_string()]);
+    // Excluding a token and a recipient.
+    let rest = http::walk(addr, &format!("/api/v2/advanced-filters?transaction_types=ERC-20&token_contract_address_hashes_to_exclude={gold}&to_address_hashes_to_exclude={}", a[5])).await;
+    assert_eq!(rest.len(), 1, "iron's move to a[1] only");
+    assert_eq!(rest[0]["to"]["hash"], a[1].to_checksum(None));
+    // Age: nothing after the newest block, everything from the first.
+    let head = node.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap();
+    let future = rockscout_iso(head.header.timestamp + 3600);
+    assert_eq!(get(addr, &format!("/api/v2/advanced-filters?age_from={future}")).await["items"], json!([]));
+    let old = rockscout_iso(0);
+    assert_eq!(http::walk(addr, &format!("/api/v2/advanced-filters?age_from={old}&age_to={future}")).await, items);
+
+    // Methods: Blockscout's default list and a search by name.
+    let methods = get(addr, "/api/v2/advanced-filters/methods").await;
+    assert!(methods.as_array().unwrap().len() >= 20);
+    assert_eq!(
+        get(addr, "/api/v2/advanced-filters/methods?q=transfer").await,
+        json!([{"method_id": "0xa9059cbb", "name": "transfer"}])
+    );
+    for bad in
+        ["methods=0x12", "transaction_types=NOPE", "amount_from=x", "age_to=soon", "from_address_hashes_to_include=0x1"]
+    {
+        assert_eq!(http::get(addr, &format!("/api/v2/advanced-filters?{bad}")).await.status, 422, "{bad}");
+    }
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` of a Unix time (the API's own format).
+fn rockscout_iso(seconds: u64) -> String {
+    rockscout::api::json::iso_timestamp(seconds)
+}

@@ -6,6 +6,7 @@
 
 pub mod account;
 pub mod addresses;
+pub mod advanced;
 pub mod blocks;
 pub mod search;
 pub mod smart_contracts;
