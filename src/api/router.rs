@@ -411,6 +411,11 @@ pub enum Route {
     },
     /// `GET /api/v2/advanced-filters/methods?q=`.
     AdvancedFilterMethods(Option<String>),
+    /// `GET /api/v2/config/csv-export`.
+    CsvConfig,
+    /// `GET /api/v2/addresses/:a/{transactions,internal-transactions,token-transfers,logs}/csv`,
+    /// `/api/v2/tokens/:t/holders/csv`.
+    Csv(super::rest::csv::Export, super::rest::csv::CsvParams),
 }
 
 /// What an account route does with an account's items.
@@ -703,6 +708,21 @@ impl Route {
                 page: page(q)?,
             },
             ["advanced-filters", "methods"] => Route::AdvancedFilterMethods(q.get("q").map(str::to_owned)),
+            ["config", "csv-export"] => Route::CsvConfig,
+            ["addresses", a, list, "csv"] => {
+                use super::rest::csv::Export;
+                let export = match *list {
+                    "transactions" => Export::Transactions(addr(a)?),
+                    "internal-transactions" => Export::InternalTransactions(addr(a)?),
+                    "token-transfers" => Export::TokenTransfers(addr(a)?),
+                    "logs" => Export::Logs(addr(a)?),
+                    _ => return Ok(None),
+                };
+                Route::Csv(export, super::rest::csv::CsvParams::from_query(q)?)
+            }
+            ["tokens", a, "holders", "csv"] => {
+                Route::Csv(super::rest::csv::Export::Holders(addr(a)?), super::rest::csv::CsvParams::from_query(q)?)
+            }
             _ => return Ok(None),
         };
         Ok(Some(route))
@@ -780,6 +800,16 @@ impl Route {
             Route::TransactionSummary(_) => "/api/v2/transactions/:hash/summary",
             Route::AdvancedFilters { .. } => "/api/v2/advanced-filters",
             Route::AdvancedFilterMethods(_) => "/api/v2/advanced-filters/methods",
+            Route::CsvConfig => "/api/v2/config/csv-export",
+            Route::Csv(export, _) => match export {
+                super::rest::csv::Export::Transactions(_) => "/api/v2/addresses/:address_hash/transactions/csv",
+                super::rest::csv::Export::InternalTransactions(_) => {
+                    "/api/v2/addresses/:address_hash/internal-transactions/csv"
+                }
+                super::rest::csv::Export::TokenTransfers(_) => "/api/v2/addresses/:address_hash/token-transfers/csv",
+                super::rest::csv::Export::Logs(_) => "/api/v2/addresses/:address_hash/logs/csv",
+                super::rest::csv::Export::Holders(_) => "/api/v2/tokens/:address_hash/holders/csv",
+            },
         }
     }
 
@@ -847,6 +877,8 @@ impl Route {
                 read(state, deadline, move |r| super::rest::advanced::advanced_filters(r, &filter, page)).await
             }
             Route::AdvancedFilterMethods(q) => super::rest::advanced::methods(q.as_deref()),
+            Route::CsvConfig => Ok(super::rest::csv::config()),
+            Route::Csv(export, params) => super::rest::csv::export(state, client, export, params).await,
             Route::CoinBalanceHistory { address, page } => {
                 addresses::coin_balance_history(state, address, page, deadline).await
             }

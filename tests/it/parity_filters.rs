@@ -236,3 +236,149 @@ async fn advanced_filters_select_rows_by_type_token_address_method_amount_and_ag
 fn rockscout_iso(seconds: u64) -> String {
     rockscout::api::json::iso_timestamp(seconds)
 }
+
+/// A CSV export's rows (header first), waiting out the per-IP export budget (429) if an earlier export used it.
+async fn csv(addr: std::net::SocketAddr, path: &str) -> Vec<Vec<String>> {
+    let reply = poll_until("a CSV export within the rate limit", Duration::from_secs(30), || async {
+        let reply = http::get(addr, path).await;
+        (reply.status != 429).then_some(reply)
+    })
+    .await;
+    assert_eq!(reply.status, 200, "{path}: {}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(reply.headers["content-type"], "text/csv; charset=utf-8");
+    assert!(reply.headers.get("content-length").is_none(), "streamed, not sized up front");
+    let text = String::from_utf8(reply.body.to_vec()).unwrap();
+    assert!(text.ends_with("\r\n"));
+    text.trim_end_matches("\r\n").split("\r\n").map(split_csv_line).collect()
+}
+
+/// Splits one CSV line (quoted fields with doubled quotes).
+fn split_csv_line(line: &str) -> Vec<String> {
+    let (mut fields, mut current, mut quoted, mut chars) = (Vec::new(), String::new(), false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                current.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(std::mem::take(&mut current)),
+            (c, _) => current.push(c),
+        }
+    }
+    fields.push(current);
+    fields
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn csv_exports_stream_blockscout_columns_with_node_values_escaped_and_rate_limited() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let unit = U256::from(10u64).pow(U256::from(18));
+    // A symbol a spreadsheet would run as a formula, with a comma and a quote.
+    let symbol = "=HYPERLINK(\"x\",1)";
+    let (token, _) = deploy_token(&node, a[0], symbol, unit * U256::from(100)).await;
+    let moved = [unit * U256::from(7) / U256::from(2), unit * U256::from(2)];
+    for value in moved {
+        call(&node, a[0], token, DemoToken::transferCall { to: a[1], value }.abi_encode()).await;
+        mine(&node, 1).await;
+    }
+    send(&node, json!({"from": a[0], "to": a[2], "value": U256::from(12345u64)})).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    poll_until("token metadata", Duration::from_secs(30), || async {
+        (get(addr, &format!("/api/v2/tokens/{token}")).await["symbol"] == symbol).then_some(())
+    })
+    .await;
+    assert_eq!(get(addr, "/api/v2/config/csv-export").await, json!({"limit": 10000, "async_enabled": false}));
+
+    // Transactions of a[0]: every transaction it sent (its nonce), newest first, values as the node has them.
+    let rows = csv(addr, &format!("/api/v2/addresses/{}/transactions/csv", a[0])).await;
+    assert_eq!(
+        rows[0][..7],
+        ["TxHash", "BlockNumber", "UnixTimestamp", "FromAddress", "ToAddress", "ContractAddress", "Type"]
+    );
+    assert_eq!(rows[0].len(), 15);
+    let nonce = node.get_transaction_count(a[0]).await.unwrap();
+    assert_eq!(rows.len() - 1, nonce as usize);
+    for row in &rows[1..] {
+        let on_node: Value = node.raw_request("eth_getTransactionByHash".into(), json!([row[0]])).await.unwrap();
+        assert_eq!(
+            row[1],
+            u64::from_str_radix(on_node["blockNumber"].as_str().unwrap().trim_start_matches("0x"), 16)
+                .unwrap()
+                .to_string()
+        );
+        assert_eq!(row[7], on_node["value"].as_str().unwrap().parse::<U256>().unwrap().to_string());
+        assert_eq!((row[3].as_str(), row[6].as_str(), row[9].as_str()), (a[0].to_checksum(None).as_str(), "OUT", "ok"));
+    }
+    assert_eq!(rows[1][7], "12345");
+    assert_eq!(rows.last().unwrap()[5], token.to_checksum(None), "the creation names its contract");
+    assert_eq!(rows[2][14], "transfer", "the method name");
+
+    // Token transfers of a[1]: amounts summing to its balance on the node; the symbol neutralised and quoted.
+    let rows = csv(addr, &format!("/api/v2/addresses/{}/token-transfers/csv", a[1])).await;
+    assert_eq!(rows[0].len(), 14);
+    assert_eq!(rows[0][10], "TokensTransferred");
+    assert_eq!(rows.len(), 3);
+    let sum: U256 = rows[1..].iter().map(|r| r[10].parse::<U256>().unwrap()).sum();
+    assert_eq!(sum, balance_of(&node, token, a[1]).await);
+    assert!(rows[1..].iter().all(|r| r[6] == "IN" && r[8] == format!("'{symbol}") && r[7] == "18"));
+    let outgoing =
+        csv(addr, &format!("/api/v2/addresses/{}/token-transfers/csv?filter_type=address&filter_value=from", a[1]))
+            .await;
+    assert_eq!(outgoing.len(), 1, "a[1] sent nothing");
+
+    // The token's logs: its mint and two transfers.
+    let logs = csv(addr, &format!("/api/v2/addresses/{token}/logs/csv")).await;
+    assert_eq!(
+        logs[0],
+        [
+            "TxHash",
+            "Index",
+            "BlockNumber",
+            "BlockHash",
+            "ContractAddress",
+            "Data",
+            "FirstTopic",
+            "SecondTopic",
+            "ThirdTopic",
+            "FourthTopic"
+        ]
+    );
+    assert_eq!(logs.len(), 4);
+    // Holders in whole tokens, as balanceOf says.
+    let holders = csv(addr, &format!("/api/v2/tokens/{token}/holders/csv")).await;
+    assert_eq!(holders[0], ["HolderAddress", "Balance"]);
+    for row in &holders[1..] {
+        let holder: Address = row[0].parse().unwrap();
+        let balance = balance_of(&node, token, holder).await;
+        let (whole, fraction) = balance.div_rem(unit);
+        let expected = if fraction.is_zero() {
+            whole.to_string()
+        } else {
+            format!("{whole}.{}", format!("{fraction:0>18}").trim_end_matches('0'))
+        };
+        assert_eq!(row[1], expected);
+    }
+    assert_eq!(holders.len(), 3);
+    // Internal transactions (no tracing): the header only; a period after the chain: the header only.
+    let internal = csv(addr, &format!("/api/v2/addresses/{}/internal-transactions/csv", a[0])).await;
+    assert_eq!(internal.len(), 1);
+    assert_eq!(internal[0].len(), 19);
+    let later = csv(addr, &format!("/api/v2/addresses/{}/transactions/csv?from_period=2999-01-01", a[0])).await;
+    assert_eq!(later.len(), 1);
+
+    // Bad input, then the per-IP export budget.
+    assert_eq!(http::get(addr, &format!("/api/v2/addresses/{}/logs/csv?to_period=soon", a[0])).await.status, 422);
+    assert_eq!(http::get(addr, &format!("/api/v2/tokens/{}/holders/csv", a[9])).await.status, 404);
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(http::get(addr, &format!("/api/v2/addresses/{}/logs/csv", a[0])).await.status.as_u16());
+    }
+    assert!(statuses.contains(&429), "a burst of exports is throttled: {statuses:?}");
+    t.daemon.shutdown().await.unwrap();
+}

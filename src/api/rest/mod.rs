@@ -8,6 +8,7 @@ pub mod account;
 pub mod addresses;
 pub mod advanced;
 pub mod blocks;
+pub mod csv;
 pub mod search;
 pub mod smart_contracts;
 pub mod stats;
