@@ -708,6 +708,12 @@ impl Route {
                 page: page(q)?,
             },
             ["advanced-filters", "methods"] => Route::AdvancedFilterMethods(q.get("q").map(str::to_owned)),
+            ["advanced-filters", "csv"] => Route::Csv(
+                super::rest::csv::Export::AdvancedFilters(Box::new(super::rest::advanced::AdvancedFilter::from_query(
+                    q,
+                )?)),
+                super::rest::csv::CsvParams::from_query(q)?,
+            ),
             ["config", "csv-export"] => Route::CsvConfig,
             ["addresses", a, list, "csv"] => {
                 use super::rest::csv::Export;
@@ -809,6 +815,7 @@ impl Route {
                 super::rest::csv::Export::TokenTransfers(_) => "/api/v2/addresses/:address_hash/token-transfers/csv",
                 super::rest::csv::Export::Logs(_) => "/api/v2/addresses/:address_hash/logs/csv",
                 super::rest::csv::Export::Holders(_) => "/api/v2/tokens/:address_hash/holders/csv",
+                super::rest::csv::Export::AdvancedFilters(_) => "/api/v2/advanced-filters/csv",
             },
         }
     }

@@ -228,7 +228,27 @@ async fn advanced_filters_select_rows_by_type_token_address_method_amount_and_ag
         ["methods=0x12", "transaction_types=NOPE", "amount_from=x", "age_to=soon", "from_address_hashes_to_include=0x1"]
     {
         assert_eq!(http::get(addr, &format!("/api/v2/advanced-filters?{bad}")).await.status, 422, "{bad}");
+        assert_eq!(http::get(addr, &format!("/api/v2/advanced-filters/csv?{bad}")).await.status, 422, "{bad}");
     }
+
+    // The same rows as CSV: one token's transfers in whole tokens.
+    let rows = csv(
+        addr,
+        &format!(
+            "/api/v2/advanced-filters/csv?transaction_types=ERC-20&token_contract_address_hashes_to_include={gold}"
+        ),
+    )
+    .await;
+    assert_eq!(rows[0].len(), 18);
+    assert_eq!(rows[0][..4], ["TxHash", "Type", "MethodId", "UtcTimestamp"]);
+    let listed: Vec<(String, String, String)> =
+        rows[1..].iter().map(|r| (r[0].clone(), r[10].clone(), r[11].clone())).collect();
+    let expected: Vec<(String, String, String)> = gold_rows
+        .iter()
+        .zip(["3", "1.5", "1000"])
+        .map(|(r, v)| (r["hash"].as_str().unwrap().to_owned(), "GLD".to_owned(), v.to_owned()))
+        .collect();
+    assert_eq!(listed, expected);
     t.daemon.shutdown().await.unwrap();
 }
 

@@ -493,14 +493,26 @@ pub fn advanced_filters(
     filter: &AdvancedFilter,
     page: Page<AdvancedCursor>,
 ) -> Result<Response<Body>, ApiError> {
+    let (found, next) = scan(reader, filter, page.after, page.size)?;
+    render(reader, filter, found, next, page.size)
+}
+
+/// Up to `size` rows after `after`, examining at most [`MAX_TXS_SCANNED`] candidate transactions, and the cursor
+/// that continues after them (`None` at the end).
+fn scan(
+    reader: &Reader<'_>,
+    filter: &AdvancedFilter,
+    after: Option<AdvancedCursor>,
+    size: usize,
+) -> StoreResult<(Vec<(Row, TxRecord)>, Option<AdvancedCursor>)> {
     let mut found: Vec<(Row, TxRecord)> = Vec::new();
     let mut scanned = 0usize;
     let mut cap_cursor = None;
     let mut flags = HashMap::new();
     let mut more = false;
-    'scan: for pos in candidates(reader, filter, page.after.map(|c| c.tx.block)) {
+    'scan: for pos in candidates(reader, filter, after.map(|c| c.tx.block)) {
         let pos = pos?;
-        if let Some(after) = page.after {
+        if let Some(after) = after {
             if (pos.block, pos.index) > (after.tx.block, after.tx.index) {
                 continue;
             }
@@ -525,10 +537,10 @@ pub fn advanced_filters(
             continue;
         }
         for row in tx_rows(reader, filter, pos, &tx, &mut flags)? {
-            if page.after.is_some_and(|after| after.tx == pos && row.within <= after.within) {
+            if after.is_some_and(|after| after.tx == pos && row.within <= after.within) {
                 continue;
             }
-            if found.len() == page.size {
+            if found.len() == size {
                 more = true;
                 break 'scan;
             }
@@ -537,10 +549,102 @@ pub fn advanced_filters(
     }
     let next = match found.last() {
         _ if !more => None,
-        Some((row, _)) if found.len() == page.size => Some(AdvancedCursor { tx: row.tx, within: row.within }),
+        Some((row, _)) if found.len() == size => Some(AdvancedCursor { tx: row.tx, within: row.within }),
         _ => cap_cursor,
     };
-    render(reader, filter, found, next, page.size)
+    Ok((found, next))
+}
+
+/// Columns of `/advanced-filters/csv` (Blockscout's).
+pub const CSV_COLUMNS: &[&str] = &[
+    "TxHash",
+    "Type",
+    "MethodId",
+    "UtcTimestamp",
+    "FromAddress",
+    "ToAddress",
+    "CreatedContractAddress",
+    "Value",
+    "TokenContractAddressHash",
+    "TokenDecimals",
+    "TokenSymbol",
+    "TokenValue",
+    "TokenID",
+    "BlockNumber",
+    "Fee",
+    "CurrentPrice",
+    "TxDateOpeningPrice",
+    "TxDateClosingPrice",
+];
+
+/// The rows of `/advanced-filters/csv`, page after page, each handed to `row` until it answers `false`, the rows
+/// end or `max_pages` scans of [`MAX_TXS_SCANNED`] transactions were made.
+pub fn csv_rows<E: From<crate::store::StoreError>>(
+    reader: &Reader<'_>,
+    filter: &AdvancedFilter,
+    max_pages: usize,
+    mut row: impl FnMut(&[String]) -> Result<bool, E>,
+) -> Result<(), E> {
+    let mut after = None;
+    let checksum = |a: Option<Address>| a.map(|a| a.to_checksum(None)).unwrap_or_default();
+    for _ in 0..max_pages {
+        let (found, next) = scan(reader, filter, after, 500)?;
+        for (r, tx) in &found {
+            let timestamp = reader.block(r.tx.block)?.map(|h| iso_timestamp(h.timestamp)).unwrap_or_default();
+            let created = match r.within {
+                Within::Transaction => tx.created,
+                _ if r.kind == "contract_creation" => r.to,
+                _ => None,
+            };
+            let (token, decimals, symbol, token_value, token_id) = match &r.transfer {
+                Some(t) => {
+                    let metadata = reader.get::<TokenMetadatas>(&t.token)?;
+                    let decimals = metadata.as_ref().and_then(|m| m.decimals).filter(|_| t.kind == TokenKind::Erc20);
+                    let value = match (t.kind, decimals) {
+                        (TokenKind::Erc721, _) => String::new(),
+                        (_, Some(d)) => super::summary::decimal_amount(t.amount, d),
+                        (_, None) => t.amount.to_string(),
+                    };
+                    (
+                        checksum(Some(t.token)),
+                        decimals.map(|d| d.to_string()).unwrap_or_default(),
+                        metadata.and_then(|m| m.symbol).unwrap_or_default(),
+                        value,
+                        t.token_id.filter(|_| t.kind != TokenKind::Erc20).map(|id| id.to_string()).unwrap_or_default(),
+                    )
+                }
+                None => Default::default(),
+            };
+            let fields = [
+                format!("{:#x}", tx.hash),
+                r.kind.to_owned(),
+                tx.input.get(..4).map(|s| format!("0x{}", alloy::hex::encode(s))).unwrap_or_default(),
+                timestamp,
+                checksum(Some(r.from)),
+                checksum(r.to),
+                checksum(created),
+                if r.transfer.is_some() { String::new() } else { r.value.to_string() },
+                token,
+                decimals,
+                symbol,
+                token_value,
+                token_id,
+                r.tx.block.to_string(),
+                tx.fee().to_string(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ];
+            if !row(&fields)? {
+                return Ok(());
+            }
+        }
+        match next {
+            Some(next) => after = Some(next),
+            None => return Ok(()),
+        }
+    }
+    Ok(())
 }
 
 fn render(

@@ -38,7 +38,7 @@ pub const EXPORTS_BURST: u32 = 5;
 const CHUNK_ROWS: usize = 200;
 
 /// What is exported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Export {
     /// `/addresses/:a/transactions/csv`.
     Transactions(Address),
@@ -50,6 +50,8 @@ pub enum Export {
     Logs(Address),
     /// `/tokens/:t/holders/csv`.
     Holders(Address),
+    /// `/advanced-filters/csv`.
+    AdvancedFilters(Box<super::advanced::AdvancedFilter>),
 }
 
 /// The export's parameters besides the subject.
@@ -209,7 +211,7 @@ fn checksum(address: Option<Address>) -> String {
     address.map(|a| a.to_checksum(None)).unwrap_or_default()
 }
 
-fn header_of(export: Export) -> &'static [&'static str] {
+fn header_of(export: &Export) -> &'static [&'static str] {
     match export {
         Export::Transactions(_) => &[
             "TxHash",
@@ -278,14 +280,20 @@ fn header_of(export: Export) -> &'static [&'static str] {
             "FourthTopic",
         ],
         Export::Holders(_) => &["HolderAddress", "Balance"],
+        Export::AdvancedFilters(_) => super::advanced::CSV_COLUMNS,
     }
 }
 
 /// Writes the export's rows (after its header) into `sink`.
-fn write_rows(reader: &Reader<'_>, export: Export, params: &CsvParams, sink: &mut Sink) -> Result<(), Stop> {
+fn write_rows(reader: &Reader<'_>, export: &Export, params: &CsvParams, sink: &mut Sink) -> Result<(), Stop> {
     let mut times = Times { reader, known: HashMap::new() };
     let status = |ok: bool| if ok { "ok" } else { "error" }.to_owned();
-    match export {
+    match *export {
+        Export::AdvancedFilters(ref filter) => {
+            super::advanced::csv_rows(reader, filter, MAX_SCANNED / super::advanced::MAX_TXS_SCANNED, |fields| {
+                sink.row(fields)
+            })?;
+        }
         Export::Transactions(address) => {
             for row in reader.address_txs(address, None, Order::NewestFirst).take(MAX_SCANNED) {
                 let (key, _) = row?;
@@ -472,8 +480,9 @@ fn write_rows(reader: &Reader<'_>, export: Export, params: &CsvParams, sink: &mu
 }
 
 /// The file name Blockscout's frontend saves the export under.
-fn file_name(export: Export) -> String {
-    let (what, subject) = match export {
+fn file_name(export: &Export) -> String {
+    let (what, subject) = match *export {
+        Export::AdvancedFilters(_) => return "advanced_filters.csv".to_owned(),
         Export::Transactions(a) => ("transactions", a),
         Export::InternalTransactions(a) => ("internal_transactions", a),
         Export::TokenTransfers(a) => ("token_transfers", a),
@@ -496,8 +505,8 @@ pub async fn export(
     export: Export,
     params: CsvParams,
 ) -> Result<Response<Body>, ApiError> {
-    if let Export::Holders(token) = export {
-        if state.store.view().get::<Tokens>(&token)?.is_none() {
+    if let Export::Holders(token) = &export {
+        if state.store.view().get::<Tokens>(token)?.is_none() {
             return Err(ApiError::NotFound);
         }
     }
@@ -508,6 +517,7 @@ pub async fn export(
         .await
         .map_err(|_| ApiError::Timeout)?
         .map_err(|_| ApiError::Busy("the store is closing"))?;
+    let name = file_name(&export);
     let (sender, chunks) = tokio::sync::mpsc::channel(4);
     let store = state.store.clone();
     let deadline = Instant::now() + TIME_LIMIT;
@@ -516,17 +526,17 @@ pub async fn export(
         let reader = store.view().until(deadline);
         let mut sink = Sink {
             chunks: sender,
-            pending: line(&header_of(export).iter().map(|h| (*h).to_owned()).collect::<Vec<_>>()),
+            pending: line(&header_of(&export).iter().map(|h| (*h).to_owned()).collect::<Vec<_>>()),
             rows: 0,
             deadline,
         };
-        if let Err(Stop::Store) = write_rows(&reader, export, &params, &mut sink) {
+        if let Err(Stop::Store) = write_rows(&reader, &export, &params, &mut sink) {
             tracing::debug!("a CSV export ended early: the store read failed or timed out");
         }
     });
     let mut response = Response::new(Body::stream(chunks));
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/csv; charset=utf-8"));
-    let disposition = format!("attachment; filename=\"{}\"", file_name(export));
+    let disposition = format!("attachment; filename=\"{name}\"");
     response.headers_mut().insert(CONTENT_DISPOSITION, HeaderValue::from_str(&disposition).expect("ascii"));
     Ok(response)
 }
