@@ -497,6 +497,9 @@ pub fn advanced_filters(
     render(reader, filter, found, next, page.size)
 }
 
+/// Rows found by one scan (each with its transaction) and the cursor after them.
+type Scanned = (Vec<(Row, TxRecord)>, Option<AdvancedCursor>);
+
 /// Up to `size` rows after `after`, examining at most [`MAX_TXS_SCANNED`] candidate transactions, and the cursor
 /// that continues after them (`None` at the end).
 fn scan(
@@ -504,7 +507,7 @@ fn scan(
     filter: &AdvancedFilter,
     after: Option<AdvancedCursor>,
     size: usize,
-) -> StoreResult<(Vec<(Row, TxRecord)>, Option<AdvancedCursor>)> {
+) -> StoreResult<Scanned> {
     let mut found: Vec<(Row, TxRecord)> = Vec::new();
     let mut scanned = 0usize;
     let mut cap_cursor = None;
