@@ -5,7 +5,7 @@
 
 use crate::store::records::Bundle;
 use crate::store::records::PendingTxRecord;
-use alloy::primitives::B256;
+use alloy::primitives::{Address, Bytes, B256};
 use std::sync::Arc;
 
 /// Something that changed in the index.
@@ -24,6 +24,22 @@ pub enum ChainEvent {
     Reset,
     /// Transactions newly seen in the node's pool.
     Pending(Arc<Vec<PendingTxRecord>>),
+    /// The trace pass stored the traces of a block's transactions.
+    Traced {
+        /// Height.
+        number: u64,
+        /// The block's transactions, in order.
+        txs: Arc<Vec<B256>>,
+    },
+    /// The code writer stored a contract's runtime code.
+    CodeStored {
+        /// The contract.
+        address: Address,
+        /// Its runtime code.
+        code: Bytes,
+        /// Whether the address held other code before (a re-creation at the same address).
+        changed: bool,
+    },
 }
 
 /// Sender side of the event stream.

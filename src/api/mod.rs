@@ -157,6 +157,8 @@ pub struct Shared {
     rpc: rpc::Passthrough,
     stats: Mutex<Option<Arc<ChainStats>>>,
     on_chain: Mutex<OnChainCache>,
+    /// CSV exports per client IP (a bucket of its own: an export costs far more than a page).
+    csv_limiter: RateLimiter,
 }
 
 /// Authentication state shared by the routes.
@@ -210,6 +212,11 @@ impl AppState {
             failures: auth::FailureBudget::new(config.auth.failure_budget, config.auth.failure_window),
             nonces: crate::account::siwe::Nonces::new(config.auth.siwe_max_outstanding, config.auth.siwe_lifetime),
         };
+        let csv_limiter = RateLimiter::new(limits::RateLimitConfig {
+            per_second: rest::csv::EXPORTS_PER_SECOND,
+            burst: rest::csv::EXPORTS_BURST,
+            ..config.rate_limit.clone()
+        });
         AppState(Arc::new(Shared {
             accounts: Arc::new(crate::account::Accounts::new(store.clone())),
             auth,
@@ -236,6 +243,7 @@ impl AppState {
             config,
             stats: Mutex::new(None),
             on_chain: Mutex::new(OnChainCache::default()),
+            csv_limiter,
         }))
     }
 

@@ -15,7 +15,7 @@ use super::{blocking_read as read, AppState};
 use crate::ui::{self, pages, pages::List, Ctx};
 use alloy::primitives::U256;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use hyper::{HeaderMap, Method, Response, StatusCode};
 use maud::Markup;
@@ -58,7 +58,7 @@ pub async fn serve(state: &AppState, path: &str, query: Option<&str>, headers: &
 
 fn asset_response(asset: &'static ui::assets::Asset, headers: &HeaderMap) -> Response<Body> {
     let fresh = headers.get(IF_NONE_MATCH).is_some_and(|v| v.as_bytes() == asset.etag.as_bytes());
-    let mut response = Response::new(if fresh { Body::default() } else { Full::new(Bytes::from_static(asset.bytes)) });
+    let mut response = Response::new(if fresh { Body::default() } else { Body::new(Bytes::from_static(asset.bytes)) });
     if fresh {
         *response.status_mut() = StatusCode::NOT_MODIFIED;
     }
@@ -73,7 +73,7 @@ fn asset_response(asset: &'static ui::assets::Asset, headers: &HeaderMap) -> Res
 }
 
 fn html_response(status: StatusCode, markup: Markup) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(markup.into_string())));
+    let mut response = Response::new(Body::new(Bytes::from(markup.into_string())));
     *response.status_mut() = status;
     let h = response.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));

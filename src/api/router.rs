@@ -477,6 +477,22 @@ pub enum Route {
         /// Size and cursor.
         page: Page<TransferCursor>,
     },
+    /// `GET /api/v2/transactions/:hash/summary`: what the transaction did, as interpreter summaries.
+    TransactionSummary(B256),
+    /// `GET /api/v2/advanced-filters`: transactions, internal transactions and token transfers, filtered.
+    AdvancedFilters {
+        /// The filters.
+        filter: Box<super::rest::advanced::AdvancedFilter>,
+        /// Size and cursor.
+        page: Page<super::rest::advanced::AdvancedCursor>,
+    },
+    /// `GET /api/v2/advanced-filters/methods?q=`.
+    AdvancedFilterMethods(Option<String>),
+    /// `GET /api/v2/config/csv-export`.
+    CsvConfig,
+    /// `GET /api/v2/addresses/:a/{transactions,internal-transactions,token-transfers,logs}/csv`,
+    /// `/api/v2/tokens/:t/holders/csv`.
+    Csv(super::rest::csv::Export, super::rest::csv::CsvParams),
 }
 
 /// What an account route does with an account's items.
@@ -803,6 +819,33 @@ impl Route {
                 }
                 Route::TopAccounts { page: page(q)? }
             }
+            ["transactions", hash, "summary"] => Route::TransactionSummary(tx(hash)?),
+            ["advanced-filters"] => Route::AdvancedFilters {
+                filter: Box::new(super::rest::advanced::AdvancedFilter::from_query(q)?),
+                page: page(q)?,
+            },
+            ["advanced-filters", "methods"] => Route::AdvancedFilterMethods(q.get("q").map(str::to_owned)),
+            ["advanced-filters", "csv"] => Route::Csv(
+                super::rest::csv::Export::AdvancedFilters(Box::new(super::rest::advanced::AdvancedFilter::from_query(
+                    q,
+                )?)),
+                super::rest::csv::CsvParams::from_query(q)?,
+            ),
+            ["config", "csv-export"] => Route::CsvConfig,
+            ["addresses", a, list, "csv"] => {
+                use super::rest::csv::Export;
+                let export = match *list {
+                    "transactions" => Export::Transactions(addr(a)?),
+                    "internal-transactions" => Export::InternalTransactions(addr(a)?),
+                    "token-transfers" => Export::TokenTransfers(addr(a)?),
+                    "logs" => Export::Logs(addr(a)?),
+                    _ => return Ok(None),
+                };
+                Route::Csv(export, super::rest::csv::CsvParams::from_query(q)?)
+            }
+            ["tokens", a, "holders", "csv"] => {
+                Route::Csv(super::rest::csv::Export::Holders(addr(a)?), super::rest::csv::CsvParams::from_query(q)?)
+            }
             _ => return Ok(None),
         };
         Ok(Some(route))
@@ -892,6 +935,20 @@ impl Route {
             Route::TokenInstanceHolders { .. } => "/api/v2/tokens/:address_hash/instances/:token_id/holders",
             Route::AddressNfts { .. } => "/api/v2/addresses/:address_hash/nft",
             Route::AddressNftCollections { .. } => "/api/v2/addresses/:address_hash/nft/collections",
+            Route::TransactionSummary(_) => "/api/v2/transactions/:hash/summary",
+            Route::AdvancedFilters { .. } => "/api/v2/advanced-filters",
+            Route::AdvancedFilterMethods(_) => "/api/v2/advanced-filters/methods",
+            Route::CsvConfig => "/api/v2/config/csv-export",
+            Route::Csv(export, _) => match export {
+                super::rest::csv::Export::Transactions(_) => "/api/v2/addresses/:address_hash/transactions/csv",
+                super::rest::csv::Export::InternalTransactions(_) => {
+                    "/api/v2/addresses/:address_hash/internal-transactions/csv"
+                }
+                super::rest::csv::Export::TokenTransfers(_) => "/api/v2/addresses/:address_hash/token-transfers/csv",
+                super::rest::csv::Export::Logs(_) => "/api/v2/addresses/:address_hash/logs/csv",
+                super::rest::csv::Export::Holders(_) => "/api/v2/tokens/:address_hash/holders/csv",
+                super::rest::csv::Export::AdvancedFilters(_) => "/api/v2/advanced-filters/csv",
+            },
         }
     }
 
@@ -928,7 +985,7 @@ impl Route {
         state: &AppState,
         client: IpAddr,
     ) -> Result<Response<Body>, ApiError> {
-        use super::rest::{addresses, blocks, search, smart_contracts, stats, tokens, traces, transactions};
+        use super::rest::{addresses, blocks, search, smart_contracts, stats, summary, tokens, traces, transactions};
         use super::{health, rpc, ws};
         let deadline = tokio::time::Instant::now() + state.config.request_timeout;
         match self {
@@ -960,6 +1017,13 @@ impl Route {
             Route::Address(address) => addresses::detail(state, address).await,
             Route::StateChanges { hash, offset } => traces::state_changes(state, hash, offset).await,
             Route::RawTrace(hash) => traces::raw_trace(state, hash).await,
+            Route::TransactionSummary(hash) => read(state, deadline, move |r| summary::summary(r, hash)).await,
+            Route::AdvancedFilters { filter, page } => {
+                read(state, deadline, move |r| super::rest::advanced::advanced_filters(r, &filter, page)).await
+            }
+            Route::AdvancedFilterMethods(q) => super::rest::advanced::methods(q.as_deref()),
+            Route::CsvConfig => Ok(super::rest::csv::config()),
+            Route::Csv(export, params) => super::rest::csv::export(state, client, export, params).await,
             Route::IndexingStatus => Ok(stats::indexing_status(state)),
             Route::BackendVersion => Ok(stats::backend_version()),
             Route::SmartContract(address) => smart_contracts::detail(state, address).await,

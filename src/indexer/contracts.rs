@@ -155,17 +155,18 @@ fn traced_creations(reader: &Reader<'_>, number: u64) -> StoreResult<Vec<NewCont
 
 /// Writes `code` and `proxy` as what `contract` holds (for an upgrade: `proxy` into the stored row) if its block is
 /// still canonical; returns whether it did.
-pub fn commit(store: &Store, contract: &NewContract, code: &Bytes, proxy: Option<ProxyRecord>) -> StoreResult<bool> {
+pub fn commit(store: &Store, contract: &NewContract, code: &Bytes, proxy: Option<ProxyRecord>) -> StoreResult<Saved> {
     let _writes = store.lock_writes();
     let reader = store.reader();
     let canonical = reader.get::<Headers>(&BlockKey(contract.block))?.is_some_and(|h| h.hash == contract.block_hash);
     if !canonical {
-        return Ok(false);
+        return Ok(Saved::NotCanonical);
     }
+    let before = reader.get::<Contracts>(&contract.address)?.map(|c| c.code_hash);
     let mut batch = store.batch();
     let beacon = proxy.as_ref().and_then(|p| p.beacon);
     let record = if contract.upgrade {
-        let Some(stored) = reader.get::<Contracts>(&contract.address)? else { return Ok(false) };
+        let Some(stored) = reader.get::<Contracts>(&contract.address)? else { return Ok(Saved::NotCanonical) };
         ContractRecord { proxy, ..stored }
     } else {
         let code_hash = keccak256(code);
@@ -174,6 +175,11 @@ pub fn commit(store: &Store, contract: &NewContract, code: &Bytes, proxy: Option
         }
         ContractRecord { code_hash, creation_tx: contract.tx, block: contract.block, proxy }
     };
+    let saved = match before {
+        _ if contract.upgrade => Saved::Upgrade,
+        Some(old) if old != record.code_hash => Saved::Code { changed: true },
+        _ => Saved::Code { changed: false },
+    };
     let mut rows = LateRows::default();
     rows.set::<Contracts>(&contract.address, Some(&record))?;
     if let Some(beacon) = beacon {
@@ -181,7 +187,21 @@ pub fn commit(store: &Store, contract: &NewContract, code: &Bytes, proxy: Option
     }
     batch.set_late_rows(&reader, contract.block, &rows)?;
     store.write(batch, Durability::Buffered)?;
-    Ok(true)
+    Ok(saved)
+}
+
+/// What [`commit`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    /// Nothing: the creating block is no longer canonical (or an upgraded contract is unknown).
+    NotCanonical,
+    /// A contract's code; `changed` when the address held other code before.
+    Code {
+        /// Whether the address's code hash differs from the stored one.
+        changed: bool,
+    },
+    /// A proxy's new implementation.
+    Upgrade,
 }
 
 /// Follows new contracts and stores their code.
@@ -245,20 +265,27 @@ impl CodeWriter {
                 }
             };
             let store = self.store.clone();
-            let saved = tokio::task::spawn_blocking(move || commit(&store, &contract, &code, proxy))
+            let stored_code = code.clone();
+            let saved = tokio::task::spawn_blocking(move || commit(&store, &contract, &stored_code, proxy))
                 .await
                 .unwrap_or_else(|e| Err(crate::store::StoreError::Inconsistent(format!("code writer task: {e}"))));
             match saved {
-                Ok(true) if contract.upgrade => {
+                Ok(saved) => {
                     self.pauser.succeeded();
-                    match proxies_of_beacon(&self.store, &contract) {
-                        Ok(proxies) => followers.extend(proxies),
-                        Err(e) => {
-                            tracing::warn!(error = %e, beacon = %contract.address, "listing a beacon's proxies failed")
+                    match saved {
+                        Saved::Code { changed } => {
+                            let _ =
+                                self.events.send(ChainEvent::CodeStored { address: contract.address, code, changed });
                         }
+                        Saved::Upgrade => match proxies_of_beacon(&self.store, &contract) {
+                            Ok(proxies) => followers.extend(proxies),
+                            Err(e) => {
+                                tracing::warn!(error = %e, beacon = %contract.address, "listing a beacon's proxies failed")
+                            }
+                        },
+                        Saved::NotCanonical => {}
                     }
                 }
-                Ok(_) => self.pauser.succeeded(),
                 Err(e) if e.is_io() => {
                     self.store_retry = Some(self.pauser.failed(&e));
                     failed.insert(contract);

@@ -9,7 +9,7 @@
 
 use super::pause::Pauser;
 use super::rows::RowSink;
-use crate::events::EventSender;
+use crate::events::{ChainEvent, EventSender};
 use crate::node::wire::RpcCallFrame;
 use crate::node::{Node, NodeError};
 use crate::status::{Status, Writer};
@@ -279,11 +279,11 @@ impl TraceFollower {
             .map(|(n, hash, txs, named)| async move {
                 let traces = match fetch(node, n, &txs).await {
                     Ok(Some(traces)) => traces,
-                    other => return (n, hash, other.map(|t| t.map(|t| (t, Vec::new())))),
+                    other => return (n, hash, txs, other.map(|t| t.map(|t| (t, Vec::new())))),
                 };
                 let balances =
                     if coin_balances { call_balances(node, &traces, &named, hash).await } else { Ok(Vec::new()) };
-                (n, hash, balances.map(|b| Some((traces, b))))
+                (n, hash, txs, balances.map(|b| Some((traces, b))))
             })
             .buffered(self.concurrency);
         let mut fetched = std::pin::pin!(fetched);
@@ -293,7 +293,7 @@ impl TraceFollower {
                 _ = cancel.cancelled() => return Ok(committed),
                 next = fetched.next() => next,
             };
-            let Some((n, hash, traces)) = next else { break };
+            let Some((n, hash, txs, traces)) = next else { break };
             let (traces, balances) = match traces {
                 Ok(Some(traced)) => traced,
                 Ok(None) => return Ok(committed), // the chain moved: the follower reverts, then we retry
@@ -307,6 +307,7 @@ impl TraceFollower {
                 return Ok(committed);
             }
             self.status.set_traced(Some(n));
+            let _ = self.events.send(ChainEvent::Traced { number: n, txs: Arc::new(txs) });
             committed = true;
         }
         Ok(committed)

@@ -14,6 +14,8 @@ mod hardening_rpc;
 mod metrics;
 mod outage;
 mod parity_routes;
+mod parity_events;
+mod parity_filters;
 mod pending;
 mod protection;
 mod reorg;

@@ -6,10 +6,13 @@
 
 pub mod account;
 pub mod addresses;
+pub mod advanced;
 pub mod blocks;
+pub mod csv;
 pub mod search;
 pub mod smart_contracts;
 pub mod stats;
+pub mod summary;
 pub mod tokens;
 pub mod traces;
 pub mod transactions;

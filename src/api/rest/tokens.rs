@@ -442,6 +442,12 @@ const BALANCES_LIMIT: usize = 5_000;
 /// `GET /api/v2/addresses/:a/token-balances`: every token held (a bare array). ERC-721 holdings are summed per
 /// collection; ERC-1155 holdings are listed per id.
 pub fn balances(reader: &Reader<'_>, address: Address) -> Result<Response<Body>, ApiError> {
+    let items: Vec<Value> = balance_items(reader, address)?.into_iter().map(|(_, item)| item).collect();
+    Ok(ok(&items))
+}
+
+/// The `/token-balances` items of `address` with each token's standard (also pushed on its WebSocket topic).
+pub fn balance_items(reader: &Reader<'_>, address: Address) -> StoreResult<Vec<(TokenKind, Value)>> {
     let mut grouped: Vec<(Address, Option<U256>, U256)> = Vec::new();
     let mut kinds: HashMap<Address, TokenKind> = HashMap::new();
     for row in reader.balances(address, None).take(BALANCES_LIMIT) {
@@ -459,11 +465,10 @@ pub fn balances(reader: &Reader<'_>, address: Address) -> Result<Response<Body>,
         }
     }
     let tokens = token_jsons(reader, grouped.iter().map(|g| g.0))?;
-    let items: Vec<Value> = grouped
+    Ok(grouped
         .into_iter()
-        .filter_map(|(token, id, value)| Some(balance_item(tokens.get(&token)?.clone(), id, value)))
-        .collect();
-    Ok(ok(&items))
+        .filter_map(|(token, id, value)| Some((kinds[&token], balance_item(tokens.get(&token)?.clone(), id, value))))
+        .collect())
 }
 
 /// `GET /api/v2/addresses/:a/tokens`: holdings one row per balance (per id for NFTs), paginated.

@@ -16,19 +16,27 @@
 //! | `watchlist:<account>` | `transaction` | `{transactions: [<REST transaction items>]}` touching the account's watched addresses; joinable only with that account's token |
 //! | `addresses:<hash>` | `balance` | `{balance, block_number, exchange_rate: null}` after each block touching it |
 //! | `addresses:<hash>` | `current_coin_balance`, `coin_balance` | the new balance and its coin-balance-history item, when it changed |
+//! | `addresses:<hash>` | `token_balance` | `{block_number}` after a block with a token transfer of the address |
+//! | `addresses:<hash>` | `updated_token_balances_erc_20` (`_erc_721`, `_erc_1155`) | `{token_balances: [<token-balances items>, ≤ 50, largest first], overflow}` per standard the block's transfers touched |
+//! | `addresses:<hash>` | `fetched_bytecode`, `changed_bytecode` | `{fetched_bytecode: "0x…"}` when the code writer stores the contract's code; `{}` too when the address held other code before |
+//! | `tokens:<hash>` | `total_supply` | `{total_supply: "<decimal>"}` after a block that minted or burned the token |
+//! | `transactions:<hash>` | `raw_trace` | `{raw_trace: [<raw-trace items>]}` once the trace pass stored the transaction's block |
 
 use super::super::json::{hash_hex, iso_timestamp, BlockJson, BlockKind};
-use super::super::rest::tokens::transfer_items;
+use super::super::rest::tokens::{balance_items, transfer_items};
+use super::super::rest::traces::{parity_traces, MAX_RAW_FRAMES};
 use super::super::rest::{chain_stats, contracts, transactions::pending_items, tx_items};
 use super::super::AppState;
 use super::topic::Topic;
 use crate::chain::{block_transfers, transfer_parties, tx_participants};
 use crate::events::ChainEvent;
 use crate::store::keys::{BlockPos, TransferPos};
-use crate::store::records::{AccountItem, Bundle, ItemKind};
+use crate::store::records::{AccountItem, Bundle, ItemKind, TokenKind};
 use crate::store::records::{PendingTxRecord, TokenTransferRecord, TxRecord};
+use crate::store::tables::Tokens;
+use crate::store::Reader;
 use crate::store::StoreResult;
-use alloy::primitives::{Address, B256, U256};
+use alloy::primitives::{Address, Bytes, B256, U256};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,6 +48,10 @@ pub const LIVE_WINDOW: u64 = 10;
 
 /// How long a balance push waits for the node.
 const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a `raw_trace` push waits for the node's trace.
+const TRACE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most items in one `updated_token_balances_<type>` push (Blockscout's limit; `overflow` says there are more).
+const PUSHED_BALANCES: usize = 50;
 
 fn address_topic(address: &Address) -> String {
     Topic::Address(*address).to_string()
@@ -64,6 +76,14 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
                     tracing::warn!(error = %e, "building pending broadcasts failed");
                 }
             }
+            Ok(ChainEvent::Traced { txs, .. }) => {
+                let wanted: Vec<B256> =
+                    txs.iter().copied().filter(|h| state.ws.hub.wants(&Topic::transaction(h).to_string())).collect();
+                if !wanted.is_empty() {
+                    tokio::spawn(publish_raw_traces(state.clone(), wanted));
+                }
+            }
+            Ok(ChainEvent::CodeStored { address, code, changed }) => publish_code(&state, address, &code, changed),
             Ok(ChainEvent::Reverted { .. } | ChainEvent::Reset) => {}
             Err(RecvError::Lagged(missed)) => tracing::debug!(missed, "broadcasts skipped: the hub fell behind"),
             Err(RecvError::Closed) => return,
@@ -142,10 +162,12 @@ fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
             hub.publish(&topic, "token_transfer", &json!({"token_transfer": count}));
         }
     }
-    for (address, rows) in per_party {
-        let items = transfer_items(&reader, &rows)?;
-        hub.publish(&address_topic(&address), "token_transfer", &json!({"token_transfers": items}));
+    for (address, rows) in &per_party {
+        let items = transfer_items(&reader, rows)?;
+        hub.publish(&address_topic(address), "token_transfer", &json!({"token_transfers": items}));
     }
+    publish_token_balances(state, &reader, number, &per_party)?;
+    publish_supplies(state, &reader, transfers.iter().map(|(_, t)| t))?;
     let mut balances: Vec<(Address, Option<B256>)> = Vec::new();
     for (address, rows) in &per_address {
         let items = tx_items(&reader, rows)?;
@@ -267,4 +289,77 @@ fn publish_pending(state: &AppState, txs: &[PendingTxRecord]) -> StoreResult<()>
         hub.publish(&address_topic(&address), "pending_transaction", &json!({"transactions": items}));
     }
     Ok(())
+}
+
+/// `token_balance` and `updated_token_balances_<type>` for subscribed addresses whose balances the block moved: the
+/// address's `/token-balances` items of each standard the block's transfers touched, largest first.
+fn publish_token_balances(
+    state: &AppState,
+    reader: &Reader<'_>,
+    number: u64,
+    per_party: &BTreeMap<Address, Vec<(TransferPos, TokenTransferRecord)>>,
+) -> StoreResult<()> {
+    let hub = &state.ws.hub;
+    for (address, rows) in per_party {
+        let topic = address_topic(address);
+        hub.publish(&topic, "token_balance", &json!({"block_number": number}));
+        let mut kinds: Vec<TokenKind> = rows.iter().map(|(_, t)| t.kind).collect();
+        kinds.sort_by_key(|k| k.label());
+        kinds.dedup();
+        let items = balance_items(reader, *address)?;
+        for kind in kinds {
+            let mut of_kind: Vec<&Value> = items.iter().filter(|(k, _)| *k == kind).map(|(_, item)| item).collect();
+            let value = |item: &Value| item["value"].as_str().and_then(|v| v.parse::<U256>().ok()).unwrap_or_default();
+            of_kind.sort_by_key(|item| std::cmp::Reverse(value(item)));
+            let overflow = of_kind.len() > PUSHED_BALANCES;
+            of_kind.truncate(PUSHED_BALANCES);
+            let event = format!("updated_token_balances_{}", kind.label().to_lowercase().replace('-', "_"));
+            hub.publish(&topic, &event, &json!({"token_balances": of_kind, "overflow": overflow}));
+        }
+    }
+    Ok(())
+}
+
+/// `total_supply` for subscribed tokens the block minted or burned (the supply after the block).
+fn publish_supplies<'a>(
+    state: &AppState,
+    reader: &Reader<'_>,
+    transfers: impl Iterator<Item = &'a TokenTransferRecord>,
+) -> StoreResult<()> {
+    let hub = &state.ws.hub;
+    let changed: std::collections::BTreeSet<Address> = transfers
+        .filter(|t| t.from == Address::ZERO || t.to == Address::ZERO)
+        .map(|t| t.token)
+        .filter(|token| hub.wants(&Topic::token(token).to_string()))
+        .collect();
+    for token in changed {
+        if let Some(record) = reader.get::<Tokens>(&token)? {
+            let payload = json!({"total_supply": record.total_supply.to_string()});
+            hub.publish(&Topic::token(&token).to_string(), "total_supply", &payload);
+        }
+    }
+    Ok(())
+}
+
+/// `raw_trace` for traced transactions someone watches: the same items as `/transactions/:hash/raw-trace`.
+async fn publish_raw_traces(state: AppState, txs: Vec<B256>) {
+    for hash in txs {
+        let trace = state.node.trace_transaction_with(hash, "callTracer", json!({}));
+        let Ok(Ok(trace)) = tokio::time::timeout(TRACE_TIMEOUT, trace).await else { continue };
+        let items = parity_traces(&trace, hash, MAX_RAW_FRAMES);
+        state.ws.hub.publish(&Topic::transaction(&hash).to_string(), "raw_trace", &json!({"raw_trace": items}));
+    }
+}
+
+/// `fetched_bytecode` (and `changed_bytecode` when the address held other code) once a contract's code is stored.
+fn publish_code(state: &AppState, address: Address, code: &Bytes, changed: bool) {
+    let hub = &state.ws.hub;
+    let topic = address_topic(&address);
+    if !hub.wants(&topic) {
+        return;
+    }
+    hub.publish(&topic, "fetched_bytecode", &json!({"fetched_bytecode": code.to_string()}));
+    if changed {
+        hub.publish(&topic, "changed_bytecode", &json!({}));
+    }
 }

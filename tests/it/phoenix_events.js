@@ -1,0 +1,39 @@
+// The real `phoenix` npm client (with `ws` as its transport) listening on the topics given after the socket URL:
+// prints "joined <topic>" per join, then one JSON line {"topic","event","payload"} per broadcast it receives, and
+// exits 0 when its stdin closes (1 on a join error or timeout, or after 120 s). Run by tests/it/parity_events.rs
+// with NODE_PATH=scripts/tools/node_modules.
+const { Socket } = require("phoenix");
+const WebSocket = require("ws");
+
+const [url, ...topics] = process.argv.slice(2);
+const socket = new Socket(url, { transport: WebSocket, heartbeatIntervalMs: 500, timeout: 5000 });
+socket.onError((e) => console.log("socket_error " + String(e && e.message)));
+socket.connect();
+
+const control = new Set(["phx_reply", "phx_close", "phx_error", "phx_join", "phx_leave"]);
+for (const topic of topics) {
+  const channel = socket.channel(topic);
+  channel.onMessage = (event, payload) => {
+    if (!control.has(event) && !event.startsWith("chan_reply_")) {
+      console.log(JSON.stringify({ topic, event, payload }));
+    }
+    return payload;
+  };
+  channel
+    .join()
+    .receive("ok", () => console.log("joined " + topic))
+    .receive("error", (e) => {
+      console.log("join_error " + topic + " " + JSON.stringify(e));
+      process.exit(1);
+    })
+    .receive("timeout", () => {
+      console.log("join_timeout " + topic);
+      process.exit(1);
+    });
+}
+process.stdin.on("end", () => socket.disconnect(() => process.exit(0)));
+process.stdin.resume();
+setTimeout(() => {
+  console.log("timeout");
+  process.exit(1);
+}, 120000);
