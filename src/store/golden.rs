@@ -241,6 +241,19 @@ fn encoded() -> Vec<(&'static str, String)> {
         row::<AccountItems>(&AccountItem::ApiKey { key_id: 44, name: "k".into() }),
         row::<AccountItems>(&AccountItem::CustomAbi { address: address(47), name: "a".into(), abi: "[]".into() }),
         row::<ItemOwners>(&ItemOwner { owner: address(45), kind: ItemKind::Watch }),
+        row::<Names>(&NameRecord {
+            name: Some("alice.dev".into()),
+            owner: address(46),
+            resolver: address(47),
+            resolved: Some(address(48)),
+            expires: Some(1_800_000_000),
+            reverse_of: None,
+            first_block: 12,
+        }),
+        row::<NameLabels>(&"alice".to_owned()),
+        row::<NameSearch>(&()),
+        row::<ReverseNames>(&"alice.dev".to_owned()),
+        row::<AddressNames>(&()),
     ]
 }
 
@@ -295,6 +308,11 @@ const PINNED: &[(&str, &str)] = &[
     ("account_items", "032c016b"),
     ("account_items", "04142f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f0161025b5d"),
     ("item_owners", "142d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d02"),
+    ("names", "0109616c6963652e646576142e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e142f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f0114303030303030303030303030303030303030303001fc00d2496b000c"),
+    ("name_labels", "05616c696365"),
+    ("name_search", ""),
+    ("reverse_names", "09616c6963652e646576"),
+    ("address_names", ""),
 ];
 
 #[test]
