@@ -158,6 +158,10 @@ pub struct DaemonArgs {
     /// `solc-0.8.37`) that speak `solc --standard-json` on stdin.
     #[arg(long = "compilers-dir", env = "ROCKSCOUT_COMPILERS_DIR")]
     pub compilers_dir: Option<PathBuf>,
+    /// An ENS-compatible name registry on the chain (0x…): names are indexed from its events and resolved through
+    /// it, searchable and shown on addresses. Off when absent; changing it needs --reindex.
+    #[arg(long = "name-registry", env = "ROCKSCOUT_NAME_REGISTRY")]
+    pub name_registry: Option<alloy::primitives::Address>,
     /// Blocks fetched concurrently while catching up.
     #[arg(long, env = "ROCKSCOUT_FETCH_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub fetch_concurrency: u16,
@@ -306,6 +310,8 @@ pub struct Config {
     pub compilers_dir: Option<PathBuf>,
     /// Time limit of one verification's compile (the compiler is killed past it).
     pub verify_timeout: Duration,
+    /// The ENS-compatible registry names come from (none: no names).
+    pub name_registry: Option<alloy::primitives::Address>,
 }
 
 impl Config {
@@ -327,6 +333,7 @@ impl Config {
             demo_artifacts: false,
             compilers_dir: None,
             verify_timeout: Duration::from_secs(60),
+            name_registry: None,
         }
     }
 
@@ -350,6 +357,7 @@ impl Config {
             demo_artifacts: false,
             compilers_dir: args.compilers_dir.clone(),
             verify_timeout: Duration::from_secs(60),
+            name_registry: args.name_registry,
             rpc_timeout,
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),

@@ -23,6 +23,7 @@ pub mod json;
 pub mod limits;
 mod methods;
 mod metrics;
+pub mod names;
 mod query;
 mod rest;
 mod router;
@@ -148,6 +149,7 @@ pub struct Shared {
     rpc: rpc::Passthrough,
     stats: Mutex<Option<Arc<ChainStats>>>,
     on_chain: Mutex<OnChainCache>,
+    names: names::NameCache,
 }
 
 /// Authentication state shared by the routes.
@@ -227,6 +229,7 @@ impl AppState {
             config,
             stats: Mutex::new(None),
             on_chain: Mutex::new(OnChainCache::default()),
+            names: names::NameCache::default(),
         }))
     }
 

@@ -13,6 +13,7 @@ mod error;
 #[cfg(test)]
 mod golden;
 pub mod keys;
+mod names;
 mod query;
 pub mod records;
 pub mod tables;
