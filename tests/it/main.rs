@@ -12,6 +12,7 @@ mod full_disk;
 mod hardening_conn;
 mod hardening_rpc;
 mod metrics;
+mod names;
 mod outage;
 mod pending;
 mod protection;
