@@ -1139,6 +1139,8 @@ mod tests {
                 Ok(Route::WatchlistTransactions { page: Page { size: 25, after: None } }),
             ),
             (Method::GET, "/api/v2/main-page/transactions/watchlist", Ok(Route::MainPageWatchlistTransactions)),
+            (Method::GET, "/api/v2/addresses/alice.dev", Ok(Route::AddressByName("alice.dev".into()))),
+            (Method::GET, "/api/v2/addresses/M%C3%9Cnchen.dev", Ok(Route::AddressByName("MÜnchen.dev".into()))),
         ];
         for (method, path, expected) in cases {
             assert_eq!(parse(method.clone(), path), expected, "{method} {path}");
