@@ -80,7 +80,7 @@ impl AppState {
     /// `raw` is not a valid name under UTS-46.
     pub async fn resolve_name(&self, raw: &str, param: &'static str) -> Result<Option<ResolvedName>, ApiError> {
         let Some((registry, tip)) = self.name_setup() else { return Ok(None) };
-        let name = normalise(raw).map_err(|e| ApiError::invalid(param, &e.to_string()))?;
+        let name = normalise(raw).map_err(|e| ApiError::invalid(param, e.to_string()))?;
         let address = self.resolve_at(registry, &name, tip).await;
         Ok(Some(ResolvedName { name, address }))
     }

@@ -137,7 +137,12 @@ fn learn_name(changes: &mut Changes<'_>, node: B256, record: &mut NameRecord, na
 }
 
 /// Points `node`'s address record at `to`, keeping the per-address index in step.
-fn set_resolved(changes: &mut Changes<'_>, node: B256, record: &mut NameRecord, to: Option<Address>) -> StoreResult<()> {
+fn set_resolved(
+    changes: &mut Changes<'_>,
+    node: B256,
+    record: &mut NameRecord,
+    to: Option<Address>,
+) -> StoreResult<()> {
     if record.resolved == to {
         return Ok(());
     }
@@ -154,10 +159,9 @@ fn set_resolved(changes: &mut Changes<'_>, node: B256, record: &mut NameRecord, 
 /// A registration's plaintext label and expiry, from either controller event (any emitter: the label is checked
 /// against its hash, so a wrong one cannot be planted).
 fn registration(log: &LogRecord) -> Option<(B256, String, u64)> {
-    let (name, label, expires) = if let Ok(e) = RegistrarControllerV1::NameRegistered::decode_raw_log(
-        log.topics.iter().copied(),
-        &log.data,
-    ) {
+    let (name, label, expires) = if let Ok(e) =
+        RegistrarControllerV1::NameRegistered::decode_raw_log(log.topics.iter().copied(), &log.data)
+    {
         (e.name, e.label, e.expires)
     } else {
         let e = RegistrarControllerV2::NameRegistered::decode_raw_log(log.topics.iter().copied(), &log.data).ok()?;

@@ -84,7 +84,12 @@ pub fn demo_artifacts() -> Vec<std::sync::Arc<crate::contracts::artifacts::Artif
         ),
         ("NameRegistry", include_str!("contracts/NameRegistry.json"), "Names.sol", include_str!("contracts/Names.sol")),
         ("NameResolver", include_str!("contracts/NameResolver.json"), "Names.sol", include_str!("contracts/Names.sol")),
-        ("NameRegistrar", include_str!("contracts/NameRegistrar.json"), "Names.sol", include_str!("contracts/Names.sol")),
+        (
+            "NameRegistrar",
+            include_str!("contracts/NameRegistrar.json"),
+            "Names.sol",
+            include_str!("contracts/Names.sol"),
+        ),
         (
             "ReverseRegistrar",
             include_str!("contracts/ReverseRegistrar.json"),

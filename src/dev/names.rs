@@ -32,7 +32,10 @@ pub struct DevNameService {
 }
 
 /// Mines `pending` now and checks that it succeeded.
-async fn mined<P: Provider>(provider: &P, pending: PendingTransactionBuilder<Ethereum>) -> Result<alloy::rpc::types::TransactionReceipt, NamesError> {
+async fn mined<P: Provider>(
+    provider: &P,
+    pending: PendingTransactionBuilder<Ethereum>,
+) -> Result<alloy::rpc::types::TransactionReceipt, NamesError> {
     let _: serde_json::Value = provider.raw_request("evm_mine".into(), ()).await?;
     let receipt = pending.get_receipt().await?;
     if !receipt.status() {
@@ -43,7 +46,11 @@ async fn mined<P: Provider>(provider: &P, pending: PendingTransactionBuilder<Eth
 
 /// Deploys the name service with `signers[0]` owning the root, and registers `labels[i]`.dev for `signers[i]` with
 /// its reverse record.
-pub async fn deploy(rpc_url: &str, signers: &[PrivateKeySigner], labels: &[&str]) -> Result<DevNameService, NamesError> {
+pub async fn deploy(
+    rpc_url: &str,
+    signers: &[PrivateKeySigner],
+    labels: &[&str],
+) -> Result<DevNameService, NamesError> {
     let owner = signers.first().ok_or("no dev account")?.address();
     let mut wallet = EthereumWallet::new(signers[0].clone());
     for signer in &signers[1..] {
@@ -58,7 +65,8 @@ pub async fn deploy(rpc_url: &str, signers: &[PrivateKeySigner], labels: &[&str]
     let resolver = created(mined(p, NameResolver::deploy_builder(p, registry).from(owner).send().await?).await?)?;
     let registrar = NameRegistrar::deploy_builder(p, registry, resolver, namehash("dev")).from(owner);
     let registrar = created(mined(p, registrar.send().await?).await?)?;
-    let reverse = created(mined(p, ReverseRegistrar::deploy_builder(p, registry, resolver).from(owner).send().await?).await?)?;
+    let reverse =
+        created(mined(p, ReverseRegistrar::deploy_builder(p, registry, resolver).from(owner).send().await?).await?)?;
     let root = NameRegistry::new(registry, p);
     mined(p, root.setSubnodeOwner(B256::ZERO, labelhash("dev"), registrar).from(owner).send().await?).await?;
     mined(p, root.setSubnodeOwner(B256::ZERO, labelhash("reverse"), owner).from(owner).send().await?).await?;

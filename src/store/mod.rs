@@ -23,8 +23,8 @@ pub use derived::{Changes, Overlay};
 pub use error::{StoreError, StoreResult};
 pub use query::{FoundTx, Order};
 
-use alloy::primitives::Address;
 use crate::contracts::Knowledge;
+use alloy::primitives::Address;
 use keys::{Key, MetaKey};
 use records::{Counters, DbState, Meta, Tip};
 use rocksdb::{

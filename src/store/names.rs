@@ -44,7 +44,9 @@ impl Reader<'_> {
     /// How many names' address records hold `address` (counted up to a bound).
     pub fn names_count(&self, address: Address) -> StoreResult<usize> {
         let mut count = 0;
-        for row in self.scan::<AddressNames>(KeyRange::prefix(address.as_slice()), Direction::Forward).take(NAME_SCAN_BUDGET) {
+        for row in
+            self.scan::<AddressNames>(KeyRange::prefix(address.as_slice()), Direction::Forward).take(NAME_SCAN_BUDGET)
+        {
             row?;
             count += 1;
         }

@@ -3,14 +3,14 @@
 //! `ALL` drives column-family creation at open time, the per-CF options and the schema document test.
 
 use super::keys::{
-    AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderKey, HolderRankKey,
-    AddressNodeKey, InstanceKey, ItemKey, Key, MetaKey, NameSearchKey, PendingKey, ReorgedKey, SearchKey, SerialKey, TokenRankKey, TracePos,
-    TransferPos,
+    AddressNodeKey, AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderKey,
+    HolderRankKey, InstanceKey, ItemKey, Key, MetaKey, NameSearchKey, PendingKey, ReorgedKey, SearchKey, SerialKey,
+    TokenRankKey, TracePos, TransferPos,
 };
 use super::records::{
     AccountItem, AccountRecord, Amount, BlockRecord, ContractRecord, CredentialRecord, DayStats, InstanceRecord,
-    InternalCreation, InternalTxRecord, ItemOwner, LogRecord, Meta, NameRecord, PendingTxRecord, TokenMetadata, TokenRecord,
-    TokenTransferRecord, TraceSummary, TxRecord, Undo, UserRecord, VerificationJob, VerifiedSource,
+    InternalCreation, InternalTxRecord, ItemOwner, LogRecord, Meta, NameRecord, PendingTxRecord, TokenMetadata,
+    TokenRecord, TokenTransferRecord, TraceSummary, TxRecord, Undo, UserRecord, VerificationJob, VerifiedSource,
 };
 use alloy::primitives::{Address, Bytes, B256};
 use serde::{de::DeserializeOwned, Serialize};
