@@ -213,3 +213,62 @@ async fn a_reorg_that_removes_a_registration_removes_the_name() {
     // alice.dev, registered before the snapshot, stays.
     assert_eq!(search_names(addr, "alice.dev").await, vec![("alice.dev".into(), checksum(signers[0].address()))]);
 }
+
+/// `rockscout dev` names its first accounts from the start: `alice.dev` is the first dev account, forward and
+/// reverse, and search finds the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_mode_names_the_dev_accounts() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    /// Kills the devnet if the test fails before stopping it.
+    struct Devnet(std::process::Child);
+    impl Drop for Devnet {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rockscout"))
+        .args(["dev", "--listen", &format!("127.0.0.1:{port}"), "--poll-interval-ms", "50", "--no-traffic"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("ANVIL_BIN", anvil_bin())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map(Devnet)
+        .expect("spawn rockscout dev");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    // anvil's first development account.
+    let alice: Address = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266".parse().unwrap();
+    // The index catches up with the name set-up block by block: the reverse record follows the registration.
+    let detail =
+        poll_until("alice.dev to resolve, forward and reverse", std::time::Duration::from_secs(60), || async {
+            tokio::net::TcpStream::connect(addr).await.ok()?;
+            let reply = http::get(addr, "/api/v2/addresses/alice.dev").await;
+            (reply.status == 200 && reply.json()["ens_domain_name"] == "alice.dev").then(|| reply.json())
+        })
+        .await;
+    wait_synced_over_http(addr).await;
+    assert_eq!(detail["hash"], checksum(alice));
+    assert_eq!(detail["ens_domain_name"], "alice.dev");
+    let mut names = Vec::new();
+    for prefix in ["bob", "carol", "dave"] {
+        names.extend(search_names(addr, prefix).await.into_iter().map(|(name, _)| name));
+    }
+    assert_eq!(names, ["bob.dev", "carol.dev", "dave.dev"]);
+    let txs = http::get_json(addr, &format!("/api/v2/addresses/{alice}/transactions")).await;
+    assert!(txs["items"].as_array().unwrap().iter().any(|t| t["from"]["ens_domain_name"] == "alice.dev"));
+    Command::new("kill").args(["-INT", &child.0.id().to_string()]).status().unwrap();
+    assert!(child.0.wait().unwrap().success());
+}
+
+/// Waits until the devnet's index holds dave.dev, the last name `rockscout dev` sets up.
+async fn wait_synced_over_http(addr: SocketAddr) {
+    poll_until("the last dev name to be indexed", std::time::Duration::from_secs(60), || async {
+        (!search_names(addr, "dave.dev").await.is_empty()).then_some(())
+    })
+    .await;
+}
