@@ -87,6 +87,19 @@ async fn shown_names(addr: SocketAddr, address: Address) -> (Value, Value) {
     (detail["ens_domain_name"].clone(), from_list)
 }
 
+/// Every row of the five name tables, as text.
+fn name_tables(t: &TestDaemon) -> Vec<String> {
+    use rockscout::store::tables::{AddressNames, NameLabels, NameSearch, Names, ReverseNames};
+    let reader = t.daemon.store().reader();
+    let mut rows = Vec::new();
+    rows.extend(reader.rows::<Names>().map(|r| format!("names {:?}", r.unwrap())));
+    rows.extend(reader.rows::<NameLabels>().map(|r| format!("name_labels {:?}", r.unwrap())));
+    rows.extend(reader.rows::<NameSearch>().map(|r| format!("name_search {:?}", r.unwrap())));
+    rows.extend(reader.rows::<ReverseNames>().map(|r| format!("reverse_names {:?}", r.unwrap())));
+    rows.extend(reader.rows::<AddressNames>().map(|r| format!("address_names {:?}", r.unwrap())));
+    rows
+}
+
 fn checksum(a: Address) -> String {
     a.to_checksum(None)
 }
@@ -189,6 +202,8 @@ async fn a_reorg_that_removes_a_registration_removes_the_name() {
     let node = provider(&anvil.http_url());
     let addr = t.daemon.addr();
     let erin = signers[4].address();
+    let before = name_tables(&t);
+    assert!(before.iter().any(|r| r.starts_with("names ")), "alice.dev's rows: {before:?}");
     let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
     register(&anvil.http_url(), &service, erin, "erin", &signers).await.unwrap();
     wait_synced(&t.daemon, &node).await;
@@ -210,6 +225,7 @@ async fn a_reorg_that_removes_a_registration_removes_the_name() {
     let store = t.daemon.store();
     assert_eq!(store.reader().name_record(namehash("erin.dev")).unwrap(), None, "the derived row left with its block");
     assert_eq!(store.reader().primary_names(&[erin]).unwrap().get(&erin), None);
+    assert_eq!(name_tables(&t), before, "every name table is as before the registration");
     // alice.dev, registered before the snapshot, stays.
     assert_eq!(search_names(addr, "alice.dev").await, vec![("alice.dev".into(), checksum(signers[0].address()))]);
 }
