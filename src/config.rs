@@ -177,6 +177,10 @@ pub struct DaemonArgs {
     /// `<data-dir>/compilers`. "off" turns downloads off.
     #[arg(long = "compiler-list-url", env = "ROCKSCOUT_COMPILER_LIST_URL", default_value = DEFAULT_COMPILER_LIST_URL, value_parser = parse_compiler_list_url)]
     pub compiler_list_url: CompilerList,
+    /// An ENS-compatible name registry on the chain (0x…): names are indexed from its events and resolved through
+    /// it, searchable and shown on addresses. Off when absent; changing it needs --reindex.
+    #[arg(long = "name-registry", env = "ROCKSCOUT_NAME_REGISTRY")]
+    pub name_registry: Option<alloy::primitives::Address>,
     /// Blocks fetched concurrently while catching up.
     #[arg(long, env = "ROCKSCOUT_FETCH_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub fetch_concurrency: u16,
@@ -366,6 +370,8 @@ pub struct Config {
     pub compiler_list_url: Option<Url>,
     /// Time limit of one verification's compile (the compiler is killed past it).
     pub verify_timeout: Duration,
+    /// The ENS-compatible registry names come from (none: no names).
+    pub name_registry: Option<alloy::primitives::Address>,
 }
 
 impl Config {
@@ -388,6 +394,7 @@ impl Config {
             compilers_dir: None,
             compiler_list_url: None,
             verify_timeout: Duration::from_secs(60),
+            name_registry: None,
         }
     }
 
@@ -415,6 +422,7 @@ impl Config {
                 CompilerList::At(url) => Some(url.clone()),
             },
             verify_timeout: Duration::from_secs(60),
+            name_registry: args.name_registry,
             rpc_timeout,
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),

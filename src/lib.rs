@@ -102,7 +102,13 @@ impl Daemon {
         if config.reindex {
             Store::clear_chain_data(&config.data_dir).map_err(store_error)?;
         }
-        let store = Arc::new(Store::open(&config.data_dir, &StoreOptions::default()).map_err(store_error)?);
+        let store = Arc::new(
+            Store::open(
+                &config.data_dir,
+                &StoreOptions { name_registry: config.name_registry, ..StoreOptions::default() },
+            )
+            .map_err(store_error)?,
+        );
         match store.open_state() {
             OpenState::Created => {
                 tracing::info!(path = %config.data_dir.display(), "created a new index")

@@ -149,12 +149,24 @@ impl ContractInfo {
 pub struct Contracts {
     flags: HashMap<Address, bool>,
     known: HashMap<Address, ContractInfo>,
+    names: HashMap<Address, String>,
 }
 
 impl Contracts {
     /// Contract flags and knowledge of some addresses.
     pub fn new(flags: HashMap<Address, bool>, known: HashMap<Address, ContractInfo>) -> Self {
-        Contracts { flags, known }
+        Contracts { flags, known, names: HashMap::new() }
+    }
+
+    /// The same, with the verified primary names of the addresses (`ens_domain_name`).
+    pub fn with_names(mut self, names: HashMap<Address, String>) -> Self {
+        self.names = names;
+        self
+    }
+
+    /// The primary name of `address`, if it has a verified one.
+    pub fn name_of(&self, address: &Address) -> Option<String> {
+        self.names.get(address).cloned()
     }
 
     /// Whether `address` is a contract.
@@ -190,7 +202,9 @@ impl Contracts {
 
     /// The address object for `address`.
     pub fn address(&self, address: &Address) -> AddressJson {
-        AddressJson::new(address, self.is_contract(address)).with_info(self.known.get(address))
+        AddressJson::new(address, self.is_contract(address))
+            .with_info(self.known.get(address))
+            .with_ens(self.name_of(address))
     }
 }
 
@@ -230,6 +244,12 @@ impl AddressJson {
             watchlist_names: [],
             public_tags: [],
         }
+    }
+
+    /// Sets `ens_domain_name`: the address's verified primary name.
+    pub fn with_ens(mut self, name: Option<String>) -> Self {
+        self.ens_domain_name = name;
+        self
     }
 
     /// Adds the contract's name, verification and implementations.
@@ -475,7 +495,9 @@ impl TxJson {
             // The published schema requires an address object in `to`: a creation shows the created contract.
             None => {
                 let created = tx.created_or_computed();
-                let object = AddressJson::new(&created, tx.succeeded()).with_info(contracts.info(&created));
+                let object = AddressJson::new(&created, tx.succeeded())
+                    .with_info(contracts.info(&created))
+                    .with_ens(contracts.name_of(&created));
                 (object.clone(), Some(object))
             }
         };

@@ -24,6 +24,7 @@ pub mod json;
 pub mod limits;
 mod methods;
 mod metrics;
+pub mod names;
 pub mod nft_metadata;
 mod pages;
 mod query;
@@ -159,6 +160,7 @@ pub struct Shared {
     on_chain: Mutex<OnChainCache>,
     /// CSV exports per client IP (a bucket of its own: an export costs far more than a page).
     csv_limiter: RateLimiter,
+    names: names::NameCache,
 }
 
 /// Authentication state shared by the routes.
@@ -244,6 +246,7 @@ impl AppState {
             stats: Mutex::new(None),
             on_chain: Mutex::new(OnChainCache::default()),
             csv_limiter,
+            names: names::NameCache::default(),
         }))
     }
 

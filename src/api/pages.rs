@@ -92,7 +92,8 @@ async fn exact_match(state: &AppState, query: Option<&str>) -> Option<String> {
         return None;
     };
     let deadline = Instant::now() + state.config.request_timeout;
-    let answer = json(read(state, deadline, move |r| search::redirect(r, &q)).await).await.ok()?;
+    let name = search::named(state, &q).await;
+    let answer = json(read(state, deadline, move |r| search::redirect(r, &q, name.as_ref())).await).await.ok()?;
     let parameter = answer["parameter"].as_str()?;
     // Only hex hashes and numbers go into the header.
     if !parameter.bytes().all(|b| b.is_ascii_alphanumeric()) {
@@ -175,7 +176,10 @@ async fn list(state: &AppState, deadline: Instant, route: Route) -> Result<Value
         Route::TokenInstances { token, holder, page } => {
             read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await
         }
-        Route::Search(q) => read(state, deadline, move |r| search::search(r, &q)).await,
+        Route::Search(q) => {
+            let name = search::named(state, &q).await;
+            read(state, deadline, move |r| search::search(r, &q, name.as_ref())).await
+        }
         _ => Err(ApiError::NoRoute),
     };
     json(answer).await

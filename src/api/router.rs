@@ -14,7 +14,7 @@ use super::cursor::{
 use super::error::ApiError;
 use super::json::BlockKind;
 use super::methods::selectors_for;
-use super::query::Query;
+use super::query::{percent_decode, Query};
 use super::{blocking_read as read, read_body, AppState};
 use crate::chain::{TxType, TxTypes};
 use crate::store::records::{CallKind, ItemKind, TokenKind};
@@ -493,6 +493,8 @@ pub enum Route {
     /// `GET /api/v2/addresses/:a/{transactions,internal-transactions,token-transfers,logs}/csv`,
     /// `/api/v2/tokens/:t/holders/csv`.
     Csv(super::rest::csv::Export, super::rest::csv::CsvParams),
+    /// `GET /api/v2/addresses/:name`: the address a name resolves to, in place of the hash.
+    AddressByName(String),
 }
 
 /// What an account route does with an account's items.
@@ -701,6 +703,9 @@ impl Route {
                 }
                 None => Route::InternalTransactions { page: page(q)? },
             },
+            ["addresses", a] if !a.starts_with("0x") && crate::chain::names::looks_like_name(&percent_decode(a)) => {
+                Route::AddressByName(percent_decode(a))
+            }
             ["addresses", a] => Route::Address(addr(a)?),
             ["addresses", a, "transactions"] => {
                 let direction = direction(q)?;
@@ -913,6 +918,7 @@ impl Route {
             Route::TransactionsChart => "/api/v2/stats/charts/transactions",
             Route::WatchlistTransactions { .. } => "/api/v2/transactions/watchlist",
             Route::MainPageWatchlistTransactions => "/api/v2/main-page/transactions/watchlist",
+            Route::AddressByName(_) => "/api/v2/addresses/:name",
             Route::Account(_) => "/api/account/v2",
             Route::Verify(_, via) => via.path(),
             Route::SmartContract(_) => "/api/v2/smart-contracts/:address_hash",
@@ -1129,9 +1135,18 @@ impl Route {
             Route::TokenInstances { token, holder, page } => {
                 read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await
             }
-            Route::Search(q) => read(state, deadline, move |r| search::search(r, &q)).await,
-            Route::SearchQuick(q) => read(state, deadline, move |r| search::quick(r, &q)).await,
-            Route::SearchRedirect(q) => read(state, deadline, move |r| search::redirect(r, &q)).await,
+            Route::Search(q) => {
+                let name = search::named(state, &q).await;
+                read(state, deadline, move |r| search::search(r, &q, name.as_ref())).await
+            }
+            Route::SearchQuick(q) => {
+                let name = search::named(state, &q).await;
+                read(state, deadline, move |r| search::quick(r, &q, name.as_ref())).await
+            }
+            Route::SearchRedirect(q) => {
+                let name = search::named(state, &q).await;
+                read(state, deadline, move |r| search::redirect(r, &q, name.as_ref())).await
+            }
             Route::Account(route) => super::rest::account::serve(route, req, state, client).await,
             Route::Verify(address, via) => super::rest::verification::verify(req, state, client, address, via).await,
             Route::WatchlistTransactions { page } => {
@@ -1144,6 +1159,13 @@ impl Route {
                 let page = Page { size: 6, after: None };
                 read(state, deadline, move |r| super::rest::account::watchlist_transactions(r, &watched, page, false))
                     .await
+            }
+            Route::AddressByName(name) => {
+                let resolved = state.resolve_name(&name, "address_hash_param").await?;
+                match resolved.and_then(|r| r.address) {
+                    Some(address) => addresses::detail(state, address).await,
+                    None => Err(ApiError::NotFound),
+                }
             }
         }
     }
@@ -1353,6 +1375,8 @@ mod tests {
                 Ok(Route::WatchlistTransactions { page: Page { size: 25, after: None } }),
             ),
             (Method::GET, "/api/v2/main-page/transactions/watchlist", Ok(Route::MainPageWatchlistTransactions)),
+            (Method::GET, "/api/v2/addresses/alice.dev", Ok(Route::AddressByName("alice.dev".into()))),
+            (Method::GET, "/api/v2/addresses/M%C3%9Cnchen.dev", Ok(Route::AddressByName("MÜnchen.dev".into()))),
         ];
         for (method, path, expected) in cases {
             assert_eq!(parse(method.clone(), path), expected, "{method} {path}");

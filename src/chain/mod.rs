@@ -2,6 +2,7 @@
 //! logs, and who takes part in a transaction or a transfer. The indexer writes rows from these; the API and the
 //! WebSocket publisher read with them, so both sides agree by construction.
 
+pub mod names;
 pub mod tokens;
 
 use crate::store::keys::TransferPos;

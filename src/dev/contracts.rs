@@ -1,6 +1,7 @@
 //! Bindings of the contracts in `src/dev/contracts/` (Solidity sources compiled by `scripts/build-contracts.js`
 //! with the pinned solc into the JSON artifacts next to them): a demo contract, one token of each standard, a
-//! token that lies to indexers, and a factory whose calls make internal transactions.
+//! token that lies to indexers, a factory whose calls make internal transactions, and
+//! an ENS-compatible name service (registry, resolver, registrars).
 #![allow(missing_docs)]
 
 alloy::sol!(
@@ -93,6 +94,44 @@ pub fn demo_artifacts() -> Vec<std::sync::Arc<crate::contracts::artifacts::Artif
             "DemoFactory.sol",
             include_str!("contracts/DemoFactory.sol"),
         ),
+        ("NameRegistry", include_str!("contracts/NameRegistry.json"), "Names.sol", include_str!("contracts/Names.sol")),
+        ("NameResolver", include_str!("contracts/NameResolver.json"), "Names.sol", include_str!("contracts/Names.sol")),
+        (
+            "NameRegistrar",
+            include_str!("contracts/NameRegistrar.json"),
+            "Names.sol",
+            include_str!("contracts/Names.sol"),
+        ),
+        (
+            "ReverseRegistrar",
+            include_str!("contracts/ReverseRegistrar.json"),
+            "Names.sol",
+            include_str!("contracts/Names.sol"),
+        ),
     ])
     .all
 }
+
+alloy::sol!(
+    #[sol(rpc)]
+    NameRegistry,
+    "src/dev/contracts/NameRegistry.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    NameResolver,
+    "src/dev/contracts/NameResolver.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    NameRegistrar,
+    "src/dev/contracts/NameRegistrar.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    ReverseRegistrar,
+    "src/dev/contracts/ReverseRegistrar.json"
+);

@@ -2,6 +2,7 @@
 
 pub mod anvil;
 pub mod contracts;
+pub mod names;
 pub mod traffic;
 
 use crate::config::{Config, DevArgs};
@@ -32,7 +33,14 @@ pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunErro
         .await
         .map_err(|e| RunError::Task(e.to_string()))??;
     // Every devnet is a new chain: start the index afresh and follow resets (`anvil_reset`) by reindexing.
+    // The name service first, so the dev accounts have names from the first indexed blocks.
+    let signers = node.signers();
+    let labels = &names::DEV_NAMES[..names::DEV_NAMES.len().min(signers.len())];
+    let service = names::deploy(&node.http_url(), &signers, labels)
+        .await
+        .map_err(|e| RunError::Task(format!("deploying the dev name service: {e}")))?;
     let mut config = Config::from_args(node.http_url(), Some(node.ws_url()), &args.daemon);
+    config.name_registry = Some(service.registry);
     config.reindex = true;
     if args.daemon.metrics_listen.is_none() {
         // Many devnets may run side by side (tests, several checkouts): a free port unless one is asked for.
@@ -58,6 +66,7 @@ pub async fn run(args: DevArgs, cancel: CancellationToken) -> Result<(), RunErro
         rest = %format!("{base}/api/v2/stats"),
         rpc = %format!("{base}/api/eth"),
         websocket = %format!("ws://{}/socket/v2/websocket?vsn=2.0.0", daemon.addr()),
+        name_registry = %service.registry,
         metrics = %daemon.metrics_addr().map_or_else(|| "off".to_owned(), |a| format!("http://{a}/metrics")),
         "devnet running (chain id {}); Ctrl-C stops it",
         anvil::DEV_CHAIN_ID

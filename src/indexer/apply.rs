@@ -16,7 +16,14 @@ pub fn apply_block(
     keep_undo: bool,
 ) -> StoreResult<()> {
     block_rows(block, &mut PutRows(batch))?;
-    let undo = overlay.record(reader, batch, |changes| derive(block, changes))?;
+    let registry = reader.name_registry();
+    let undo = overlay.record(reader, batch, |changes| {
+        derive(block, changes)?;
+        match registry {
+            Some(registry) => crate::chain::names::derive(block, registry, changes),
+            None => Ok(()),
+        }
+    })?;
     batch.put_meta(&Meta::Tip(Tip { number: block.number(), hash: block.header.hash }))?;
     batch.delete::<Reorged>(&ReorgedKey { number: block.number(), hash: block.header.hash });
     if keep_undo {

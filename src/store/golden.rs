@@ -246,10 +246,23 @@ fn encoded() -> Vec<(&'static str, String)> {
         row::<ItemOwners>(&ItemOwner { owner: address(45), kind: ItemKind::Watch }),
         row::<BeaconProxies>(&()),
         row::<VerifiedCode>(&address(0x39)),
+        row::<Names>(&NameRecord {
+            name: Some("alice.dev".into()),
+            owner: address(46),
+            resolver: address(47),
+            resolved: Some(address(48)),
+            expires: Some(1_800_000_000),
+            reverse_of: None,
+            first_block: 12,
+        }),
+        row::<NameLabels>(&"alice".to_owned()),
+        row::<NameSearch>(&()),
+        row::<ReverseNames>(&"alice.dev".to_owned()),
+        row::<AddressNames>(&()),
     ]
 }
 
-/// The bytes of every sample, as schema version 2 stores them.
+/// The bytes of every sample, as schema version 3 stores them.
 #[rustfmt::skip]
 const PINNED: &[(&str, &str)] = &[
     ("meta", "0001"),
@@ -305,6 +318,11 @@ const PINNED: &[(&str, &str)] = &[
     ("item_owners", "142d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d02"),
     ("beacon_proxies", ""),
     ("verified_code", "143939393939393939393939393939393939393939"),
+    ("names", "0109616c6963652e646576142e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e142f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f2f0114303030303030303030303030303030303030303001fc00d2496b000c"),
+    ("name_labels", "05616c696365"),
+    ("name_search", ""),
+    ("reverse_names", "09616c6963652e646576"),
+    ("address_names", ""),
 ];
 
 #[test]

@@ -635,6 +635,63 @@ impl Key for ItemPos {
 /// An account's item: `owner20 ‖ kind8 ‖ !be64(id)`; one account's items of one kind together, newest first.
 pub type ItemKey = AddressKey<ItemPos>;
 
+/// A name in the prefix index: `lowercase name (32 bytes, zero-padded) ‖ node32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NameSearchKey {
+    /// Lowercase name, zero-padded.
+    pub text: [u8; SEARCH_TEXT],
+    /// The name's node (namehash).
+    pub node: B256,
+}
+
+impl NameSearchKey {
+    /// The key of `name` (lowercased, cut to 32 bytes at a character boundary) for `node`.
+    pub fn new(name: &str, node: B256) -> Self {
+        NameSearchKey { text: search_text(name).0, node }
+    }
+}
+
+impl Key for NameSearchKey {
+    const LEN: usize = 64;
+    type Bytes = [u8; 64];
+    fn encode(&self) -> [u8; 64] {
+        let mut out = [0u8; 64];
+        out[..SEARCH_TEXT].copy_from_slice(&self.text);
+        out[SEARCH_TEXT..].copy_from_slice(self.node.as_slice());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<64>("NameSearchKey", bytes)?;
+        let mut text = [0u8; SEARCH_TEXT];
+        text.copy_from_slice(&b[..SEARCH_TEXT]);
+        Ok(NameSearchKey { text, node: B256::from_slice(&b[SEARCH_TEXT..]) })
+    }
+}
+
+/// A name pointing at an address: `address20 ‖ node32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AddressNodeKey {
+    /// The address the name's address record holds.
+    pub address: Address,
+    /// The name's node.
+    pub node: B256,
+}
+
+impl Key for AddressNodeKey {
+    const LEN: usize = 52;
+    type Bytes = [u8; 52];
+    fn encode(&self) -> [u8; 52] {
+        let mut out = [0u8; 52];
+        out[..20].copy_from_slice(self.address.as_slice());
+        out[20..].copy_from_slice(self.node.as_slice());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<52>("AddressNodeKey", bytes)?;
+        Ok(AddressNodeKey { address: Address::from_slice(&b[..20]), node: B256::from_slice(&b[20..]) })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -808,6 +865,12 @@ mod tests {
             prop_assert_eq!(k1.encode().cmp(&k2.encode()), k2.holders.cmp(&k1.holders));
             let s = SearchKey::new("abc", token);
             prop_assert_eq!(SearchKey::decode(&s.encode()).unwrap(), s);
+            let n = NameSearchKey::new("Alice.dev", B256::from(a1));
+            prop_assert_eq!(NameSearchKey::decode(&n.encode()).unwrap(), n);
+            prop_assert!(n.encode().starts_with(b"alice.dev"));
+            let an = AddressNodeKey { address: holder, node: B256::from(a2) };
+            prop_assert_eq!(AddressNodeKey::decode(&an.encode()).unwrap(), an);
+            prop_assert!(an.encode().starts_with(holder.as_slice()));
         }
 
         #[test]
@@ -841,6 +904,8 @@ mod tests {
             let _ = InstanceKey::decode(&bytes);
             let _ = TokenRankKey::decode(&bytes);
             let _ = SearchKey::decode(&bytes);
+            let _ = NameSearchKey::decode(&bytes);
+            let _ = AddressNodeKey::decode(&bytes);
             let _ = TracePos::decode(&bytes);
             let _ = AddressTracePos::decode(&bytes);
             let _ = MetaKey::decode(&bytes);

@@ -13,6 +13,7 @@ mod error;
 #[cfg(test)]
 mod golden;
 pub mod keys;
+mod names;
 mod query;
 pub mod records;
 pub mod tables;
@@ -23,6 +24,7 @@ pub use error::{StoreError, StoreResult};
 pub use query::{FoundTx, Order};
 
 use crate::contracts::Knowledge;
+use alloy::primitives::Address;
 use keys::{Key, MetaKey};
 use records::{Counters, DbState, Meta, Tip};
 use rocksdb::{
@@ -38,7 +40,7 @@ use tables::{Access, MetaTable, Table, TableDef};
 pub type RawRow = (&'static str, Vec<u8>, Vec<u8>);
 
 /// Version of the on-disk layout; bump on any change to keys, values or the rows a block writes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// How to open the store.
 #[derive(Debug, Clone)]
@@ -47,11 +49,13 @@ pub struct StoreOptions {
     pub read_only: bool,
     /// Size of the block cache shared by all column families.
     pub cache_bytes: usize,
+    /// The ENS-compatible registry whose events feed the name tables (`--name-registry`); none: no names.
+    pub name_registry: Option<Address>,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions { read_only: false, cache_bytes: 64 << 20 }
+        StoreOptions { read_only: false, cache_bytes: 64 << 20, name_registry: None }
     }
 }
 
@@ -76,6 +80,7 @@ pub struct Store {
     closed: bool,
     writes: std::sync::Mutex<()>,
     knowledge: Arc<Knowledge>,
+    name_registry: Option<Address>,
 }
 
 impl Drop for Store {
@@ -156,6 +161,7 @@ impl Store {
             closed: true,
             writes: std::sync::Mutex::new(()),
             knowledge: Arc::default(),
+            name_registry: options.name_registry,
         };
         // `closed` stays set until the checks pass, so a refused store is left exactly as it was found.
         store.open_state = store.check_meta()?;
@@ -244,6 +250,11 @@ impl Store {
     /// the store so every reader sees the daemon's one set.
     pub fn knowledge(&self) -> &Arc<Knowledge> {
         &self.knowledge
+    }
+
+    /// The name registry whose events the indexer derives names from.
+    pub fn name_registry(&self) -> Option<Address> {
+        self.name_registry
     }
 
     /// A new, empty write batch.
@@ -456,6 +467,11 @@ impl<'a> Reader<'a> {
     /// The store's contract knowledge (see [`Store::knowledge`]).
     pub fn knowledge(&self) -> &'a Knowledge {
         &self.store.knowledge
+    }
+
+    /// The store's name registry (see [`Store::name_registry`]).
+    pub fn name_registry(&self) -> Option<Address> {
+        self.store.name_registry
     }
 
     /// The same reader, whose scans end with [`StoreError::Deadline`] once `deadline` has passed (a request's

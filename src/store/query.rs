@@ -13,8 +13,8 @@ use super::tables::{
     InternalCreations, InternalTxs, Logs, NftInstances, Pending, PendingByTime, Reorged, TokenBalances, TokenRanks,
     TokenSearch, TokenTransfers, TraceBlocks, Transactions, Transfers, TxHashes,
 };
-use super::tables::{CoinBalances, CoinRanks};
 use super::tables::{BeaconProxies, Contracts, Table};
+use super::tables::{CoinBalances, CoinRanks};
 use super::{Direction, KeyRange, Reader, Scan, StoreError, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use std::ops::{Range, RangeInclusive};

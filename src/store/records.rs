@@ -805,3 +805,38 @@ pub struct VerificationJob {
     /// Unix milliseconds of the request.
     pub created_ms: u64,
 }
+
+/// One node of the name registry (`names`, derived): its plaintext name once the chain published it, its owner,
+/// resolver and address record, and for a reverse node the address that claimed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NameRecord {
+    /// Plaintext name (`alice.dev`), when a registration, a known label or a resolver announced it.
+    pub name: Option<String>,
+    /// Owner in the registry.
+    pub owner: Address,
+    /// Resolver set in the registry (zero when none).
+    pub resolver: Address,
+    /// Address record announced by that resolver (`AddrChanged`).
+    pub resolved: Option<Address>,
+    /// Expiry (unix seconds) announced by the registration, if any.
+    pub expires: Option<u64>,
+    /// For `<address>.addr.reverse`: that address (`ReverseClaimed`).
+    pub reverse_of: Option<Address>,
+    /// Block of the node's first event.
+    pub first_block: u64,
+}
+
+impl NameRecord {
+    /// A node first seen in block `block`, with nothing known yet.
+    pub fn new(block: u64) -> Self {
+        NameRecord {
+            name: None,
+            owner: Address::ZERO,
+            resolver: Address::ZERO,
+            resolved: None,
+            expires: None,
+            reverse_of: None,
+            first_block: block,
+        }
+    }
+}

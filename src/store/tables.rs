@@ -3,14 +3,15 @@
 //! `ALL` drives column-family creation at open time, the per-CF options and the schema document test.
 
 use super::keys::{
-    AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BeaconProxyKey, BlockKey, BlockPos, CoinRankKey, DayKey, HolderKey,
-    HolderRankKey, InstanceKey, ItemKey, Key, MetaKey, PendingKey, ReorgedKey, SearchKey, SerialKey, TokenRankKey,
-    TracePos, TransferPos,
+    AddressNodeKey, AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BeaconProxyKey, BlockKey, BlockPos,
+    CoinRankKey, DayKey, HolderKey, HolderRankKey, InstanceKey, ItemKey, Key, MetaKey, NameSearchKey, PendingKey,
+    ReorgedKey, SearchKey, SerialKey, TokenRankKey, TracePos, TransferPos,
 };
 use super::records::{
     AccountItem, AccountRecord, Amount, BlockRecord, CoinBalance, ContractRecord, CredentialRecord, DayStats,
-    InstanceRecord, InternalCreation, InternalTxRecord, ItemOwner, LogRecord, Meta, PendingTxRecord, TokenMetadata,
-    TokenRecord, TokenTransferRecord, TraceSummary, TxRecord, Undo, UserRecord, VerificationJob, VerifiedSource,
+    InstanceRecord, InternalCreation, InternalTxRecord, ItemOwner, LogRecord, Meta, NameRecord, PendingTxRecord,
+    TokenMetadata, TokenRecord, TokenTransferRecord, TraceSummary, TxRecord, Undo, UserRecord, VerificationJob,
+    VerifiedSource,
 };
 use alloy::primitives::{Address, Bytes, B256};
 use serde::{de::DeserializeOwned, Serialize};
@@ -155,6 +156,16 @@ tables! {
     AccountItems = 43 "account_items": ItemKey => AccountItem, AddressHistory;
     /// Item id → its owner and kind (account data).
     ItemOwners = 44 "item_owners": SerialKey => ItemOwner, Lookup;
+    /// Node (namehash) → plaintext name, owner, resolver and address record of a registry node (derived).
+    Names = 45 "names": B256 => NameRecord, Lookup;
+    /// keccak256 of a label → its plaintext, from registrations (derived).
+    NameLabels = 46 "name_labels": B256 => String, Lookup;
+    /// (lowercase name, 32 bytes) ‖ node → nothing: prefix search of names (derived).
+    NameSearch = 47 "name_search": NameSearchKey => (), Ordered;
+    /// Address → the name its reverse record claims (derived; shown only when the name resolves back).
+    ReverseNames = 48 "reverse_names": Address => String, Lookup;
+    /// address ‖ node → nothing: the names whose address record holds the address (derived).
+    AddressNames = 49 "address_names": AddressNodeKey => (), AddressHistory;
     /// beacon ‖ proxy → nothing: the beacon proxies that named each beacon (written with the proxy's `contracts`
     /// row, reverted with it), so a beacon's own upgrade re-reads its proxies.
     BeaconProxies = 56 "beacon_proxies": BeaconProxyKey => (), Ordered;
@@ -163,10 +174,10 @@ tables! {
     VerifiedCode = 57 "verified_code": B256 => Address, Lookup;
 }
 
-/// Account data (ids 40–49): written by people through the account API, not derived from the chain. Reorgs never
+/// Account data (ids 40–44): written by people through the account API, not derived from the chain. Reorgs never
 /// touch it, and resets and `--reindex` keep it.
 pub fn is_account_data(def: &TableDef) -> bool {
-    (40..50).contains(&def.id)
+    (40..45).contains(&def.id)
 }
 
 /// The table with stable id `id`.
@@ -236,9 +247,12 @@ mod tests {
         ];
         let accounts =
             [(40, "users"), (41, "user_tokens"), (42, "api_keys"), (43, "account_items"), (44, "item_owners")];
+        let names =
+            [(45, "names"), (46, "name_labels"), (47, "name_search"), (48, "reverse_names"), (49, "address_names")];
         let declared: Vec<(u8, &str)> = ALL.iter().map(|t| (t.id, t.name)).collect();
         let mut expected: Vec<(u8, &str)> = pinned.iter().enumerate().map(|(i, n)| (i as u8, *n)).collect();
         expected.extend(accounts);
+        expected.extend(names);
         expected.extend([(56, "beacon_proxies"), (57, "verified_code")]);
         assert_eq!(declared, expected, "a table id changed: undo data already on disk would be misread");
         for def in ALL {

@@ -54,7 +54,8 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     let creation = record.as_ref().and_then(|r| r.creation).map(|c| (c.creator, c.tx, c.success));
     let creation = creation.or(internal.map(|c| (c.creator, c.tx, c.success)));
     let info = super::smart_contracts::contract_info(&state.store.view(), &address)?;
-    let object = AddressJson::new(&address, is_contract).with_info(info.as_ref());
+    let object =
+        AddressJson::new(&address, is_contract).with_info(info.as_ref()).with_ens(state.primary_name(address).await);
     let mut body = serde_json::to_value(object).expect("address object serializes");
     let fields = body.as_object_mut().expect("an object");
     let extra = json!({

@@ -101,6 +101,7 @@ pub fn envelope<T, C: Cursor>(
 pub fn contracts(reader: &Reader<'_>, addresses: impl IntoIterator<Item = Address>) -> StoreResult<Contracts> {
     let unique: Vec<Address> = addresses.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
     let accounts = reader.multi_get::<Accounts>(&unique)?;
+    let names = reader.primary_names(&unique)?;
     let traced = reader.trace_tip()?.is_some();
     let mut flags = HashMap::with_capacity(unique.len());
     let mut known = HashMap::new();
@@ -116,7 +117,7 @@ pub fn contracts(reader: &Reader<'_>, addresses: impl IntoIterator<Item = Addres
         }
         flags.insert(address, is_contract);
     }
-    Ok(Contracts::new(flags, known))
+    Ok(Contracts::new(flags, known).with_names(names))
 }
 
 /// Headers of the given blocks.

@@ -1,0 +1,114 @@
+//! Live name resolution for requests that name a name (`/search?q=alice.dev`, `/addresses/alice.dev`): forward
+//! (namehash → the registry's `resolver(node)` → that resolver's `addr(node)`) and reverse (`name(node)` of
+//! `<address>.addr.reverse`, kept only when the name resolves back) with `eth_call` at the indexed tip, cached per
+//! block. Address objects in lists do not come here: they read the indexed primary name (`Reader::primary_names`).
+
+use super::{ApiError, AppState};
+use crate::chain::names::{namehash, normalise, reverse_name, NameRegistryAbi, NameResolverAbi};
+use alloy::primitives::{Address, Bytes};
+use alloy::sol_types::SolCall;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Most names and addresses cached per block.
+const NAME_CACHE_LIMIT: usize = 10_000;
+
+/// Time allowed for one `eth_call` of a resolution.
+const NAME_CALL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Resolutions of the current tip; emptied when the tip moves or the cache is full.
+#[derive(Debug, Default)]
+pub struct NameCache(Mutex<CacheEntries>);
+
+#[derive(Debug, Default)]
+struct CacheEntries {
+    tip: u64,
+    forward: HashMap<String, Option<Address>>,
+    reverse: HashMap<Address, Option<String>>,
+}
+
+impl NameCache {
+    fn with<R>(&self, tip: u64, f: impl FnOnce(&mut CacheEntries) -> R) -> R {
+        let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.tip != tip || entries.forward.len() + entries.reverse.len() >= NAME_CACHE_LIMIT {
+            *entries = CacheEntries { tip, ..CacheEntries::default() };
+        }
+        f(&mut entries)
+    }
+}
+
+/// A name a request asked for, normalised, with what the registry resolves it to at the indexed tip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedName {
+    /// The normalised name.
+    pub name: String,
+    /// Its address record (none: unresolved, or the node could not be asked).
+    pub address: Option<Address>,
+}
+
+impl AppState {
+    fn name_setup(&self) -> Option<(Address, u64)> {
+        let registry = self.store.name_registry()?;
+        let tip = self.store.view().tip().ok().flatten()?.number;
+        Some((registry, tip))
+    }
+
+    async fn eth_call(&self, to: Address, data: Vec<u8>, tip: u64) -> Option<Bytes> {
+        let call = self.node.call_contract(to, Bytes::from(data), Some(tip));
+        tokio::time::timeout(NAME_CALL_TIMEOUT, call).await.ok()?.ok()?
+    }
+
+    async fn resolve_at(&self, registry: Address, name: &str, tip: u64) -> Option<Address> {
+        if let Some(hit) = self.names.with(tip, |c| c.forward.get(name).copied()) {
+            return hit;
+        }
+        let node = namehash(name);
+        let answer = self.eth_call(registry, NameRegistryAbi::resolverCall { node }.abi_encode(), tip).await?;
+        let resolver = NameRegistryAbi::resolverCall::abi_decode_returns(&answer).ok()?;
+        let address = if resolver.is_zero() {
+            None
+        } else {
+            let answer = self.eth_call(resolver, NameResolverAbi::addrCall { node }.abi_encode(), tip).await?;
+            Some(NameResolverAbi::addrCall::abi_decode_returns(&answer).ok()?).filter(|a| !a.is_zero())
+        };
+        self.names.with(tip, |c| c.forward.insert(name.to_owned(), address));
+        address
+    }
+
+    /// What `raw` names at the indexed tip: `Ok(None)` without a registry or when `raw` is no name; a 422 when
+    /// `raw` is not a valid name under UTS-46.
+    pub async fn resolve_name(&self, raw: &str, param: &'static str) -> Result<Option<ResolvedName>, ApiError> {
+        let Some((registry, tip)) = self.name_setup() else { return Ok(None) };
+        let name = normalise(raw).map_err(|e| ApiError::invalid(param, e.to_string()))?;
+        let address = self.resolve_at(registry, &name, tip).await;
+        Ok(Some(ResolvedName { name, address }))
+    }
+
+    /// The verified primary name of `address` at the indexed tip, asked of the contracts: its reverse record's
+    /// name, when that name resolves back to `address`.
+    pub async fn primary_name(&self, address: Address) -> Option<String> {
+        let (registry, tip) = self.name_setup()?;
+        if let Some(hit) = self.names.with(tip, |c| c.reverse.get(&address).cloned()) {
+            return hit;
+        }
+        let node = namehash(&reverse_name(&address));
+        let answer = self.eth_call(registry, NameRegistryAbi::resolverCall { node }.abi_encode(), tip).await?;
+        let resolver = NameRegistryAbi::resolverCall::abi_decode_returns(&answer).ok()?;
+        let claimed = if resolver.is_zero() {
+            None
+        } else {
+            let answer = self.eth_call(resolver, NameResolverAbi::nameCall { node }.abi_encode(), tip).await?;
+            NameResolverAbi::nameCall::abi_decode_returns(&answer).ok().filter(|n| !n.is_empty())
+        };
+        let verified = match claimed {
+            Some(name) => match normalise(&name) {
+                Ok(normal) if self.resolve_at(registry, &normal, tip).await == Some(address) => Some(name),
+                _ => None,
+            },
+            None => None,
+        };
+        self.names.with(tip, |c| c.reverse.insert(address, verified.clone()));
+        verified
+    }
+}

@@ -1,0 +1,297 @@
+//! ENS-compatible names, pure: the contracts' interfaces and events (ENS's own signatures, so real deployments
+//! index too), namehash, UTS-46 normalisation, and how one block's logs change the name index ([`derive`]: owners,
+//! resolvers, address records, plaintext names, reverse claims), run inside the block's derived-row changes so a
+//! revert restores the prior rows from undo data.
+
+use crate::store::keys::{AddressNodeKey, NameSearchKey};
+use crate::store::records::{Bundle, LogRecord, NameRecord};
+use crate::store::tables::{AddressNames, NameLabels, NameSearch, Names, ReverseNames};
+use crate::store::{Changes, StoreResult};
+use alloy::primitives::{keccak256, Address, B256};
+use alloy::sol_types::SolEvent;
+use std::collections::HashMap;
+
+alloy::sol! {
+    /// ENS registry (EIP-137).
+    interface NameRegistryAbi {
+        event NewOwner(bytes32 indexed node, bytes32 indexed label, address owner);
+        event Transfer(bytes32 indexed node, address owner);
+        event NewResolver(bytes32 indexed node, address resolver);
+        function owner(bytes32 node) external view returns (address);
+        function resolver(bytes32 node) external view returns (address);
+    }
+
+    /// ENS resolver: address and name records.
+    interface NameResolverAbi {
+        event AddrChanged(bytes32 indexed node, address a);
+        event NameChanged(bytes32 indexed node, string name);
+        function addr(bytes32 node) external view returns (address);
+        function name(bytes32 node) external view returns (string);
+    }
+
+    /// ENS's first `.eth` registrar controller: the plaintext label of a registration.
+    interface RegistrarControllerV1 {
+        event NameRegistered(string name, bytes32 indexed label, address indexed owner, uint256 cost, uint256 expires);
+    }
+
+    /// ENS's later registrar controller (base cost and premium).
+    interface RegistrarControllerV2 {
+        event NameRegistered(string name, bytes32 indexed label, address indexed owner, uint256 baseCost, uint256 premium, uint256 expires);
+    }
+
+    /// ENS reverse registrar.
+    interface ReverseRegistrarAbi {
+        event ReverseClaimed(address indexed addr, bytes32 indexed node);
+    }
+}
+
+/// Longest name accepted or indexed, in bytes.
+pub const MAX_NAME: usize = 255;
+
+/// Labels every ENS deployment uses whose plaintext no event announces.
+const KNOWN_LABELS: [&str; 5] = ["eth", "reverse", "addr", "dev", "test"];
+
+/// Why a query is not a name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// UTS-46 processing found a disallowed character or an invalid label.
+    #[error("not a valid name under UTS-46 (disallowed character or empty label)")]
+    Invalid,
+    /// Longer than [`MAX_NAME`].
+    #[error("name longer than 255 bytes")]
+    TooLong,
+}
+
+/// The normalised form of a name: UTS-46 processing (non-transitional, lowercase, STD3 rules) as ENS does, so
+/// `Alice.DEV` and `alice.dev` are one name and a Unicode name hashes to its normalised form.
+pub fn normalise(name: &str) -> Result<String, NameError> {
+    use idna::uts46::{AsciiDenyList, Hyphens, Uts46};
+    if name.len() > MAX_NAME * 4 {
+        return Err(NameError::TooLong);
+    }
+    let (unicode, result) = Uts46::new().to_unicode(name.as_bytes(), AsciiDenyList::STD3, Hyphens::Allow);
+    if result.is_err() || unicode.is_empty() || unicode.split('.').any(str::is_empty) {
+        return Err(NameError::Invalid);
+    }
+    if unicode.len() > MAX_NAME {
+        return Err(NameError::TooLong);
+    }
+    Ok(unicode.into_owned())
+}
+
+/// Whether a search query should be read as a name: it has a dot between two labels and no spaces.
+pub fn looks_like_name(q: &str) -> bool {
+    let q = q.trim_end_matches('.');
+    q.contains('.') && !q.starts_with('.') && !q.chars().any(char::is_whitespace)
+}
+
+/// keccak256 of one label.
+pub fn labelhash(label: &str) -> B256 {
+    keccak256(label.as_bytes())
+}
+
+/// The child node of `parent` with label hash `label`.
+pub fn subnode(parent: B256, label: B256) -> B256 {
+    let mut both = [0u8; 64];
+    both[..32].copy_from_slice(parent.as_slice());
+    both[32..].copy_from_slice(label.as_slice());
+    keccak256(both)
+}
+
+/// EIP-137 namehash of a (normalised) name; the empty name is the root.
+pub fn namehash(name: &str) -> B256 {
+    if name.is_empty() {
+        return B256::ZERO;
+    }
+    name.rsplit('.').fold(B256::ZERO, |node, label| subnode(node, labelhash(label)))
+}
+
+/// The reverse name of an address: `<40 lowercase hex digits>.addr.reverse`.
+pub fn reverse_name(address: &Address) -> String {
+    format!("{}.addr.reverse", alloy::hex::encode(address.as_slice()))
+}
+
+/// Whether a name is a reverse record's name (not shown in searches).
+pub fn is_reverse(name: &str) -> bool {
+    name.ends_with(".addr.reverse") || name == "addr.reverse"
+}
+
+/// A label's plaintext: announced by a registration, or one every deployment uses.
+fn label_text(changes: &mut Changes<'_>, label: B256) -> StoreResult<Option<String>> {
+    if let Some(text) = changes.get::<NameLabels>(&label)? {
+        return Ok(Some(text));
+    }
+    Ok(KNOWN_LABELS.iter().find(|l| labelhash(l) == label).map(|l| (*l).to_owned()))
+}
+
+/// Gives `node` its plaintext name (and its search row) when it has none yet.
+fn learn_name(changes: &mut Changes<'_>, node: B256, record: &mut NameRecord, name: String) -> StoreResult<()> {
+    if record.name.is_some() || name.len() > MAX_NAME {
+        return Ok(());
+    }
+    if !is_reverse(&name) {
+        changes.set::<NameSearch>(&NameSearchKey::new(&name, node), Some(&()))?;
+    }
+    record.name = Some(name);
+    Ok(())
+}
+
+/// Points `node`'s address record at `to`, keeping the per-address index in step.
+fn set_resolved(
+    changes: &mut Changes<'_>,
+    node: B256,
+    record: &mut NameRecord,
+    to: Option<Address>,
+) -> StoreResult<()> {
+    if record.resolved == to {
+        return Ok(());
+    }
+    if let Some(old) = record.resolved {
+        changes.set::<AddressNames>(&AddressNodeKey { address: old, node }, None)?;
+    }
+    if let Some(new) = to {
+        changes.set::<AddressNames>(&AddressNodeKey { address: new, node }, Some(&()))?;
+    }
+    record.resolved = to;
+    Ok(())
+}
+
+/// A registration's plaintext label and expiry, from either controller event (any emitter: the label is checked
+/// against its hash, so a wrong one cannot be planted).
+fn registration(log: &LogRecord) -> Option<(B256, String, u64)> {
+    let (name, label, expires) = if let Ok(e) =
+        RegistrarControllerV1::NameRegistered::decode_raw_log(log.topics.iter().copied(), &log.data)
+    {
+        (e.name, e.label, e.expires)
+    } else {
+        let e = RegistrarControllerV2::NameRegistered::decode_raw_log(log.topics.iter().copied(), &log.data).ok()?;
+        (e.name, e.label, e.expires)
+    };
+    let valid = labelhash(&name) == label && !name.is_empty() && !name.contains('.') && name.len() <= MAX_NAME;
+    valid.then(|| (label, name, u64::try_from(expires).unwrap_or(u64::MAX)))
+}
+
+/// Updates the name index with one block's logs; `registry` is the ENS-compatible registry whose events count.
+pub fn derive(block: &Bundle, registry: Address, changes: &mut Changes<'_>) -> StoreResult<()> {
+    // Plaintext labels first: a controller announces the label after the registry created the node.
+    let mut expiries: HashMap<(u32, B256), u64> = HashMap::new();
+    for log in &block.logs {
+        if let Some((label, text, expires)) = registration(log) {
+            changes.set::<NameLabels>(&label, Some(&text))?;
+            expiries.insert((log.tx_index, label), expires);
+        }
+    }
+    for log in &block.logs {
+        let Some(topic) = log.topics.first() else { continue };
+        let topics = log.topics.iter().copied();
+        if log.address == registry {
+            if *topic == NameRegistryAbi::NewOwner::SIGNATURE_HASH {
+                let Ok(e) = NameRegistryAbi::NewOwner::decode_raw_log(topics, &log.data) else { continue };
+                let node = subnode(e.node, e.label);
+                let mut record = changes.get::<Names>(&node)?.unwrap_or_else(|| NameRecord::new(block.number()));
+                record.owner = e.owner;
+                if let Some(expires) = expiries.get(&(log.tx_index, e.label)) {
+                    record.expires = Some(*expires);
+                }
+                let parent_name = if e.node.is_zero() {
+                    Some(String::new())
+                } else {
+                    changes.get::<Names>(&e.node)?.and_then(|p| p.name)
+                };
+                if let (Some(parent), Some(label)) = (parent_name, label_text(changes, e.label)?) {
+                    let name = if parent.is_empty() { label } else { format!("{label}.{parent}") };
+                    learn_name(changes, node, &mut record, name)?;
+                }
+                changes.set::<Names>(&node, Some(&record))?;
+            } else if *topic == NameRegistryAbi::Transfer::SIGNATURE_HASH {
+                let Ok(e) = NameRegistryAbi::Transfer::decode_raw_log(topics, &log.data) else { continue };
+                let mut record = changes.get::<Names>(&e.node)?.unwrap_or_else(|| NameRecord::new(block.number()));
+                record.owner = e.owner;
+                changes.set::<Names>(&e.node, Some(&record))?;
+            } else if *topic == NameRegistryAbi::NewResolver::SIGNATURE_HASH {
+                let Ok(e) = NameRegistryAbi::NewResolver::decode_raw_log(topics, &log.data) else { continue };
+                let mut record = changes.get::<Names>(&e.node)?.unwrap_or_else(|| NameRecord::new(block.number()));
+                if record.resolver != e.resolver {
+                    record.resolver = e.resolver;
+                    // The new resolver's records are not known until it announces them.
+                    set_resolved(changes, e.node, &mut record, None)?;
+                }
+                changes.set::<Names>(&e.node, Some(&record))?;
+            }
+        } else if *topic == NameResolverAbi::AddrChanged::SIGNATURE_HASH {
+            let Ok(e) = NameResolverAbi::AddrChanged::decode_raw_log(topics, &log.data) else { continue };
+            let Some(mut record) = changes.get::<Names>(&e.node)?.filter(|r| r.resolver == log.address) else {
+                continue;
+            };
+            set_resolved(changes, e.node, &mut record, (!e.a.is_zero()).then_some(e.a))?;
+            changes.set::<Names>(&e.node, Some(&record))?;
+        } else if *topic == NameResolverAbi::NameChanged::SIGNATURE_HASH {
+            let Ok(e) = NameResolverAbi::NameChanged::decode_raw_log(topics, &log.data) else { continue };
+            let Some(mut record) = changes.get::<Names>(&e.node)?.filter(|r| r.resolver == log.address) else {
+                continue;
+            };
+            if let Some(address) = record.reverse_of {
+                let claimed = (!e.name.is_empty() && e.name.len() <= MAX_NAME).then_some(e.name);
+                changes.set::<ReverseNames>(&address, claimed.as_ref())?;
+            } else if namehash(&e.name) == e.node {
+                learn_name(changes, e.node, &mut record, e.name)?;
+                changes.set::<Names>(&e.node, Some(&record))?;
+            }
+        } else if *topic == ReverseRegistrarAbi::ReverseClaimed::SIGNATURE_HASH {
+            let Ok(e) = ReverseRegistrarAbi::ReverseClaimed::decode_raw_log(topics, &log.data) else { continue };
+            let name = reverse_name(&e.addr);
+            if namehash(&name) != e.node {
+                continue;
+            }
+            let mut record = changes.get::<Names>(&e.node)?.unwrap_or_else(|| NameRecord::new(block.number()));
+            record.reverse_of = Some(e.addr);
+            learn_name(changes, e.node, &mut record, name)?;
+            changes.set::<Names>(&e.node, Some(&record))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// EIP-137's published values.
+    #[test]
+    fn namehash_matches_the_eip() {
+        assert_eq!(namehash(""), B256::ZERO);
+        assert_eq!(
+            namehash("eth"),
+            "0x93cdeb708b7545dc668eb9280176169d1c33cfd8ed6f04690a0bcc88a93fc4ae".parse::<B256>().unwrap()
+        );
+        assert_eq!(
+            namehash("foo.eth"),
+            "0xde9b09fd7c5f901e23a3f19fecc54828e9c848539801e86591bd9801b019f84f".parse::<B256>().unwrap()
+        );
+        assert_eq!(
+            namehash("addr.reverse"),
+            "0x91d1777781884d03a6757a803996e38de2a42967fb37eeaca72729271025a9e2".parse::<B256>().unwrap()
+        );
+    }
+
+    #[test]
+    fn normalisation_follows_uts46() {
+        assert_eq!(normalise("Alice.DEV").unwrap(), "alice.dev");
+        assert_eq!(normalise("ÅNGSTRÖM.dev").unwrap(), "ångström.dev");
+        // Full-width letters map to ASCII; the punycode form decodes to the Unicode one.
+        assert_eq!(normalise("ａｌｉｃｅ.dev").unwrap(), "alice.dev");
+        assert_eq!(normalise("xn--mnchen-3ya.dev").unwrap(), "münchen.dev");
+        assert_eq!(normalise("al ice.dev"), Err(NameError::Invalid));
+        assert_eq!(normalise("alice..dev"), Err(NameError::Invalid));
+        assert_eq!(normalise(&format!("{}.dev", "a".repeat(300))), Err(NameError::TooLong));
+    }
+
+    #[test]
+    fn name_queries_are_dotted() {
+        assert!(looks_like_name("alice.dev"));
+        assert!(looks_like_name("ångström.dev"));
+        assert!(!looks_like_name("alice"));
+        assert!(!looks_like_name(".dev"));
+        assert!(!looks_like_name("a b.dev"));
+    }
+}

@@ -1,0 +1,76 @@
+//! Named queries of the name tables (ids 45–49): a node's record, names by prefix, the verified primary name of
+//! addresses, and how many names point at an address.
+
+use super::keys::{search_text, NameSearchKey};
+use super::records::NameRecord;
+use super::tables::{AddressNames, NameSearch, Names, ReverseNames};
+use super::{Direction, KeyRange, Reader, StoreResult};
+use crate::chain::names::namehash;
+use alloy::primitives::{Address, B256};
+use std::collections::HashMap;
+
+/// Most rows examined by one prefix search or one count.
+const NAME_SCAN_BUDGET: usize = 1_000;
+
+impl Reader<'_> {
+    /// The record of a registry node.
+    pub fn name_record(&self, node: B256) -> StoreResult<Option<NameRecord>> {
+        self.get::<Names>(&node)
+    }
+
+    /// Up to `limit` named nodes whose lowercase name starts with `text`, in name order.
+    pub fn names_starting(&self, text: &str, limit: usize) -> StoreResult<Vec<(B256, NameRecord)>> {
+        let (padded, len) = search_text(text);
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let mut found = Vec::new();
+        for row in self.scan::<NameSearch>(KeyRange::prefix(&padded[..len]), Direction::Forward).take(NAME_SCAN_BUDGET)
+        {
+            let (NameSearchKey { node, .. }, ()) = row?;
+            if let Some(record) = self.get::<Names>(&node)? {
+                // The key holds 32 bytes of the name: longer names are checked whole.
+                if record.name.as_deref().is_some_and(|n| n.starts_with(&text.to_lowercase())) {
+                    found.push((node, record));
+                }
+            }
+            if found.len() >= limit {
+                break;
+            }
+        }
+        Ok(found)
+    }
+
+    /// How many names' address records hold `address` (counted up to a bound).
+    pub fn names_count(&self, address: Address) -> StoreResult<usize> {
+        let mut count = 0;
+        for row in
+            self.scan::<AddressNames>(KeyRange::prefix(address.as_slice()), Direction::Forward).take(NAME_SCAN_BUDGET)
+        {
+            row?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// The primary names of `addresses`: the name each one's reverse record claims, kept only when that name's
+    /// address record points back at the address (a reverse record can claim any name). Two point reads per
+    /// address with a reverse record, one for the others.
+    pub fn primary_names(&self, addresses: &[Address]) -> StoreResult<HashMap<Address, String>> {
+        let mut names = HashMap::new();
+        if self.name_registry().is_none() {
+            return Ok(names);
+        }
+        let claims = self.multi_get::<ReverseNames>(addresses)?;
+        let claimed: Vec<(Address, String)> =
+            addresses.iter().zip(claims).filter_map(|(a, claim)| Some((*a, claim?))).collect();
+        let nodes: Vec<B256> = claimed.iter().map(|(_, name)| namehash(name)).collect();
+        let records = self.multi_get::<Names>(&nodes)?;
+        for ((address, name), record) in claimed.into_iter().zip(records) {
+            if record.is_some_and(|r| r.resolved == Some(address)) {
+                names.insert(address, name);
+            }
+        }
+        Ok(names)
+    }
+}
