@@ -81,12 +81,15 @@ pub enum FetchError {
     },
 }
 
+/// A fetched release list, or why it could not be read.
+type ListResult = Result<Arc<Vec<Build>>, FetchError>;
+
 /// The release list and the downloads made from it.
 #[derive(Debug)]
 pub struct Releases {
     list_url: reqwest::Url,
     client: reqwest::Client,
-    cached: Mutex<Option<(Instant, Result<Arc<Vec<Build>>, FetchError>)>>,
+    cached: Mutex<Option<(Instant, ListResult)>>,
     installing: tokio::sync::Mutex<()>,
 }
 

@@ -18,7 +18,8 @@ fn chain_rows(store: &Store) -> Vec<(&'static str, Vec<u8>, Vec<u8>)> {
         .unwrap()
         .into_iter()
         .filter(|(table, key, _)| {
-            !skipped.contains(table) && !(*table == "meta" && key.as_slice() == state_key.encode().as_ref())
+            let state = *table == "meta" && key.as_slice() == state_key.encode().as_ref();
+            !skipped.contains(table) && !state
         })
         .collect()
 }
