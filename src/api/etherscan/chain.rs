@@ -8,9 +8,9 @@ use crate::api::rest::transactions::Replay;
 use crate::api::AppState;
 use crate::store::keys::BlockPos;
 use crate::store::records::LogRecord;
-use crate::store::tables::{Accounts, Logs, Tokens};
+use crate::store::tables::{Accounts, CoinBalanceNow, Logs, Tokens};
 use crate::store::{Order, Reader, StoreResult};
-use alloy::primitives::{Address, B256};
+use alloy::primitives::{Address, B256, U256};
 use serde_json::{json, Value};
 
 /// Blocks looked back over for the average block time of `getblockcountdown`.
@@ -223,6 +223,20 @@ pub(super) async fn tokensupply(params: Params, state: &AppState, deadline: toki
     read(state, deadline, move |r| match r.get::<Tokens>(&token)? {
         Some(record) => Ok(Answer::Ok(json!(record.total_supply.to_string()))),
         None => Ok(Answer::refuse("contract address not found")),
+    })
+    .await
+}
+
+/// `stats/ethsupply`: the native coin's supply as Blockscout computes it: the sum of the latest indexed balance of
+/// every address the index has seen (`coin_balance_now`), in wei. Addresses never named by an indexed block (an
+/// untouched genesis allocation) are not in it. A scan of one row per address, bounded by the request's deadline.
+pub(super) async fn ethsupply(state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    read(state, deadline, |r| {
+        let mut total = U256::ZERO;
+        for row in r.rows::<CoinBalanceNow>() {
+            total = total.saturating_add(row?.1.value);
+        }
+        Ok(Answer::Ok(json!(total.to_string())))
     })
     .await
 }

@@ -298,6 +298,7 @@ async fn run(
         ("token", "gettoken") => chain::gettoken(params, state, deadline).await,
         ("token", "gettokenholders") => chain::gettokenholders(params, state, deadline).await,
         ("stats", "tokensupply") => chain::tokensupply(params, state, deadline).await,
+        ("stats", "ethsupply") => chain::ethsupply(state, deadline).await,
         ("stats", "coinprice") => Ok(chain::coinprice()),
         ("stats", "ethprice") => Ok(chain::ethprice()),
         ("block", "getblockreward") => chain::getblockreward(params, state, deadline).await,
