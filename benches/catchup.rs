@@ -7,6 +7,7 @@
 //!     cargo bench --bench catchup -- --blocks 200 --txs 200 [--erc20-every 4] [--empty 2000] [--concurrency 8]
 //!         [--repeat 3 (alternating runs of each; medians)] [--only TEXT (workloads whose label contains TEXT)]
 //!         [--recipients N (cycle through N recipients instead of a fresh one per transfer; for long runs)]
+//!         [--coin-balances false (index without the native balance index, to measure what it costs)]
 
 mod common;
 
@@ -41,11 +42,12 @@ struct Indexed {
     disk_bytes: u64,
 }
 
-async fn index(url: &str, head: u64, concurrency: usize) -> Indexed {
+async fn index(url: &str, head: u64, concurrency: usize, coin_balances: bool) -> Indexed {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::new(url, dir.path());
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.indexer.fetch_concurrency = concurrency;
+    config.indexer.coin_balances = coin_balances;
     config.indexer.poll_interval = Duration::from_millis(5);
     reset_peak_rss();
     let started = Instant::now();
@@ -73,6 +75,7 @@ fn main() {
     let repeat: usize = arg("repeat", 3).max(1);
     let recipients: u64 = arg("recipients", 0);
     let only: String = arg("only", String::new());
+    let coin_balances: bool = arg("coin-balances", true);
     let workloads = [
         ("ether transfers".to_string(), blocks, txs, false),
         (format!("1 in {erc20_every} an ERC-20 transfer"), blocks, txs, true),
@@ -96,15 +99,16 @@ fn main() {
             let all_txs = sent + if with_token { 1 + senders.len() as u64 } else { 0 };
             println!(
                 "\n{label}: {n} blocks x {per_block} tx = {sent} tx (generated in {:.1?}), concurrency {concurrency}, \
-                 median of {repeat} runs",
-                filled.elapsed()
+                 median of {repeat} runs, native balance index {}",
+                filled.elapsed(),
+                if coin_balances { "on" } else { "off" }
             );
             // Alternating runs, medians reported: one short run of each is at the mercy of the other process on
             // the same two cores.
             let (mut baselines, mut runs) = (Vec::new(), Vec::new());
             for _ in 0..repeat {
                 baselines.push(raw_fetch(&node, head, concurrency).await);
-                runs.push(index(&anvil.http_url(), head, concurrency).await);
+                runs.push(index(&anvil.http_url(), head, concurrency, coin_balances).await);
             }
             baselines.sort();
             runs.sort_by_key(|run| run.elapsed);
