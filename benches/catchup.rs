@@ -8,6 +8,8 @@
 //!         [--repeat 3 (alternating runs of each; medians)] [--only TEXT (workloads whose label contains TEXT)]
 //!         [--recipients N (cycle through N recipients instead of a fresh one per transfer; for long runs)]
 //!         [--coin-balances false (index without the native balance index, to measure what it costs)]
+//!         [--keep-states (anvil keeps every block's state instead of the last 16: needed for the balance index
+//!         to read balances at past blocks during catch-up; memory grows with the chain)]
 
 mod common;
 
@@ -76,6 +78,7 @@ fn main() {
     let recipients: u64 = arg("recipients", 0);
     let only: String = arg("only", String::new());
     let coin_balances: bool = arg("coin-balances", true);
+    let keep_states = std::env::args().any(|a| a == "--keep-states");
     let workloads = [
         ("ether transfers".to_string(), blocks, txs, false),
         (format!("1 in {erc20_every} an ERC-20 transfer"), blocks, txs, true),
@@ -86,7 +89,7 @@ fn main() {
         for (label, n, per_block, with_token) in workloads.into_iter().filter(|w| w.0.contains(&only)) {
             // Blocks and receipts are all kept; only old states are dropped (anvil keeps one state per block in
             // memory otherwise: gigabytes for a million transactions).
-            let anvil = start_anvil_with(&["--prune-history", "16"]);
+            let anvil = start_anvil_with(if keep_states { &[] } else { &["--prune-history", "16"] });
             let node = RootProvider::new_http(anvil.http_url().parse().unwrap());
             let senders = anvil.addresses();
             let filled = Instant::now();
