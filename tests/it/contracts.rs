@@ -9,7 +9,6 @@ use alloy::primitives::{keccak256, Address, Bytes, B256, U256};
 use alloy::providers::{Provider, RootProvider};
 use alloy::sol_types::SolCall;
 use rockscout::dev::contracts::Demo;
-use rockscout::store::records::ContractRecord;
 use rockscout::store::tables::{Code, Contracts};
 use rockscout::Daemon;
 use serde_json::json;
@@ -20,13 +19,6 @@ async fn code_at(node: &RootProvider, address: Address) -> Bytes {
 }
 
 /// Waits until the code writer stored `address`'s row.
-async fn stored_contract(daemon: &Daemon, address: Address) -> ContractRecord {
-    poll_until("the contract's code row", Duration::from_secs(30), || async {
-        daemon.store().reader().get::<Contracts>(&address).ok().flatten()
-    })
-    .await
-}
-
 async fn deploy_demo(node: &RootProvider, from: Address) -> (Address, B256) {
     let tx = deploy(node, from, &Demo::BYTECODE).await;
     mine(node, 1).await;
@@ -220,12 +212,6 @@ fn creation_code(out: &std::path::Path, file: &str, contract: &str) -> Vec<u8> {
     alloy::hex::decode(artifact["bytecode"]["object"].as_str().unwrap()).unwrap()
 }
 
-async fn deploy_code(node: &RootProvider, from: Address, code: Vec<u8>) -> Address {
-    let tx = deploy(node, from, &Bytes::from(code)).await;
-    mine(node, 1).await;
-    created_address(node, tx).await
-}
-
 /// Real compiler output (`forge build`): a deployed contract with an immutable and a constructor argument
 /// matches fully, with sources, compiler and constructor arguments; its calls, logs and a custom-error revert
 /// decode with the artifact's ABI (compared with the node's receipt and state); a rebuild while running (only a
@@ -352,21 +338,8 @@ async fn proxies_show_implementations_and_decode_with_their_abi() {
     assert_eq!(stored, U256::from(42), "the call went through the proxy");
 
     // An upgrade moves the implementation; a reorg that removes it moves it back.
-    let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
-    call(&node, from, proxy, upgradeToCall { logic: logic2 }.abi_encode()).await;
-    mine(&node, 1).await;
     let logic2_json = json!([{"address_hash": logic2.to_checksum(None), "name": "LogicV2"}]);
-    poll_until("the upgrade to show", Duration::from_secs(30), || async {
-        let p = get_json(addr, &format!("/api/v2/smart-contracts/{proxy}")).await;
-        (p["implementations"] == logic2_json).then_some(())
-    })
-    .await;
-    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
-    assert!(reverted);
-    mine(&node, 2).await;
-    wait_synced(&t.daemon, &node).await;
-    let p = get_json(addr, &format!("/api/v2/smart-contracts/{proxy}")).await;
-    assert_eq!(p["implementations"], logic_json, "the reorg removed the upgrade");
+    upgrade_then_reorg(&t.daemon, &node, from, proxy, proxy, logic2, (&logic_json, &logic2_json)).await;
 
     // A beacon proxy follows its beacon: the beacon's own upgrade (an `Upgraded` the beacon emits, not the proxy)
     // moves the proxy's implementation, and a reorg that removes it moves it back.
@@ -379,18 +352,31 @@ async fn proxies_show_implementations_and_decode_with_their_abi() {
     stored_contract(&t.daemon, beacon_proxy).await;
     let b = get_json(addr, &format!("/api/v2/smart-contracts/{beacon_proxy}")).await;
     assert_eq!((b["proxy_type"].clone(), b["implementations"].clone()), (json!("eip1967_beacon"), logic_json.clone()));
+    upgrade_then_reorg(&t.daemon, &node, from, beacon, beacon_proxy, logic2, (&logic_json, &logic2_json)).await;
+}
+
+/// Calls `upgradeTo(logic)` on `upgrader` in a block that a reorg then removes: `shown`'s implementations move
+/// from `before` to `after` and back.
+async fn upgrade_then_reorg(
+    daemon: &Daemon,
+    node: &RootProvider,
+    from: Address,
+    upgrader: Address,
+    shown: Address,
+    logic: Address,
+    (before, after): (&serde_json::Value, &serde_json::Value),
+) {
+    let path = format!("/api/v2/smart-contracts/{shown}");
     let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
-    call(&node, from, beacon, upgradeToCall { logic: logic2 }.abi_encode()).await;
-    mine(&node, 1).await;
-    poll_until("the beacon's upgrade to reach its proxy", Duration::from_secs(30), || async {
-        let b = get_json(addr, &format!("/api/v2/smart-contracts/{beacon_proxy}")).await;
-        (b["implementations"] == logic2_json).then_some(())
+    call(node, from, upgrader, upgradeToCall { logic }.abi_encode()).await;
+    mine(node, 1).await;
+    poll_until("the upgrade to show", Duration::from_secs(30), || async {
+        (get_json(daemon.addr(), &path).await["implementations"] == *after).then_some(())
     })
     .await;
     let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
     assert!(reverted);
-    mine(&node, 2).await;
-    wait_synced(&t.daemon, &node).await;
-    let b = get_json(addr, &format!("/api/v2/smart-contracts/{beacon_proxy}")).await;
-    assert_eq!(b["implementations"], logic_json, "the reorg removed the beacon's upgrade");
+    mine(node, 2).await;
+    wait_synced(daemon, node).await;
+    assert_eq!(get_json(daemon.addr(), &path).await["implementations"], *before, "the reorg removed the upgrade");
 }

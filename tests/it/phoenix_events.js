@@ -1,6 +1,6 @@
 // The real `phoenix` npm client (with `ws` as its transport) listening on the topics given after the socket URL:
 // prints "joined <topic>" per join, then one JSON line {"topic","event","payload"} per broadcast it receives, and
-// exits 0 when its stdin closes (1 on a join error or timeout, or after 120 s). Run by tests/it/parity_events.rs
+// exits 0 when its stdin closes (1 on a join error or timeout, or after 120 s). Run by tests/it/support/phoenix.rs
 // with NODE_PATH=scripts/tools/node_modules.
 const { Socket } = require("phoenix");
 const WebSocket = require("ws");

@@ -44,12 +44,7 @@ pub fn standard_input(source: &str) -> Value {
 
 /// Counter's creation code compiled from `input` by the real compiler.
 pub async fn compiled_creation_code(input: &Value) -> Vec<u8> {
-    let compiler = Compilers::new(Some(compilers_dir())).path("0.8.37").unwrap();
-    let output = verifier::compile(&compiler, &serde_json::to_vec(input).unwrap(), Duration::from_secs(120))
-        .await
-        .expect("solc compiles Counter.sol");
-    let object = output["contracts"]["src/Counter.sol"]["Counter"]["evm"]["bytecode"]["object"].as_str();
-    alloy::hex::decode(object.unwrap_or_else(|| panic!("no bytecode in {output}"))).unwrap()
+    alloy::hex::decode(creation_hex(input, "src/Counter.sol", "Counter").await).unwrap()
 }
 
 fn verify_request(input: &Value, version: &str) -> Request {
@@ -106,10 +101,7 @@ async fn verifier_matches_full_partial_and_rejects_wrong_sources() {
     assert!(matches!(err, VerifyError::Compilation(_)), "{err}");
 
     wait_synced(&daemon, &node).await;
-    poll_until("the contract's code row", Duration::from_secs(30), || async {
-        daemon.store().reader().get::<Contracts>(&counter).ok().flatten()
-    })
-    .await;
+    stored_contract(&daemon, counter).await;
     let before = get_json(daemon.addr(), &format!("/api/v2/smart-contracts/{counter}")).await;
     assert_eq!(before["is_verified"], false);
     verifier::save(daemon.store(), counter, &partial).unwrap();
@@ -140,10 +132,7 @@ async fn deploy_counter(
     input: &Value,
 ) -> alloy::primitives::Address {
     let args = alloy::sol_types::SolValue::abi_encode(&U256::from(7));
-    let creation = [compiled_creation_code(input).await, args].concat();
-    let tx = deploy(node, from, &Bytes::from(creation)).await;
-    mine(node, 1).await;
-    created_address(node, tx).await
+    deploy_code(node, from, [compiled_creation_code(input).await, args].concat()).await
 }
 
 async fn post(addr: SocketAddr, path: &str, token: Option<&str>, content_type: &str, body: String) -> Reply {
@@ -173,10 +162,7 @@ async fn standard_input_route_verifies_and_reports_errors() {
     let other = deploy_counter(&node, accounts[0], &original).await;
     wait_synced(&t.daemon, &node).await;
     for contract in [counter, other] {
-        poll_until("the contract's code row", Duration::from_secs(30), || async {
-            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
-        })
-        .await;
+        stored_contract(&t.daemon, contract).await;
     }
     let path = |a: alloy::primitives::Address| format!("/api/v2/smart-contracts/{a}/verification/via/standard-input");
     let json_body = |input: &Value, version: &str| {
@@ -295,10 +281,7 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
     let other = deploy_counter(&node, accounts[0], &original).await;
     wait_synced(&t.daemon, &node).await;
     for contract in [counter, other] {
-        poll_until("the contract's code row", Duration::from_secs(30), || async {
-            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
-        })
-        .await;
+        stored_contract(&t.daemon, contract).await;
     }
     const FORM: &str = "application/x-www-form-urlencoded";
     let args = alloy::hex::encode(alloy::sol_types::SolValue::abi_encode(&U256::from(7)));
@@ -392,10 +375,7 @@ async fn flattened_code_and_multi_part_routes_verify() {
     }
     wait_synced(&t.daemon, &node).await;
     for contract in &contracts {
-        poll_until("the contract's code row", Duration::from_secs(30), || async {
-            t.daemon.store().reader().get::<Contracts>(contract).ok().flatten()
-        })
-        .await;
+        stored_contract(&t.daemon, *contract).await;
     }
     let (flattened, multi, unoptimized) = (contracts[0], contracts[1], contracts[2]);
     let path = |a: alloy::primitives::Address, via: &str| format!("/api/v2/smart-contracts/{a}/verification/via/{via}");
@@ -457,10 +437,7 @@ async fn a_reorg_hides_the_source_of_a_removed_creation_only() {
     let removed = deploy_counter(&node, accounts[1], &original).await;
     wait_synced(&t.daemon, &node).await;
     for contract in [kept, removed] {
-        poll_until("the contract's code row", Duration::from_secs(30), || async {
-            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
-        })
-        .await;
+        stored_contract(&t.daemon, contract).await;
     }
     let compilers = Compilers::new(Some(compilers_dir()));
     for contract in [kept, removed] {
@@ -535,17 +512,13 @@ async fn contracts_linked_to_libraries_verify_with_the_library_named() {
         rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
 
     let library_code = creation_hex(&linked_input(json!({})), "src/Linked.sol", "Tally").await;
-    let tx = deploy(&node, accounts[0], &library_code.parse().unwrap()).await;
-    mine(&node, 1).await;
-    let tally = created_address(&node, tx).await;
+    let tally = deploy_code(&node, accounts[0], alloy::hex::decode(&library_code).unwrap()).await;
     let linked = linked_input(json!({"src/Linked.sol": {"Tally": tally.to_string()}}));
     let adder_code = creation_hex(&linked, "src/Linked.sol", "Adder").await;
     assert!(!adder_code.contains("__$"), "the compiler linked the library");
     let mut adders = Vec::new();
     for _ in 0..3 {
-        let tx = deploy(&node, accounts[0], &adder_code.parse().unwrap()).await;
-        mine(&node, 1).await;
-        adders.push(created_address(&node, tx).await);
+        adders.push(deploy_code(&node, accounts[0], alloy::hex::decode(&adder_code).unwrap()).await);
     }
     // The library is really used: bump(5) through it.
     let bump = [&alloy::primitives::keccak256("bump(uint256)")[..4], &U256::from(5).to_be_bytes::<32>()[..]].concat();
@@ -555,10 +528,7 @@ async fn contracts_linked_to_libraries_verify_with_the_library_named() {
     assert!(receipt.status(), "bump through the library succeeds");
     wait_synced(&t.daemon, &node).await;
     for contract in &adders {
-        poll_until("the contract's code row", Duration::from_secs(30), || async {
-            t.daemon.store().reader().get::<Contracts>(contract).ok().flatten()
-        })
-        .await;
+        stored_contract(&t.daemon, *contract).await;
     }
 
     let source =
@@ -687,10 +657,7 @@ async fn missing_compilers_are_downloaded_from_the_release_list_and_checked() {
     let other = deploy_counter(&node, accounts[0], &original).await;
     wait_synced(&t.daemon, &node).await;
     for contract in [counter, other] {
-        poll_until("the contract's code row", Duration::from_secs(30), || async {
-            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
-        })
-        .await;
+        stored_contract(&t.daemon, contract).await;
     }
 
     let config = get_json(addr, "/api/v2/smart-contracts/verification/config").await;
@@ -753,24 +720,17 @@ async fn proxies_verify_and_report_their_implementation_through_the_etherscan_ap
     let addr = t.daemon.addr();
     let (_, key) =
         rockscout::account::Accounts::new(t.daemon.store().clone()).create_api_key(accounts[0], "ci").unwrap();
-    let from = accounts[0];
-    let deploy_hex = |hex: String| {
-        let node = node.clone();
-        async move {
-            let tx = deploy(&node, from, &hex.parse().unwrap()).await;
-            mine(&node, 1).await;
-            created_address(&node, tx).await
-        }
+    let compiled = |name: &'static str| {
+        let input = input.clone();
+        async move { alloy::hex::decode(creation_hex(&input, "Proxies.sol", name).await).unwrap() }
     };
-    let logic = deploy_hex(creation_hex(&input, "Proxies.sol", "Logic").await).await;
+    let logic = deploy_code(&node, accounts[0], compiled("Logic").await).await;
     let args = alloy::hex::encode(logic.into_word());
-    let proxy = deploy_hex(format!("{}{args}", creation_hex(&input, "Proxies.sol", "Proxy1967").await)).await;
+    let proxy_code = [compiled("Proxy1967").await, logic.into_word().to_vec()].concat();
+    let proxy = deploy_code(&node, accounts[0], proxy_code).await;
     wait_synced(&t.daemon, &node).await;
     for contract in [logic, proxy] {
-        poll_until("the contract's code row", Duration::from_secs(30), || async {
-            t.daemon.store().reader().get::<Contracts>(&contract).ok().flatten()
-        })
-        .await;
+        stored_contract(&t.daemon, contract).await;
     }
 
     const FORM: &str = "application/x-www-form-urlencoded";

@@ -1,10 +1,10 @@
 //! The Phoenix V2 WebSocket at /socket/v2/websocket: exact frames from a raw client, live pushes after anvil
 //! mines, limits and faults, shutdown, and the real `phoenix` npm client.
 
+use crate::support::phoenix::Listener;
 use crate::support::ws::{Received, WsClient};
 use crate::support::*;
 use serde_json::{json, Value};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const PATH: &str = "/socket/v2/websocket?vsn=2.0.0";
@@ -174,13 +174,6 @@ async fn faults_and_limits_are_contained() {
     shutdown.await.unwrap().unwrap();
 }
 
-/// `node` for the phoenix client test; a missing node fails with instructions.
-fn node_bin() -> String {
-    let found = Command::new("node").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
-    assert!(found, "node was not found: run scripts/setup (installs Node.js and the pinned phoenix and ws packages)");
-    "node".into()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_phoenix_npm_client_joins_and_receives_a_new_block() {
     let anvil = start_anvil();
@@ -188,52 +181,17 @@ async fn the_phoenix_npm_client_joins_and_receives_a_new_block() {
     let accounts = anvil.addresses();
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     wait_synced(&t.daemon, &node).await;
-    let tools = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tools/node_modules");
-    assert!(tools.join("phoenix").is_dir(), "phoenix was not found: run scripts/setup");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/phoenix_client.js");
+    // The client joins the seed's three topics (every join must succeed); then the chain moves.
     let address = format!("{:#x}", accounts[3]);
-    let mut child = Command::new(node_bin())
-        .arg(script)
-        .arg(format!("ws://{}/socket/v2", t.daemon.addr()))
-        .arg(&address)
-        .env("NODE_PATH", &tools)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("run node");
-    // The client reports its three joins on stdout; then the chain moves.
-    let stdout = child.stdout.take().unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut lines = Vec::new();
-    let mut joined = 0;
-    while joined < 3 {
-        let line =
-            tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.expect("join reports").expect("output");
-        joined += usize::from(line.starts_with("joined "));
-        lines.push(line);
-    }
+    let topics =
+        ["blocks:new_block".to_owned(), "transactions:new_transaction".to_owned(), format!("addresses:{address}")];
+    let mut client = Listener::join(t.daemon.addr(), &topics).await;
     transfer(&node, accounts[3], accounts[4], 7).await;
     mine(&node, 1).await;
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
-    while let Ok(line) = rx.try_recv() {
-        lines.push(line);
-    }
-    assert!(status.success(), "phoenix client failed: {lines:?}");
-    for topic in ["blocks:new_block", "transactions:new_transaction", &format!("addresses:{address}")] {
-        assert!(lines.contains(&format!("joined {topic}")), "{topic}: {lines:?}");
-    }
-    let block: Value = lines
-        .iter()
-        .find_map(|l| l.strip_prefix("new_block "))
-        .map(|j| serde_json::from_str(j).unwrap())
-        .expect("a new_block");
+    let block = client.event("blocks:new_block", "new_block").await;
     assert_eq!(block["block"]["height"], alloy::providers::Provider::get_block_number(&node).await.unwrap());
-    assert!(lines.iter().any(|l| l.starts_with("transaction ")), "the count push arrived: {lines:?}");
+    let count = client.event("transactions:new_transaction", "transaction").await;
+    assert!(count["transaction"].is_number(), "the count push arrived: {count}");
+    client.finish().await;
     t.daemon.shutdown().await.unwrap();
 }

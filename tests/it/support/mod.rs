@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod http;
+pub mod phoenix;
 pub mod ws;
 
 use alloy::primitives::{Address, Bytes, B256, U256};
@@ -109,6 +110,21 @@ pub async fn deploy(node: &RootProvider, from: Address, bytecode: &Bytes) -> B25
 /// A call with explicit gas (so a reverting call is still mined).
 pub async fn call(node: &RootProvider, from: Address, to: Address, data: Vec<u8>) -> B256 {
     send(node, json!({"from": from, "to": to, "data": Bytes::from(data), "gas": "0x100000"})).await
+}
+
+/// Deploys `code` (creation code and arguments) from `from`, mines it and returns the created contract.
+pub async fn deploy_code(node: &RootProvider, from: Address, code: Vec<u8>) -> Address {
+    let tx = deploy(node, from, &Bytes::from(code)).await;
+    mine(node, 1).await;
+    created_address(node, tx).await
+}
+
+/// The `contracts` row of `address`, once the code writer has stored it (polled for 30 s).
+pub async fn stored_contract(daemon: &Daemon, address: Address) -> rockscout::store::records::ContractRecord {
+    poll_until("the contract's code row", Duration::from_secs(30), || async {
+        daemon.store().reader().get::<rockscout::store::tables::Contracts>(&address).ok().flatten()
+    })
+    .await
 }
 
 /// The address a deployment created, from its receipt.
