@@ -11,6 +11,7 @@ use crate::node::Node;
 use crate::store::records::TokenKind;
 use alloy::primitives::{Address, Bytes, U256};
 use alloy::sol_types::SolValue;
+use alloy::transports::http::reqwest;
 use base64::Engine;
 use serde_json::Value;
 use std::net::{IpAddr, SocketAddr};
