@@ -5,7 +5,7 @@
 
 use super::{ApiError, AppState};
 use crate::chain::names::{namehash, normalise, reverse_name, NameRegistryAbi, NameResolverAbi};
-use alloy::primitives::{Address, Bytes};
+use alloy::primitives::{Address, Bytes, B256};
 use alloy::sol_types::SolCall;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -59,18 +59,24 @@ impl AppState {
         tokio::time::timeout(NAME_CALL_TIMEOUT, call).await.ok()?.ok()?
     }
 
+    /// The resolver the registry names for `node`: `Some(None)` when none is set, `None` when the call failed.
+    async fn resolver(&self, registry: Address, node: B256, tip: u64) -> Option<Option<Address>> {
+        let answer = self.eth_call(registry, NameRegistryAbi::resolverCall { node }.abi_encode(), tip).await?;
+        let resolver = NameRegistryAbi::resolverCall::abi_decode_returns(&answer).ok()?;
+        Some((!resolver.is_zero()).then_some(resolver))
+    }
+
     async fn resolve_at(&self, registry: Address, name: &str, tip: u64) -> Option<Address> {
         if let Some(hit) = self.names.with(tip, |c| c.forward.get(name).copied()) {
             return hit;
         }
         let node = namehash(name);
-        let answer = self.eth_call(registry, NameRegistryAbi::resolverCall { node }.abi_encode(), tip).await?;
-        let resolver = NameRegistryAbi::resolverCall::abi_decode_returns(&answer).ok()?;
-        let address = if resolver.is_zero() {
-            None
-        } else {
-            let answer = self.eth_call(resolver, NameResolverAbi::addrCall { node }.abi_encode(), tip).await?;
-            Some(NameResolverAbi::addrCall::abi_decode_returns(&answer).ok()?).filter(|a| !a.is_zero())
+        let address = match self.resolver(registry, node, tip).await? {
+            None => None,
+            Some(resolver) => {
+                let answer = self.eth_call(resolver, NameResolverAbi::addrCall { node }.abi_encode(), tip).await?;
+                Some(NameResolverAbi::addrCall::abi_decode_returns(&answer).ok()?).filter(|a| !a.is_zero())
+            }
         };
         self.names.with(tip, |c| c.forward.insert(name.to_owned(), address));
         address
@@ -93,13 +99,12 @@ impl AppState {
             return hit;
         }
         let node = namehash(&reverse_name(&address));
-        let answer = self.eth_call(registry, NameRegistryAbi::resolverCall { node }.abi_encode(), tip).await?;
-        let resolver = NameRegistryAbi::resolverCall::abi_decode_returns(&answer).ok()?;
-        let claimed = if resolver.is_zero() {
-            None
-        } else {
-            let answer = self.eth_call(resolver, NameResolverAbi::nameCall { node }.abi_encode(), tip).await?;
-            NameResolverAbi::nameCall::abi_decode_returns(&answer).ok().filter(|n| !n.is_empty())
+        let claimed = match self.resolver(registry, node, tip).await? {
+            None => None,
+            Some(resolver) => {
+                let answer = self.eth_call(resolver, NameResolverAbi::nameCall { node }.abi_encode(), tip).await?;
+                NameResolverAbi::nameCall::abi_decode_returns(&answer).ok().filter(|n| !n.is_empty())
+            }
         };
         let verified = match claimed {
             Some(name) => match normalise(&name) {
