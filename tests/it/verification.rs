@@ -135,6 +135,24 @@ async fn deploy_counter(
     deploy_code(node, from, [compiled_creation_code(input).await, args].concat()).await
 }
 
+/// `N` Counters deployed from `from` (compiled from `input`), once the daemon has indexed them and stored their code.
+async fn indexed_counters<const N: usize>(
+    t: &TestDaemon,
+    node: &alloy::providers::RootProvider,
+    from: Address,
+    input: &Value,
+) -> [Address; N] {
+    let mut contracts = [Address::ZERO; N];
+    for contract in &mut contracts {
+        *contract = deploy_counter(node, from, input).await;
+    }
+    wait_synced(&t.daemon, node).await;
+    for contract in contracts {
+        stored_contract(&t.daemon, contract).await;
+    }
+    contracts
+}
+
 async fn post(addr: SocketAddr, path: &str, token: Option<&str>, content_type: &str, body: String) -> Reply {
     let auth = token.map(|t| format!("Bearer {t}"));
     let mut headers = vec![("content-type", content_type)];
@@ -158,12 +176,7 @@ async fn standard_input_route_verifies_and_reports_errors() {
     let addr = t.daemon.addr();
     let token =
         rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
-    let counter = deploy_counter(&node, accounts[0], &original).await;
-    let other = deploy_counter(&node, accounts[0], &original).await;
-    wait_synced(&t.daemon, &node).await;
-    for contract in [counter, other] {
-        stored_contract(&t.daemon, contract).await;
-    }
+    let [counter, other] = indexed_counters(&t, &node, accounts[0], &original).await;
     let path = |a: alloy::primitives::Address| format!("/api/v2/smart-contracts/{a}/verification/via/standard-input");
     let json_body = |input: &Value, version: &str| {
         json!({"compiler_version": version, "contract_name": "Counter", "input": input.to_string(),
@@ -277,12 +290,7 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
     let addr = t.daemon.addr();
     let (_, key) =
         rockscout::account::Accounts::new(t.daemon.store().clone()).create_api_key(accounts[0], "ci").unwrap();
-    let counter = deploy_counter(&node, accounts[0], &original).await;
-    let other = deploy_counter(&node, accounts[0], &original).await;
-    wait_synced(&t.daemon, &node).await;
-    for contract in [counter, other] {
-        stored_contract(&t.daemon, contract).await;
-    }
+    let [counter, other] = indexed_counters(&t, &node, accounts[0], &original).await;
     const FORM: &str = "application/x-www-form-urlencoded";
     let args = alloy::hex::encode(alloy::sol_types::SolValue::abi_encode(&U256::from(7)));
     let submit = |address: alloy::primitives::Address, input: &Value, version: &str, key: Option<&str>| {
@@ -369,15 +377,7 @@ async fn flattened_code_and_multi_part_routes_verify() {
     let addr = t.daemon.addr();
     let token =
         rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
-    let mut contracts = Vec::new();
-    for _ in 0..3 {
-        contracts.push(deploy_counter(&node, accounts[0], &original).await);
-    }
-    wait_synced(&t.daemon, &node).await;
-    for contract in &contracts {
-        stored_contract(&t.daemon, *contract).await;
-    }
-    let (flattened, multi, unoptimized) = (contracts[0], contracts[1], contracts[2]);
+    let [flattened, multi, unoptimized] = indexed_counters(&t, &node, accounts[0], &original).await;
     let path = |a: alloy::primitives::Address, via: &str| format!("/api/v2/smart-contracts/{a}/verification/via/{via}");
     let flat_body = |enabled: bool| {
         json!({"compiler_version": "v0.8.37+commit.1", "contract_name": "Counter", "source_code": source,
@@ -653,12 +653,7 @@ async fn missing_compilers_are_downloaded_from_the_release_list_and_checked() {
     let addr = t.daemon.addr();
     let token =
         rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
-    let counter = deploy_counter(&node, accounts[0], &original).await;
-    let other = deploy_counter(&node, accounts[0], &original).await;
-    wait_synced(&t.daemon, &node).await;
-    for contract in [counter, other] {
-        stored_contract(&t.daemon, contract).await;
-    }
+    let [counter, other] = indexed_counters(&t, &node, accounts[0], &original).await;
 
     let config = get_json(addr, "/api/v2/smart-contracts/verification/config").await;
     assert_eq!(
