@@ -12,7 +12,7 @@ mod common;
 
 use bytes::Bytes;
 use common::synth::{follower_chunks, sender, tx_hash, Chain, Shape, HOT};
-use common::{arg, percentile, start_anvil};
+use common::{arg, cpu_seconds, percentile, start_anvil};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use rockscout::api::{self, ApiConfig, AppState};
@@ -87,9 +87,26 @@ async fn bare_server(body: Bytes) -> SocketAddr {
     addr
 }
 
+/// What one load run measured: requests/s, latencies seen by the client and the server's own time from its
+/// `Server-Timing` header where it sends one (pages), both in µs and sorted.
+struct Measured {
+    rate: f64,
+    /// CPU µs of the whole process (server and load generator) per request.
+    cpu_per_request: f64,
+    latencies: Vec<f64>,
+    server: Vec<f64>,
+}
+
+/// The duration in a `Server-Timing: name;dur=MS` header, in µs.
+fn server_time(response: &hyper::Response<hyper::body::Incoming>) -> Option<f64> {
+    let value = response.headers().get("server-timing")?.to_str().ok()?;
+    value.split(';').find_map(|part| part.trim().strip_prefix("dur=")?.parse::<f64>().ok()).map(|ms| ms * 1000.0)
+}
+
 /// Requests/s and latencies (µs, sorted) of `connections` keep-alive clients cycling through `paths`.
-async fn load(addr: SocketAddr, paths: Arc<Vec<String>>, connections: usize, duration: Duration) -> (f64, Vec<f64>) {
+async fn load(addr: SocketAddr, paths: Arc<Vec<String>>, connections: usize, duration: Duration) -> Measured {
     let started = Instant::now();
+    let cpu_before = cpu_seconds();
     let deadline = started + duration;
     let mut tasks = Vec::new();
     for c in 0..connections {
@@ -99,7 +116,7 @@ async fn load(addr: SocketAddr, paths: Arc<Vec<String>>, connections: usize, dur
             stream.set_nodelay(true).unwrap();
             let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
             tokio::spawn(connection);
-            let mut latencies = Vec::new();
+            let (mut latencies, mut server) = (Vec::new(), Vec::new());
             let mut i = c;
             while Instant::now() < deadline {
                 let request = hyper::Request::get(paths[i % paths.len()].as_str())
@@ -109,21 +126,26 @@ async fn load(addr: SocketAddr, paths: Arc<Vec<String>>, connections: usize, dur
                 let sent = Instant::now();
                 let response = sender.send_request(request).await.unwrap();
                 let status = response.status();
+                server.extend(server_time(&response));
                 let body = response.into_body().collect().await.unwrap().to_bytes();
                 assert_eq!(status, 200, "{}: {}", paths[i % paths.len()], String::from_utf8_lossy(&body));
                 latencies.push(sent.elapsed().as_secs_f64() * 1e6);
                 i += connections;
             }
-            latencies
+            (latencies, server)
         }));
     }
-    let mut all = Vec::new();
+    let (mut latencies, mut server) = (Vec::new(), Vec::new());
     for task in tasks {
-        all.extend(task.await.unwrap());
+        let (client_side, server_side) = task.await.unwrap();
+        latencies.extend(client_side);
+        server.extend(server_side);
     }
     let elapsed = started.elapsed().as_secs_f64();
-    all.sort_by(f64::total_cmp);
-    (all.len() as f64 / elapsed, all)
+    latencies.sort_by(f64::total_cmp);
+    server.sort_by(f64::total_cmp);
+    let cpu_per_request = (cpu_seconds() - cpu_before) * 1e6 / latencies.len().max(1) as f64;
+    Measured { rate: latencies.len() as f64 / elapsed, cpu_per_request, latencies, server }
 }
 
 fn main() {
@@ -192,9 +214,11 @@ fn main() {
     let duration = Duration::from_secs(seconds);
     println!("{connections} connections, {seconds} s per endpoint, server and load generator on the same 2 cores");
     println!("ceiling: a bare hyper server answering a fixed body as large as the endpoint's first response\n");
+    println!("server p99: from the page's Server-Timing header: its handler's start to the rendered HTML, in ms\n");
+    println!("cpu µs: the process's CPU time per request (server and load generator), rockscout / bare\n");
     println!(
-        "{:<54} {:>7} {:>9} {:>8} {:>8} {:>9} {:>8} {:>8} {:>6}",
-        "endpoint", "bytes", "req/s", "p50 ms", "p99 ms", "bare/s", "p50 ms", "p99 ms", "ratio"
+        "{:<54} {:>7} {:>9} {:>8} {:>8} {:>9} {:>8} {:>8} {:>6} {:>10} {:>13}",
+        "endpoint", "bytes", "req/s", "p50 ms", "p99 ms", "bare/s", "p50 ms", "p99 ms", "ratio", "server p99", "cpu µs"
     );
     let runs: Vec<(&str, Vec<String>)> = vec![
         ("/api/v2/config/backend-version (no store read)", vec!["/api/v2/config/backend-version".into()]),
@@ -210,16 +234,20 @@ fn main() {
     let measure = |addr: SocketAddr, paths: Arc<Vec<String>>| async move {
         // Warm-up: caches, connections, the node's balance cache of the sampled addresses.
         load(addr, paths.clone(), connections, Duration::from_secs(1)).await;
-        let (rate, latencies) = load(addr, paths, connections, duration).await;
-        (rate, percentile(&latencies, 50.0) / 1000.0, percentile(&latencies, 99.0) / 1000.0)
+        let run = load(addr, paths, connections, duration).await;
+        let server = (!run.server.is_empty()).then(|| percentile(&run.server, 99.0) / 1000.0);
+        let (p50, p99) = (percentile(&run.latencies, 50.0) / 1000.0, percentile(&run.latencies, 99.0) / 1000.0);
+        (run.rate, p50, p99, server, run.cpu_per_request)
     };
     for (label, paths) in runs.into_iter().filter(|(label, _)| label.contains(only.as_str())) {
         let body = client.block_on(fetch(rockscout_addr, &paths[0]));
         let bare_addr = server.block_on(bare_server(body.clone()));
-        let (rate, p50, p99) = client.block_on(measure(rockscout_addr, Arc::new(paths)));
-        let (bare, bare_p50, bare_p99) = client.block_on(measure(bare_addr, Arc::new(vec!["/".into()])));
+        let (rate, p50, p99, server, cpu) = client.block_on(measure(rockscout_addr, Arc::new(paths)));
+        let (bare, bare_p50, bare_p99, _, bare_cpu) = client.block_on(measure(bare_addr, Arc::new(vec!["/".into()])));
+        let server = server.map(|ms| format!("{ms:.3}")).unwrap_or_else(|| "-".into());
+        let cpu = format!("{cpu:.0} / {bare_cpu:.0}");
         println!(
-            "{label:<54} {:>7} {rate:>9.0} {p50:>8.3} {p99:>8.3} {bare:>9.0} {bare_p50:>8.3} {bare_p99:>8.3} {:>6.2}",
+            "{label:<54} {:>7} {rate:>9.0} {p50:>8.3} {p99:>8.3} {bare:>9.0} {bare_p50:>8.3} {bare_p99:>8.3} {:>6.2} {server:>10} {cpu:>13}",
             body.len(),
             rate / bare
         );
