@@ -1,15 +1,16 @@
 //! Blocks: `/blocks` (canonical, reorged, uncles), `/blocks/:id`, `/blocks/:id/transactions`,
 //! `/main-page/blocks`.
 
-use super::{contracts, envelope, take_page, tx_envelope};
+use super::{contracts, envelope, take_page, tx_envelope, PageRows};
 use crate::api::body::{ok, Body};
 use crate::api::cursor::{BlockCursor, IndexCursor, ReorgCursor};
 use crate::api::json::{BlockJson, BlockKind, Envelope};
 use crate::api::router::{BlockId, Page};
 use crate::api::{ApiError, AppState};
 use crate::chain::TxTypes;
+use crate::store::keys::BlockPos;
 use crate::store::records::{BlockRecord, TxRecord};
-use crate::store::tables::Accounts;
+use crate::store::tables::{Accounts, Transactions};
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::Address;
 use hyper::Response;
@@ -115,10 +116,37 @@ pub fn transactions(
         // A reorged block's transactions are not kept.
         return Ok(ok(&Envelope::<()>::empty()));
     }
-    let mut cache = HashMap::new();
-    let scan = reader.block_txs(block.number, page.after.map(|c| c.0.index));
-    let rows = take_page(scan, page.size, |_, tx| types_match(filter, tx, reader, &mut cache))?;
+    let after = page.after.map(|c| c.0.index);
+    let rows = if filter.is_empty() {
+        block_page_txs(reader, &block, after, page.size)?
+    } else {
+        let mut cache = HashMap::new();
+        take_page(reader.block_txs(block.number, after), page.size, |_, tx| {
+            types_match(filter, tx, reader, &mut cache)
+        })?
+    };
     Ok(ok(&tx_envelope(reader, rows, page.size, &[])?))
+}
+
+/// An unfiltered page of a block's transactions in index order, after index `after`: the positions are known
+/// from the block's transaction count, so the page is one multi-get instead of a range scan (creating and seeking
+/// the scan's iterator was a third of a block page's time).
+fn block_page_txs(
+    reader: &Reader<'_>,
+    block: &BlockRecord,
+    after: Option<u32>,
+    size: usize,
+) -> Result<PageRows<BlockPos, TxRecord>, ApiError> {
+    let first = after.map_or(0, |index| index.saturating_add(1));
+    // One more than the page, to know whether another page follows.
+    let positions: Vec<BlockPos> =
+        (first..block.tx_count).take(size + 1).map(|index| BlockPos { block: block.number, index }).collect();
+    let found = reader.multi_get::<Transactions>(&positions)?;
+    let mut items: Vec<(BlockPos, TxRecord)> =
+        positions.into_iter().zip(found).filter_map(|(pos, tx)| Some((pos, tx?))).collect();
+    let next = if items.len() > size { size.checked_sub(1).map(|last| items[last].0) } else { None };
+    items.truncate(size);
+    Ok(PageRows { items, next })
 }
 
 /// `GET /api/v2/main-page/blocks`: the 4 newest blocks.
