@@ -7,11 +7,13 @@
 //! Content-Security-Policy: scripts, styles, images and connections from this origin only, no inline script.
 
 use super::body::Body;
+use super::body::{as_values, JsonValue};
 use super::cursor::InstanceCursor;
 use super::error::ApiError;
 use super::rest::{addresses, blocks, search, smart_contracts, stats, tokens, traces, transactions};
 use super::router::{Page, Route};
-use super::{blocking_read as read, AppState};
+use super::AppState;
+use crate::store::Reader;
 use crate::ui::{self, pages, pages::List, Ctx};
 use alloy::primitives::U256;
 use bytes::Bytes;
@@ -45,15 +47,22 @@ pub async fn serve(state: &AppState, path: &str, query: Option<&str>, headers: &
             return response;
         }
     }
+    let started = std::time::Instant::now();
     let ctx = Ctx { now: super::rest::unix_now() };
-    match render(state, ctx, path, query).await {
+    let mut response = match render(state, ctx, path, query).await {
         Ok(markup) => html_response(StatusCode::OK, markup),
         Err(ApiError::NotFound | ApiError::NoRoute) => html_response(
             StatusCode::NOT_FOUND,
             pages::not_found("There is no page here, or the index does not have it."),
         ),
         Err(e) => html_response(e.status(), pages::failed(&e.to_string())),
+    };
+    // The server's own time for the page (reads and rendering), for browsers' developer tools and the load bench.
+    let timing = format!("page;dur={:.3}", started.elapsed().as_secs_f64() * 1e3);
+    if let Ok(value) = HeaderValue::from_str(&timing) {
+        response.headers_mut().insert("server-timing", value);
     }
+    response
 }
 
 fn asset_response(asset: &'static ui::assets::Asset, headers: &HeaderMap) -> Response<Body> {
@@ -107,9 +116,23 @@ async fn exact_match(state: &AppState, query: Option<&str>) -> Option<String> {
     }
 }
 
-/// The JSON value of a handler's answer.
+/// Runs the synchronous handler calls of `f` on a store reader as the API does, with their answers as values.
+async fn read<T, F>(state: &AppState, deadline: Instant, f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Reader<'_>) -> Result<T, ApiError> + Send + 'static,
+{
+    super::blocking_read(state, deadline, move |reader| as_values(|| f(reader))).await
+}
+
+/// The JSON value of a handler's answer: the value itself when it was built by [`read`] or [`as_values`], else
+/// its body parsed (the asynchronous handlers).
 async fn json(answer: Result<Response<Body>, ApiError>) -> Result<Value, ApiError> {
-    let body = answer?.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+    let mut response = answer?;
+    if let Some(JsonValue(value)) = response.extensions_mut().remove::<JsonValue>() {
+        return Ok(value);
+    }
+    let body = response.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
     serde_json::from_slice(&body).map_err(|e| ApiError::Internal(format!("handler answered with bad JSON: {e}")))
 }
 
@@ -221,7 +244,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
         }
         ["block", id] => {
             let block = match api_route(&format!("/api/v2/blocks/{id}"), None)? {
-                Route::Block(id) => json(blocks::detail(state, id)).await?,
+                Route::Block(id) => json(as_values(|| blocks::detail(state, id))).await?,
                 _ => return Err(ApiError::NoRoute),
             };
             let txs = list(state, deadline, api_route(&format!("/api/v2/blocks/{id}/transactions"), query)?).await?;
