@@ -495,6 +495,8 @@ pub enum Route {
     Csv(super::rest::csv::Export, super::rest::csv::CsvParams),
     /// `GET /api/v2/addresses/:name`: the address a name resolves to, in place of the hash.
     AddressByName(String),
+    /// `POST /api/v2/smart-contracts/:hash/query-read-method`: a read-only call encoded and decoded by the server.
+    QueryReadMethod(Address),
 }
 
 /// What an account route does with an account's items.
@@ -635,6 +637,13 @@ impl Route {
                     super::rest::verification::Via::parse(via).unwrap_or(super::rest::verification::Via::StandardInput);
                 return match *method {
                     Method::POST => Ok(Route::Verify(address, via)),
+                    _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
+                };
+            }
+            ["api", "v2", "smart-contracts", hash, "query-read-method"] => {
+                let address = parse_address(hash, "address_hash_param")?;
+                return match *method {
+                    Method::POST => Ok(Route::QueryReadMethod(address)),
                     _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
                 };
             }
@@ -921,6 +930,7 @@ impl Route {
             Route::AddressByName(_) => "/api/v2/addresses/:name",
             Route::Account(_) => "/api/account/v2",
             Route::Verify(_, via) => via.path(),
+            Route::QueryReadMethod(_) => "/api/v2/smart-contracts/:hash/query-read-method",
             Route::SmartContract(_) => "/api/v2/smart-contracts/:address_hash",
             Route::SmartContracts { .. } => "/api/v2/smart-contracts",
             Route::SmartContractCounters => "/api/v2/smart-contracts/counters",
@@ -974,6 +984,7 @@ impl Route {
                 | Route::Socket
                 | Route::Account(_)
                 | Route::Verify(..)
+                | Route::QueryReadMethod(_)
                 | Route::EthRpc
         )
     }
@@ -1149,6 +1160,7 @@ impl Route {
             }
             Route::Account(route) => super::rest::account::serve(route, req, state, client).await,
             Route::Verify(address, via) => super::rest::verification::verify(req, state, client, address, via).await,
+            Route::QueryReadMethod(address) => smart_contracts::query_read_method(req, state, address).await,
             Route::WatchlistTransactions { page } => {
                 let watched = super::rest::account::watched(req.headers(), state, client)?;
                 read(state, deadline, move |r| super::rest::account::watchlist_transactions(r, &watched, page, true))

@@ -12,6 +12,20 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wire::{RpcBlock, RpcBlockTrace, RpcCallFrame, RpcHead, RpcPool, RpcReceipt, RpcTransaction};
 
+/// What an `eth_call` came to.
+#[derive(Debug, Clone)]
+pub enum CallOutcome {
+    /// The call returned these bytes.
+    Returned(Bytes),
+    /// The call reverted: the node's message and the revert data (empty when the node gives none).
+    Reverted {
+        /// The node's error message.
+        message: String,
+        /// The revert data.
+        data: Bytes,
+    },
+}
+
 /// Most `eth_getBalance` calls in one JSON-RPC batch.
 pub const BALANCE_BATCH: usize = 100;
 
@@ -233,6 +247,18 @@ impl Node {
     /// node gives no data), `None` when it succeeds.
     pub async fn revert_data(&self, call: serde_json::Value, number: u64) -> Result<Option<Bytes>, NodeError> {
         let params = serde_json::json!([call, quantity(number.saturating_sub(1))]);
+        Ok(match self.call_outcome(params).await? {
+            CallOutcome::Returned(_) => None,
+            CallOutcome::Reverted { data, .. } => Some(data),
+        })
+    }
+
+    /// `eth_call` of `call` at the node's latest block: what it returned, or how it reverted.
+    pub async fn call_latest(&self, call: serde_json::Value) -> Result<CallOutcome, NodeError> {
+        self.call_outcome(serde_json::json!([call, "latest"])).await
+    }
+
+    async fn call_outcome(&self, params: serde_json::Value) -> Result<CallOutcome, NodeError> {
         let started = Instant::now();
         let request = self.provider.raw_request::<_, Bytes>("eth_call".into(), params);
         let answer = tokio::time::timeout(self.timeout, request).await;
@@ -241,10 +267,11 @@ impl Node {
         self.observe("eth_call", started, answered);
         match answer {
             Err(_) => Err(NodeError::Timeout(self.timeout)),
-            Ok(Ok(_)) => Ok(None),
-            Ok(Err(alloy::transports::RpcError::ErrorResp(payload))) => {
-                Ok(Some(payload.as_revert_data().unwrap_or_default()))
-            }
+            Ok(Ok(bytes)) => Ok(CallOutcome::Returned(bytes)),
+            Ok(Err(alloy::transports::RpcError::ErrorResp(payload))) => Ok(CallOutcome::Reverted {
+                message: payload.message.to_string(),
+                data: payload.as_revert_data().unwrap_or_default(),
+            }),
             Ok(Err(e)) => Err(e.into()),
         }
     }

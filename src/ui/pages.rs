@@ -341,18 +341,27 @@ fn holdings(rows: &[Value]) -> Markup {
     }
 }
 
-/// Zero-argument view functions of an ABI, with their selector and first output type, for the read forms.
-fn readable_functions(abi: &Value) -> Vec<(String, String, String)> {
-    let list = abi.as_array().map(Vec::as_slice).unwrap_or(&[]);
-    list.iter()
-        .filter(|f| f["type"] == "function")
-        .filter(|f| matches!(f["stateMutability"].as_str(), Some("view" | "pure")))
-        .filter(|f| f["inputs"].as_array().is_some_and(Vec::is_empty))
-        .filter_map(|f| {
-            let name = f["name"].as_str()?;
-            let selector = alloy::primitives::keccak256(format!("{name}()").as_bytes());
-            let output = f["outputs"][0]["type"].as_str().unwrap_or("bytes").to_owned();
-            Some((name.to_owned(), format!("0x{}", alloy::primitives::hex::encode(&selector[..4])), output))
+/// A read form: a view or pure function's name, selector and parameters (name, type).
+struct ReadFunction {
+    name: String,
+    selector: String,
+    inputs: Vec<(String, String)>,
+}
+
+/// The view and pure functions of an ABI, for the read forms (at most 64).
+fn readable_functions(abi: &Value) -> Vec<ReadFunction> {
+    let Ok(abi) = serde_json::from_value::<alloy::json_abi::JsonAbi>(abi.clone()) else { return Vec::new() };
+    abi.functions()
+        .filter(|f| {
+            matches!(
+                f.state_mutability,
+                alloy::json_abi::StateMutability::View | alloy::json_abi::StateMutability::Pure
+            )
+        })
+        .map(|f| ReadFunction {
+            name: f.name.clone(),
+            selector: format!("0x{}", alloy::primitives::hex::encode(f.selector())),
+            inputs: f.inputs.iter().map(|p| (p.name.clone(), p.selector_type().into_owned())).collect(),
         })
         .take(64)
         .collect()
@@ -370,9 +379,13 @@ fn contract(hash: &str, contract: &Value) -> Markup {
             }
             @if !reads.is_empty() {
                 h2 { "Read contract" }
-                @for (name, selector, output) in &reads {
-                    form.call data-to=(hash) data-selector=(selector) data-output=(output) {
-                        button type="submit" { (name) "()" }
+                @for read in &reads {
+                    form.call data-to=(hash) data-selector=(read.selector) {
+                        @for (i, (name, kind)) in read.inputs.iter().enumerate() {
+                            @let label = if name.is_empty() { format!("argument {}", i + 1) } else { name.clone() };
+                            input.arg type="text" name=(label) placeholder=(format!("{label} ({kind})")) aria-label=(format!("{} {label} ({kind})", read.name));
+                        }
+                        button type="submit" { (read.name) "(" (read.inputs.iter().map(|(_, k)| k.as_str()).collect::<Vec<_>>().join(", ")) ")" }
                         " → " output aria-live="polite" {}
                     }
                 }

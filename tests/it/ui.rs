@@ -245,6 +245,7 @@ async fn pages_in_a_real_browser() {
             "name": format!("0x{}", alloy::primitives::hex::encode(DemoToken::nameCall::SELECTOR)),
             "symbol": format!("0x{}", alloy::primitives::hex::encode(DemoToken::symbolCall::SELECTOR)),
             "decimals": format!("0x{}", alloy::primitives::hex::encode(DemoToken::decimalsCall::SELECTOR)),
+            "balanceOf": format!("0x{}", alloy::primitives::hex::encode(DemoToken::balanceOfCall::SELECTOR)),
         },
     });
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/ui_browser.js");
@@ -257,5 +258,76 @@ async fn pages_in_a_real_browser() {
     let report = String::from_utf8_lossy(&output.stdout);
     println!("{report}\nscreenshots: {}", shots.display());
     assert!(output.status.success(), "browser checks failed:\n{report}\n{}", String::from_utf8_lossy(&output.stderr));
+    d.daemon.shutdown().await.unwrap();
+}
+
+/// `POST /smart-contracts/:a/query-read-method`, which the contract tab's read forms use: the server encodes the
+/// arguments and decodes the answer with the matched ABI; the answers equal the node's own `eth_call`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contract_reads_are_encoded_called_and_decoded_by_the_server() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let chain = build_chain(&node).await;
+    let d = start_daemon(&anvil.http_url(), |c| c.demo_artifacts = true).await;
+    wait_synced(&d.daemon, &node).await;
+    let addr = d.daemon.addr();
+    let path = format!("/api/v2/smart-contracts/{}/query-read-method", chain.token);
+    let read = |body: serde_json::Value| {
+        let path = path.clone();
+        async move {
+            let bytes = bytes::Bytes::from(body.to_string());
+            http::request(addr, hyper::Method::POST, &path, &[("content-type", "application/json")], bytes).await
+        }
+    };
+    let selector = |s: [u8; 4]| format!("0x{}", alloy::primitives::hex::encode(s));
+    let holder = chain.accounts[1];
+
+    // One argument, compared with the node's answer to the same call.
+    let input = DemoToken::balanceOfCall::new((holder,)).abi_encode();
+    let raw: Bytes = node
+        .raw_request("eth_call".into(), (serde_json::json!({"to": chain.token, "data": Bytes::from(input)}), "latest"))
+        .await
+        .unwrap();
+    let expected = U256::from_be_slice(&raw);
+    assert!(expected > U256::ZERO, "the holder received tokens");
+    let answer = read(
+        serde_json::json!({"method_id": selector(DemoToken::balanceOfCall::SELECTOR), "args": [holder.to_string()]}),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    let answer = answer.json();
+    assert_eq!(answer["is_error"], false);
+    assert_eq!(answer["result"]["output"][0]["type"], "uint256");
+    assert_eq!(answer["result"]["output"][0]["value"], expected.to_string());
+    // Two arguments, and a string answer.
+    let allowance = read(serde_json::json!({
+        "method_id": selector(DemoToken::allowanceCall::SELECTOR),
+        "args": [chain.accounts[0].to_string(), holder.to_string()],
+    }))
+    .await
+    .json();
+    assert_eq!(allowance["result"]["output"][0]["value"], "0");
+    let name = read(serde_json::json!({"method_id": selector(DemoToken::nameCall::SELECTOR), "args": []})).await.json();
+    assert_eq!(name["result"]["output"][0]["value"], "Page Token");
+
+    // Refusals: a function that writes, wrong arguments, an unknown selector, no contract, the wrong method.
+    let refused = |answer: http::Reply, status: u16, why: &str| {
+        assert_eq!(answer.status, status, "{why}: {}", String::from_utf8_lossy(&answer.body));
+    };
+    let transfer = selector(DemoToken::transferCall::SELECTOR);
+    refused(read(serde_json::json!({"method_id": transfer, "args": [holder.to_string(), "1"]})).await, 422, "a write");
+    let balance_of = selector(DemoToken::balanceOfCall::SELECTOR);
+    refused(read(serde_json::json!({"method_id": balance_of, "args": []})).await, 422, "too few arguments");
+    let bad = read(serde_json::json!({"method_id": balance_of, "args": ["not an address"]})).await;
+    assert!(bad.json()["errors"][0]["detail"].as_str().unwrap().contains("address"), "the detail names the type");
+    refused(read(serde_json::json!({"method_id": "0xdeadbeef", "args": []})).await, 422, "an unknown selector");
+    refused(read(serde_json::json!({"method_id": "balanceOf", "args": []})).await, 422, "not a selector");
+    refused(read(serde_json::json!({"args": []})).await, 400, "no selector");
+    let no_contract = format!("/api/v2/smart-contracts/{holder}/query-read-method");
+    let body = bytes::Bytes::from(serde_json::json!({"method_id": balance_of, "args": []}).to_string());
+    refused(http::request(addr, hyper::Method::POST, &no_contract, &[], body).await, 404, "an account");
+    refused(http::get(addr, &path).await, 405, "a GET");
+    let huge = bytes::Bytes::from(vec![b' '; 70 * 1024]);
+    refused(http::request(addr, hyper::Method::POST, &path, &[], huge).await, 413, "a body over the bound");
     d.daemon.shutdown().await.unwrap();
 }

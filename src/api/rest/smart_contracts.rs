@@ -1,6 +1,7 @@
 //! Smart contracts: `/smart-contracts/:hash` for every contract (verified or not), the list of contracts with
 //! known source (`q`, `filter`), `/smart-contracts/counters`, `/smart-contracts/verification/config` and
-//! `/config/smart-contracts/languages`; and [`contract_info`], the name, ABI and implementations that address
+//! `/config/smart-contracts/languages`, read-only calls (`/smart-contracts/:hash/query-read-method`); and
+//! [`contract_info`], the name, ABI and implementations that address
 //! objects and decoding everywhere use.
 //!
 //! "Verified" means the verifier matched a source for the address (`verification_metadata.source = "verifier"`),
@@ -11,22 +12,30 @@ use crate::api::body::{ok, Body};
 use crate::api::cursor::AddressCursor;
 use crate::api::json::{AddressJson, ContractInfo, Implementation};
 use crate::api::router::Page;
-use crate::api::{ApiError, AppState};
-use crate::contracts::abi::value_json;
+use crate::api::{read_body, ApiError, AppState};
+use crate::contracts::abi::{revert_reason, value_json};
 use crate::contracts::proxy::ProxyType;
 use crate::contracts::{CodeFacts, Known, MatchKind};
+use crate::node::CallOutcome;
 use crate::store::keys::BlockKey;
 use crate::store::records::{ContractRecord, ProxyKind, ProxyRecord};
 use crate::store::tables::{Accounts, Code, Contracts as ContractRows, Headers, VerifiedCode, VerifiedSources};
 use crate::store::{Reader, StoreResult};
-use alloy::dyn_abi::JsonAbiExt;
+use alloy::dyn_abi::{DynSolType, DynSolValue, FunctionExt, JsonAbiExt, Specifier};
 use alloy::primitives::{Address, Bytes, B256, KECCAK256_EMPTY};
-use hyper::Response;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 /// How long a contract page waits for the node's code of a contract the index has not fetched yet.
 const CODE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Largest body of a read-method request.
+const READ_METHOD_BODY_LIMIT: usize = 64 * 1024;
+/// Most arguments of a read-method request.
+const READ_METHOD_ARGS: usize = 32;
+/// Largest answer of a read method that is decoded (a contract can return any amount of data).
+const READ_METHOD_OUTPUT_LIMIT: usize = 256 * 1024;
 
 /// Languages this instance knows contracts in.
 const LANGUAGES: &[&str] = &["solidity"];
@@ -399,4 +408,110 @@ fn license_types() -> Value {
 /// `GET /api/v2/config/smart-contracts/languages`.
 pub fn languages() -> Response<Body> {
     ok(&json!({"languages": LANGUAGES}))
+}
+
+/// The body of `POST /smart-contracts/:hash/query-read-method`.
+#[derive(Debug, serde::Deserialize)]
+struct ReadMethodRequest {
+    /// The function's selector, hex with or without `0x`.
+    method_id: String,
+    /// Its arguments in order: strings as the user typed them (numbers, `true`, hex, addresses), or JSON values
+    /// (arrays and tuples as arrays).
+    #[serde(default)]
+    args: Vec<Value>,
+    /// `"proxy"`: the function is an implementation's (the call still goes to the proxy).
+    #[serde(default)]
+    contract_type: Option<String>,
+    /// The caller the call runs as, if it matters to the function.
+    #[serde(default)]
+    from: Option<Address>,
+}
+
+/// `POST /api/v2/smart-contracts/:hash/query-read-method`: calls a `view` or `pure` function of the contract's
+/// known ABI at the node's latest block. The server encodes the arguments and decodes the answer with the ABI, so
+/// clients (the explorer pages among them) need no ABI code. Answers `{"is_error": false, "result": {"names",
+/// "output": [{"type", "value"}]}}`, or `{"is_error": true, "result": {"message", "raw", "decoded"}}` when the call
+/// reverts.
+pub async fn query_read_method(
+    req: Request<Incoming>,
+    state: &AppState,
+    address: Address,
+) -> Result<Response<Body>, ApiError> {
+    let body = read_body(req, READ_METHOD_BODY_LIMIT).await?;
+    let request: ReadMethodRequest =
+        serde_json::from_slice(&body).map_err(|e| ApiError::BadBody(format!("a read-method request: {e}")))?;
+    let selector = alloy::hex::decode(request.method_id.trim_start_matches("0x"))
+        .ok()
+        .filter(|bytes| bytes.len() == 4)
+        .ok_or_else(|| ApiError::invalid("method_id", "Expected the function's 4-byte selector in hex"))?;
+    if request.args.len() > READ_METHOD_ARGS {
+        return Err(ApiError::invalid("args", format!("At most {READ_METHOD_ARGS} arguments")));
+    }
+    let info = contract_info(&state.store.view(), &address)?.ok_or(ApiError::NotFound)?;
+    let proxy = request.contract_type.as_deref() == Some("proxy");
+    let abis: Vec<_> = if proxy { info.abis() } else { info.abi.as_deref().into_iter().collect() };
+    let function = abis
+        .iter()
+        .find_map(|abi| abi.function(&selector))
+        .ok_or_else(|| ApiError::invalid("method_id", "The contract's known ABI has no function with this selector"))?;
+    if !matches!(
+        function.state_mutability,
+        alloy::json_abi::StateMutability::View | alloy::json_abi::StateMutability::Pure
+    ) {
+        return Err(ApiError::invalid("method_id", format!("{} is not a view or pure function", function.name)));
+    }
+    if request.args.len() != function.inputs.len() {
+        return Err(ApiError::invalid(
+            "args",
+            format!("{} takes {} arguments, {} given", function.name, function.inputs.len(), request.args.len()),
+        ));
+    }
+    let values = function
+        .inputs
+        .iter()
+        .zip(&request.args)
+        .map(|(param, arg)| argument(param, arg))
+        .collect::<Result<Vec<DynSolValue>, ApiError>>()?;
+    let input = function.abi_encode_input(&values).map_err(|e| ApiError::invalid("args", e.to_string()))?;
+    let call = json!({"from": request.from, "to": address, "data": Bytes::from(input)});
+    let outcome = state.node.call_latest(call).await.map_err(|e| ApiError::NodeUnavailable(e.to_string()))?;
+    let answer = match outcome {
+        CallOutcome::Returned(output) if output.len() > READ_METHOD_OUTPUT_LIMIT => json!({
+            "is_error": true,
+            "result": {"message": format!("the answer is {} bytes, more than {READ_METHOD_OUTPUT_LIMIT} are not decoded", output.len()), "raw": null, "decoded": null},
+        }),
+        CallOutcome::Returned(output) => match function.abi_decode_output(&output) {
+            Ok(decoded) => json!({
+                "is_error": false,
+                "result": {
+                    "names": function.outputs.iter().map(|o| if o.name.is_empty() { o.selector_type().into_owned() } else { o.name.clone() }).collect::<Vec<_>>(),
+                    "output": function.outputs.iter().zip(&decoded).map(|(o, v)| json!({"type": o.selector_type(), "value": value_json(v)})).collect::<Vec<_>>(),
+                },
+            }),
+            Err(e) => json!({
+                "is_error": true,
+                "result": {"message": format!("the answer does not decode as the ABI says: {e}"), "raw": output, "decoded": null},
+            }),
+        },
+        CallOutcome::Reverted { message, data } => json!({
+            "is_error": true,
+            "result": {"message": message, "raw": data, "decoded": revert_reason(&abis, &data)},
+        }),
+    };
+    Ok(ok(&answer))
+}
+
+/// One argument of a read-method request as its parameter's type: text is parsed as the type says (`"42"`,
+/// `"true"`, `"0x…"`), other JSON values are read from their JSON text (arrays and tuples).
+fn argument(param: &alloy::json_abi::Param, arg: &Value) -> Result<DynSolValue, ApiError> {
+    let kind: DynSolType =
+        param.resolve().map_err(|e| ApiError::invalid("args", format!("parameter {}: {e}", param.name)))?;
+    let text = match arg {
+        Value::String(text) => text.trim().to_owned(),
+        other => other.to_string(),
+    };
+    kind.coerce_str(&text).map_err(|e| {
+        let name = if param.name.is_empty() { param.selector_type().into_owned() } else { param.name.clone() };
+        ApiError::invalid("args", format!("{name} is not a valid {}: {e}", param.selector_type()))
+    })
 }

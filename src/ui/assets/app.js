@@ -85,41 +85,32 @@ function short(hash) {
 })();
 
 (function contractReads() {
+  // The server encodes the arguments and decodes the answer with the contract's ABI; the page only shows text.
   var forms = document.querySelectorAll("form.call");
   forms.forEach(function (form) {
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       var out = form.querySelector("output");
-      var body = { jsonrpc: "2.0", id: 1, method: "eth_call",
-        params: [{ to: form.getAttribute("data-to"), data: form.getAttribute("data-selector") }, "latest"] };
-      fetch("/api/eth", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+      var args = Array.prototype.map.call(form.querySelectorAll("input.arg"), function (i) { return i.value; });
+      var body = { method_id: form.getAttribute("data-selector"), args: args, contract_type: "regular" };
+      var url = "/api/v2/smart-contracts/" + form.getAttribute("data-to") + "/query-read-method";
+      fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
         .then(function (r) { return r.json(); })
         .then(function (answer) {
-          if (answer.error) { out.textContent = "error: " + answer.error.message; return; }
-          out.textContent = decodeOutput(form.getAttribute("data-output"), answer.result || "0x");
+          if (!answer.result) {
+            var detail = answer.errors && answer.errors[0] ? answer.errors[0].detail : answer.message;
+            out.textContent = "error: " + (detail || "no answer");
+            return;
+          }
+          if (answer.is_error) { out.textContent = "error: " + answer.result.message; return; }
+          out.textContent = answer.result.output.map(function (o) {
+            return typeof o.value === "string" ? o.value : JSON.stringify(o.value);
+          }).join(", ");
         })
         .catch(function (e) { out.textContent = "error: " + e; });
     });
   });
 })();
-
-function decodeOutput(type, hex) {
-  var data = hex.replace(/^0x/, "");
-  if (data.length < 64) return hex;
-  var word = data.slice(0, 64);
-  if (/^u?int\d*$/.test(type)) return BigInt("0x" + word).toString();
-  if (type === "bool") return BigInt("0x" + word) === 0n ? "false" : "true";
-  if (type === "address") return "0x" + word.slice(24);
-  if (type === "string" && data.length >= 128) {
-    var offset = Number(BigInt("0x" + word)) * 2;
-    var length = Number(BigInt("0x" + data.slice(offset, offset + 64))) * 2;
-    var bytes = data.slice(offset + 64, offset + 64 + length);
-    var arr = new Uint8Array(bytes.length / 2);
-    for (var i = 0; i < arr.length; i++) arr[i] = parseInt(bytes.substr(i * 2, 2), 16);
-    return new TextDecoder().decode(arr);
-  }
-  return hex;
-}
 
 // A small Phoenix V2 client: [join_ref, ref, topic, event, payload] frames, joins, heartbeats, reconnects.
 function Phoenix(url, onMessage) {
