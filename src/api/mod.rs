@@ -308,7 +308,7 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
                 }
             },
         };
-        // Responses leave in several writes (headers, body chunks): without this, Nagle's algorithm holds the last
+        // Responses leave in several writes (headers, body chunks): without this, Nagle's algorithm can hold the last
         // one back until the client's delayed acknowledgement, tens of milliseconds later.
         let _ = stream.set_nodelay(true);
         let activity = conn::Activity::new();
