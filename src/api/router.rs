@@ -978,6 +978,20 @@ impl Route {
         )
     }
 
+    /// Whether the route stores something (sign-in, account items, verification submissions): a read replica
+    /// refuses these with [`ApiError::ReadReplica`]. The Etherscan API's `verifysourcecode` is refused by its handler.
+    pub fn writes(&self) -> bool {
+        matches!(
+            self,
+            Route::Account(AccountRoute::AuthenticateViaWallet)
+                | Route::Account(AccountRoute::Items {
+                    action: ItemAction::Create | ItemAction::Update(_) | ItemAction::Delete(_),
+                    ..
+                })
+                | Route::Verify(..)
+        )
+    }
+
     /// Whether the route is the JSON-RPC passthrough (under either path): its refusals are JSON-RPC errors.
     pub fn is_rpc(&self) -> bool {
         matches!(self, Route::Rpc | Route::EthRpc)
