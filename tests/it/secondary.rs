@@ -118,6 +118,8 @@ async fn a_secondary_serves_the_primarys_pages_events_and_rpc_and_refuses_writes
     assert_eq!(health["indexed_tip"], json!(tip), "{health}");
     assert_eq!(health["node_tip"], json!(tip), "{health}");
     assert_eq!(health["lag"], json!(0), "{health}");
+    assert_eq!(health["read_replica"], json!(true), "{health}");
+    assert_eq!(get_json(primary.daemon.addr(), "/health").await["read_replica"], json!(false));
 
     let block = assert_same(p, s, &format!("/api/v2/blocks/{tip}")).await;
     assert_eq!(block["transactions_count"], json!(3), "{block}");
@@ -168,6 +170,8 @@ async fn a_secondary_serves_the_primarys_pages_events_and_rpc_and_refuses_writes
     assert_eq!(verify.status, 403);
     let sign_in = http::request(s, Method::POST, "/api/account/v2/authenticate_via_wallet", &[], "{}").await;
     assert_eq!(sign_in.status, 403);
+    let message = http::get(s, &format!("/api/account/v2/siwe_message?address={}", accounts[1])).await;
+    assert_eq!(message.status, 403, "a sign-in starts and ends on the primary");
     // The primary still takes them (an unauthenticated watchlist write is a 401 there, not a replica refusal).
     let on_primary = http::request(p, Method::POST, "/api/account/v2/user/watchlist", &[], "{}").await;
     assert_eq!(on_primary.status, 401);
