@@ -1,7 +1,8 @@
 //! Read replicas beside an indexing primary. An anvil mines a block of transfers at a steady rate; one
 //! `rockscout run` process indexes it and N `rockscout serve --secondary-of` processes (the release binary, as
-//! deployed) serve the same endpoint mix from its data directory. For N = 0 (the primary serves), 1, 2, 3 it prints
-//! the total API requests/s of the serving processes, p50/p99 latency, and the primary's indexing while they serve
+//! deployed) serve the same endpoint mix from its data directory. For N = 0 (the primary serves), 1, 2, 3, and for
+//! two mixes (store reads only; with address pages, which ask the node for balances), it prints the total API
+//! requests/s of the serving processes, p50/p99 latency, and the primary's indexing while they serve
 //! (blocks/s indexed against blocks/s mined, its lag behind the head, the first replica's lag behind the primary,
 //! all in blocks, sampled every 100 ms). On a 2-core machine the node, the primary,
 //! the replicas and the load generator share the two cores: this shows what replicas cost, not a speed-up.
@@ -125,9 +126,10 @@ async fn load(
     (all.len() as f64 / started.elapsed().as_secs_f64(), all)
 }
 
-/// The endpoint mix: block, transaction and address pages of the history, the home page's blocks and the first
-/// page of the transactions list.
-async fn endpoint_mix(primary: SocketAddr, history: u64) -> Vec<String> {
+/// The endpoint mixes: block and transaction pages of the history, the home page's blocks and the first page of
+/// the transactions list (store reads only); and the same with address pages, whose balance each serving process
+/// asks the node for (cached per process and tip).
+async fn endpoint_mixes(primary: SocketAddr, history: u64) -> [(&'static str, Arc<Vec<String>>); 2] {
     let mut txs: Vec<(B256, Address)> = Vec::new();
     let mut query = String::from("items_count=50");
     while txs.len() < 500 {
@@ -142,17 +144,73 @@ async fn endpoint_mix(primary: SocketAddr, history: u64) -> Vec<String> {
         query =
             next.iter().map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"'))).collect::<Vec<_>>().join("&");
     }
-    let mut paths = Vec::new();
+    let (mut store, mut with_node) = (Vec::new(), Vec::new());
     for (i, (hash, to)) in txs.iter().enumerate() {
-        paths.push(format!("/api/v2/blocks/{}", 1 + (i as u64 * 7_919) % history));
-        paths.push(format!("/api/v2/transactions/{hash}"));
-        paths.push(format!("/api/v2/addresses/{to}"));
+        let mut these = vec![format!("/api/v2/blocks/{}", 1 + (i as u64 * 7_919) % history)];
+        these.push(format!("/api/v2/transactions/{hash}"));
         if i % 4 == 0 {
-            paths.push("/api/v2/main-page/blocks".into());
-            paths.push("/api/v2/transactions".into());
+            these.push("/api/v2/main-page/blocks".into());
+            these.push("/api/v2/transactions".into());
         }
+        store.extend(these.iter().cloned());
+        with_node.extend(these);
+        with_node.push(format!("/api/v2/addresses/{to}"));
     }
-    paths
+    [("store", Arc::new(store)), ("+addresses", Arc::new(with_node))]
+}
+
+/// One measured run and what the primary's indexing did meanwhile.
+struct Row {
+    rate: f64,
+    latencies: Vec<f64>,
+    mined_per_s: f64,
+    indexed_per_s: f64,
+    lags: Vec<u64>,
+    replica_behind: Vec<u64>,
+}
+
+/// Loads `servers` with `paths` for `seconds` (after a second of warm-up) while sampling, every 100 ms, the
+/// primary's lag behind the node and `replica`'s behind the primary.
+async fn measure(
+    primary: SocketAddr,
+    replica: Option<SocketAddr>,
+    servers: &[SocketAddr],
+    paths: Arc<Vec<String>>,
+    connections: usize,
+    seconds: u64,
+) -> Row {
+    load(servers, paths.clone(), connections, Duration::from_secs(1)).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let sampler = {
+        let token = stop.clone();
+        tokio::spawn(async move {
+            let (mut lags, mut behind) = (Vec::new(), Vec::new());
+            while !token.is_cancelled() {
+                let (indexed, head) = tips(primary).await;
+                lags.push(head.saturating_sub(indexed));
+                if let Some(replica) = replica {
+                    behind.push(indexed.saturating_sub(tips(replica).await.0));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            (lags, behind)
+        })
+    };
+    let (indexed_before, head_before) = tips(primary).await;
+    let window = Instant::now();
+    let (rate, latencies) = load(servers, paths, connections, Duration::from_secs(seconds)).await;
+    let (indexed_after, head_after) = tips(primary).await;
+    let elapsed = window.elapsed().as_secs_f64();
+    stop.cancel();
+    let (lags, replica_behind) = sampler.await.unwrap();
+    Row {
+        rate,
+        latencies,
+        mined_per_s: (head_after - head_before) as f64 / elapsed,
+        indexed_per_s: (indexed_after - indexed_before) as f64 / elapsed,
+        lags,
+        replica_behind,
+    }
 }
 
 fn main() {
@@ -177,7 +235,7 @@ fn main() {
         while tips(primary.addr).await.0 < history {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let paths = Arc::new(endpoint_mix(primary.addr, history).await);
+        let mixes = endpoint_mixes(primary.addr, history).await;
 
         // Steady blocks while the API is measured: one block of `txs` transfers every `block_ms`.
         let feeding = tokio_util::sync::CancellationToken::new();
@@ -195,8 +253,16 @@ fn main() {
         println!("{connections} connections over the serving processes, {seconds} s per run after 1 s of warm-up");
         println!("node, primary, replicas and load generator share this machine's cores\n");
         println!(
-            "{:<22} {:>9} {:>8} {:>8} {:>12} {:>12} {:>9} {:>9} {:>12}",
-            "serving", "req/s", "p50 ms", "p99 ms", "mined blk/s", "indexed/s", "max lag", "mean lag", "replica lag"
+            "{:<26} {:>9} {:>8} {:>8} {:>12} {:>12} {:>9} {:>9} {:>12}",
+            "serving, endpoint mix",
+            "req/s",
+            "p50 ms",
+            "p99 ms",
+            "mined blk/s",
+            "indexed/s",
+            "max lag",
+            "mean lag",
+            "replica lag"
         );
         for n in 0..=most {
             let mut replicas = Vec::new();
@@ -206,48 +272,27 @@ fn main() {
             }
             let servers: Vec<SocketAddr> =
                 if n == 0 { vec![primary.addr] } else { replicas.iter().map(|r| r.addr).collect() };
-            load(&servers, paths.clone(), connections, Duration::from_secs(1)).await;
-            // Every 100 ms: the primary's lag behind the node, and the first replica's behind the primary.
-            let sampler = {
-                let (addr, replica, stop) =
-                    (primary.addr, replicas.first().map(|r| r.addr), tokio_util::sync::CancellationToken::new());
-                let token = stop.clone();
-                let task = tokio::spawn(async move {
-                    let (mut lags, mut behind) = (Vec::new(), Vec::new());
-                    while !token.is_cancelled() {
-                        let (indexed, head) = tips(addr).await;
-                        lags.push(head.saturating_sub(indexed));
-                        if let Some(replica) = replica {
-                            behind.push(indexed.saturating_sub(tips(replica).await.0));
-                        }
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                    (lags, behind)
-                });
-                (stop, task)
-            };
-            let (indexed_before, head_before) = tips(primary.addr).await;
-            let window = Instant::now();
-            let (rate, latencies) = load(&servers, paths.clone(), connections, Duration::from_secs(seconds)).await;
-            let (indexed_after, head_after) = tips(primary.addr).await;
-            let elapsed = window.elapsed().as_secs_f64();
-            sampler.0.cancel();
-            let (lags, behind) = sampler.1.await.unwrap();
             let label = if n == 0 {
                 "primary only".to_owned()
             } else {
                 format!("{n} secondar{}", if n == 1 { "y" } else { "ies" })
             };
-            println!(
-                "{label:<22} {rate:>9.0} {:>8.3} {:>8.3} {:>12.2} {:>12.2} {:>9} {:>9.1} {:>12}",
-                percentile(&latencies, 50.0) / 1000.0,
-                percentile(&latencies, 99.0) / 1000.0,
-                (head_after - head_before) as f64 / elapsed,
-                (indexed_after - indexed_before) as f64 / elapsed,
-                lags.iter().max().copied().unwrap_or(0),
-                lags.iter().sum::<u64>() as f64 / lags.len().max(1) as f64,
-                behind.iter().max().map_or("-".to_owned(), u64::to_string),
-            );
+            for (mix, paths) in &mixes {
+                let replica = replicas.first().map(|r| r.addr);
+                let row = measure(primary.addr, replica, &servers, paths.clone(), connections, seconds).await;
+                println!(
+                    "{:<26} {:>9.0} {:>8.3} {:>8.3} {:>12.2} {:>12.2} {:>9} {:>9.1} {:>12}",
+                    format!("{label}, {mix}"),
+                    row.rate,
+                    percentile(&row.latencies, 50.0) / 1000.0,
+                    percentile(&row.latencies, 99.0) / 1000.0,
+                    row.mined_per_s,
+                    row.indexed_per_s,
+                    row.lags.iter().max().copied().unwrap_or(0),
+                    row.lags.iter().sum::<u64>() as f64 / row.lags.len().max(1) as f64,
+                    row.replica_behind.iter().max().map_or("-".to_owned(), u64::to_string),
+                );
+            }
             drop(replicas);
         }
         feeding.cancel();
