@@ -9,7 +9,7 @@
 //!
 //!     cargo bench --bench replicas -- [--secondaries 3 (largest N)] [--seconds 5] [--connections 16]
 //!         [--history 200 (blocks mined before serving)] [--txs 50 (transfers per block)]
-//!         [--block-ms 250 (time between mined blocks)]
+//!         [--block-ms 250 (time between mined blocks)] [--catch-up-ms 100 (the replicas' catch-up interval)]
 
 mod common;
 
@@ -220,6 +220,7 @@ fn main() {
     let history: u64 = arg("history", 200);
     let txs: usize = arg("txs", 50);
     let block_ms: u64 = arg("block-ms", 250);
+    let catch_up_ms: u64 = arg("catch-up-ms", 100);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
         let anvil = start_anvil();
@@ -251,6 +252,7 @@ fn main() {
         };
         println!("history: {history} blocks of {txs} transfers; then a block every {block_ms} ms while serving");
         println!("{connections} connections over the serving processes, {seconds} s per run after 1 s of warm-up");
+        println!("replicas catch up every {catch_up_ms} ms");
         println!("node, primary, replicas and load generator share this machine's cores\n");
         println!(
             "{:<26} {:>9} {:>8} {:>8} {:>12} {:>12} {:>9} {:>9} {:>12}",
@@ -267,7 +269,9 @@ fn main() {
         for n in 0..=most {
             let mut replicas = Vec::new();
             for _ in 0..n {
-                let args = ["serve", "--rpc-url", &url, "--poll-interval-ms", "50"];
+                let interval = catch_up_ms.to_string();
+                let args =
+                    ["serve", "--rpc-url", &url, "--poll-interval-ms", "50", "--catch-up-interval-ms", &interval];
                 replicas.push(spawn(&args, &["--secondary-of".into(), data_dir.clone()]).await);
             }
             let servers: Vec<SocketAddr> =
