@@ -195,8 +195,38 @@ async fn a_secondary_serves_the_primarys_pages_events_and_rpc_and_refuses_writes
     wait_tip(s, tip).await;
     let after = assert_same(p, s, &format!("/api/v2/blocks/{}", mined.header.number)).await;
     assert_ne!(before["hash"], after["hash"], "the reorged block is replaced on the secondary");
-    drop(secondary);
+
+    // Its own directory is a private temporary one, removed when it stops on SIGTERM (exit status 0).
+    let own = secondary_dirs(secondary.child.id());
+    assert_eq!(own.len(), 1, "{own:?}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&own[0]).unwrap().permissions().mode() & 0o777, 0o700);
+    stop(secondary).await;
+    assert!(!own[0].exists(), "{} is removed on exit", own[0].display());
     primary.daemon.shutdown().await.unwrap();
+}
+
+/// The default secondary directories of process `pid`.
+fn secondary_dirs(pid: u32) -> Vec<std::path::PathBuf> {
+    let prefix = format!("rockscout-secondary-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|entry| entry.path())
+        .collect()
+}
+
+/// Stops a secondary with SIGTERM and waits for a clean exit.
+async fn stop(mut secondary: Secondary) {
+    let pid = secondary.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let status = poll_until("the secondary to exit", Duration::from_secs(30), || {
+        let exited = secondary.child.try_wait().unwrap();
+        async move { exited }
+    })
+    .await;
+    assert!(status.success(), "{status}");
 }
 
 /// The hash of the first transaction of block `number`.
