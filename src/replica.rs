@@ -364,6 +364,106 @@ fn catch_up(store: &Store, announced: &BTreeMap<u64, B256>, limit: u64) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::indexer::apply::{apply_blocks, revert_block};
+    use crate::store::records::{BlockRecord, Bundle};
+    use crate::store::Durability;
+    use alloy::primitives::{Address, Bytes, B64, U256};
+
+    /// An empty block `number` of branch `branch`, on `parent`.
+    fn block(number: u64, branch: u64, parent: B256) -> Bundle {
+        let header = BlockRecord {
+            number,
+            hash: B256::from(U256::from(branch * 1_000_000 + number + 1)),
+            parent_hash: parent,
+            timestamp: 1_700_000_000 + number * 12,
+            miner: Address::repeat_byte(7),
+            gas_used: 0,
+            gas_limit: 30_000_000,
+            base_fee: Some(5),
+            size: Some(500),
+            difficulty: U256::ZERO,
+            total_difficulty: None,
+            nonce: B64::ZERO,
+            extra_data: Bytes::new(),
+            uncles: vec![],
+            withdrawals_count: None,
+            blob_gas_used: None,
+            excess_blob_gas: None,
+            tx_count: 0,
+            blob_tx_count: 0,
+            log_count: 0,
+            fees: U256::ZERO,
+            burnt_fees: U256::ZERO,
+            priority_fees: U256::ZERO,
+        };
+        Bundle { header, txs: vec![], logs: vec![], balances: vec![] }
+    }
+
+    /// Appends blocks `from..=to` of `branch` to the primary's chain.
+    fn extend(store: &Store, from: u64, to: u64, branch: u64) {
+        let mut parent = match from.checked_sub(1) {
+            Some(n) => store.reader().block(n).unwrap().unwrap().hash,
+            None => B256::ZERO,
+        };
+        let blocks: Vec<Bundle> = (from..=to)
+            .map(|n| {
+                let b = block(n, branch, parent);
+                parent = b.header.hash;
+                b
+            })
+            .collect();
+        apply_blocks(store, &blocks, true).unwrap();
+    }
+
+    fn numbers(progress: &Progress) -> Vec<u64> {
+        progress.applied.iter().map(Bundle::number).collect()
+    }
+
+    #[test]
+    fn catch_up_finds_new_blocks_replaced_blocks_and_bounds_a_gap() {
+        let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let primary = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        extend(&primary, 0, 5, 0);
+        let secondary = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
+        let mut announced = BTreeMap::new();
+        let remember = |announced: &mut BTreeMap<u64, B256>, progress: &Progress| {
+            for (n, _) in &progress.reverted {
+                announced.remove(n);
+            }
+            announced.extend(progress.applied.iter().map(|b| (b.number(), b.header.hash)));
+        };
+
+        // Nothing announced yet: only the tip, never the history.
+        let first = catch_up(&secondary, &announced, 3).unwrap();
+        assert_eq!((first.tip, numbers(&first), first.skipped), (Some(5), vec![5], None));
+        remember(&mut announced, &first);
+        assert!(catch_up(&secondary, &announced, 3).unwrap().applied.is_empty(), "no new tip, no events");
+
+        extend(&primary, 6, 7, 0);
+        let grown = catch_up(&secondary, &announced, 3).unwrap();
+        assert_eq!((numbers(&grown), grown.reverted.len()), (vec![6, 7], 0));
+        remember(&mut announced, &grown);
+
+        // A reorg of depth 2: 7 and 6 reverted (newest first), the new branch's 6..=8 applied.
+        for n in [7, 6] {
+            let stored = primary.reader().load_block(n).unwrap().unwrap();
+            let mut batch = primary.batch();
+            revert_block(&mut batch, &primary.reader(), &stored).unwrap();
+            primary.write(batch, Durability::Sync).unwrap();
+        }
+        extend(&primary, 6, 8, 1);
+        let reorged = catch_up(&secondary, &announced, 3).unwrap();
+        let old: Vec<(u64, B256)> = [7, 6].iter().map(|&n| (n, announced[&n])).collect();
+        assert_eq!(reorged.reverted, old);
+        assert_eq!(numbers(&reorged), vec![6, 7, 8]);
+        assert_eq!(reorged.applied[0].header.hash, primary.reader().block(6).unwrap().unwrap().hash);
+        remember(&mut announced, &reorged);
+
+        // A gap larger than the bound: only the newest 3 blocks, the rest reported as skipped.
+        extend(&primary, 9, 20, 1);
+        let far = catch_up(&secondary, &announced, 3).unwrap();
+        assert_eq!((numbers(&far), far.skipped), (vec![18, 19, 20], Some((9, 17))));
+    }
 
     #[test]
     fn a_missing_primary_is_named_in_the_error() {
