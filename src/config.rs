@@ -45,6 +45,58 @@ pub enum Command {
     Account(AccountArgs),
     /// Write a consistent copy of a data directory (running daemon or not) that another rockscout can start from.
     Snapshot(SnapshotArgs),
+    /// Serve the explorer APIs from another rockscout's data directory, read-only (a read replica): it opens the
+    /// index as a RocksDB secondary instance and catches up with the indexing process continuously.
+    Serve(ServeArgs),
+}
+
+/// `rockscout serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Data directory of the primary (a `rockscout run` indexing the chain, on this machine) to serve read-only.
+    #[arg(long, env = "ROCKSCOUT_SECONDARY_OF")]
+    pub secondary_of: PathBuf,
+    /// Directory for the secondary instance's own files (RocksDB's info log). Default: a new owner-only directory
+    /// in the system's temporary directory, removed on exit.
+    #[arg(long, env = "ROCKSCOUT_SECONDARY_DIR")]
+    pub secondary_dir: Option<PathBuf>,
+    /// HTTP JSON-RPC URL of the execution node (for /api/eth, balances and the node's head).
+    #[arg(long, env = "ROCKSCOUT_RPC_URL")]
+    pub rpc_url: String,
+    /// Milliseconds between two catch-ups with the primary.
+    #[arg(long, env = "ROCKSCOUT_CATCH_UP_INTERVAL_MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(10..=10_000))]
+    pub catch_up_interval_ms: u64,
+    /// Most blocks whose WebSocket events one catch-up publishes; when the primary moved further, the older
+    /// blocks get no events (logged).
+    #[arg(long, env = "ROCKSCOUT_REPLICA_EVENT_BLOCKS", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub replica_event_blocks: u64,
+    /// The API settings (as for `run`; the indexing settings, --data-dir and --reindex do not apply). Metrics are
+    /// off unless --metrics-listen names an address.
+    #[command(flatten)]
+    pub daemon: DaemonArgs,
+}
+
+impl ServeArgs {
+    /// The replica's configuration and options, or why the flags do not make a replica.
+    pub fn replica(&self) -> Result<(Config, crate::replica::ReplicaOptions), String> {
+        if self.daemon.reindex {
+            return Err("--reindex does not apply to a read replica: a replica never writes its primary's index".into());
+        }
+        let mut config = Config::from_args(self.rpc_url.clone(), None, &self.daemon);
+        config.data_dir = self.secondary_of.clone();
+        config.metrics_listen = match self.daemon.metrics_listen {
+            Some(MetricsListen::At(addr)) => Some(addr),
+            None | Some(MetricsListen::Off) => None,
+        };
+        config.api.read_replica = true;
+        let options = crate::replica::ReplicaOptions {
+            primary: self.secondary_of.clone(),
+            secondary_dir: self.secondary_dir.clone(),
+            catch_up_interval: Duration::from_millis(self.catch_up_interval_ms),
+            event_blocks: self.replica_event_blocks,
+        };
+        Ok((config, options))
+    }
 }
 
 /// `rockscout snapshot`.

@@ -21,6 +21,7 @@ pub mod events;
 pub mod indexer;
 pub mod metrics;
 pub mod node;
+pub mod replica;
 pub mod snapshot;
 pub mod status;
 pub mod store;

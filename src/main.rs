@@ -19,6 +19,16 @@ fn main() -> ExitCode {
             }
         };
     }
+    let replica = match &cli.command {
+        Command::Serve(args) => match args.replica() {
+            Ok(replica) => Some(replica),
+            Err(why) => {
+                eprintln!("rockscout serve: {why}");
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => None,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -46,6 +56,10 @@ fn main() -> ExitCode {
                 rockscout::run(Config::from_args(args.rpc_url, args.ws_url, &args.daemon), cancel).await
             }
             Command::Dev(args) => rockscout::dev::run(args, cancel).await,
+            Command::Serve(_) => {
+                let (config, options) = replica.expect("checked before the runtime starts");
+                rockscout::replica::run(config, options, cancel).await
+            }
             Command::Account(_) | Command::Snapshot(_) => unreachable!("handled before the daemon starts"),
         }
     });

@@ -75,7 +75,15 @@ pub enum ApiError {
     /// A failure on our side (store error). The detail is logged, not sent.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A route that stores something, asked of a read replica (`rockscout serve --secondary-of`).
+    #[error("read replica: writes go to the primary")]
+    ReadReplica,
 }
+
+/// What a read replica answers to a route that stores something (also the Etherscan API's verification).
+pub const READ_REPLICA_MESSAGE: &str = "This server is a read-only replica (rockscout serve --secondary-of): it \
+     stores nothing. Send account, sign-in and verification requests to the primary (the rockscout run that \
+     indexes this chain).";
 
 impl ApiError {
     /// A 422 for `param`.
@@ -96,7 +104,7 @@ impl ApiError {
             ApiError::NodeUnavailable(_) => StatusCode::BAD_GATEWAY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unauthorized | ApiError::Refused(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::Forbidden | ApiError::ReadReplica => StatusCode::FORBIDDEN,
             ApiError::AuthBudget | ApiError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
@@ -131,6 +139,7 @@ impl ApiError {
             ApiError::Forbidden => json!({"message": "Forbidden: the object belongs to another account"}),
             ApiError::AuthBudget => json!({"message": "Too many failed authentications; try again later"}),
             ApiError::Refused(reason) | ApiError::Throttled(reason) => json!({"message": reason}),
+            ApiError::ReadReplica => json!({"message": READ_REPLICA_MESSAGE}),
         }
     }
 

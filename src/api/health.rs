@@ -67,7 +67,8 @@ fn millis(duration: Option<Duration>) -> Option<u64> {
 /// node is down). The body's `status`: `ok`; `node_unreachable`, `node_unresponsive` or `node_stalled` (see
 /// [`node_problem`]); `indexer_paused` while the store refuses writes (disk full). It tells the tips and lag, how
 /// long ago the node answered and its head moved, the paused writers, and with `--tracing` how far the trace pass
-/// is (`tracing`: `null` off, `false` when the node cannot trace). Readiness is [`ready`].
+/// is (`tracing`: `null` off, `false` when the node cannot trace), and whether this is a read replica
+/// (`read_replica`; its `indexed_tip` is the primary's tip as of its last catch-up). Readiness is [`ready`].
 pub fn health(state: &AppState) -> Response<Body> {
     let status = state.status.snapshot();
     let config = &state.config.health;
@@ -104,6 +105,7 @@ pub fn health(state: &AppState) -> Response<Body> {
             "indexer_paused": paused,
             "indexer_error": status.paused.first().map(|p| &p.error),
             "paused_writers": paused_writers,
+            "read_replica": state.config.read_replica,
         }),
     )
 }

@@ -33,7 +33,7 @@ mod router;
 pub mod rpc;
 pub mod ws;
 
-pub use error::ApiError;
+pub use error::{ApiError, READ_REPLICA_MESSAGE};
 pub use health::{HealthConfig, DEFAULT_READY_MAX_LAG_BLOCKS};
 pub use metrics::serve_metrics;
 pub use rest::verification::publish_outcomes as publish_verification_outcomes;
@@ -93,6 +93,9 @@ pub struct ApiConfig {
     pub nft_metadata: nft_metadata::MetadataConfig,
     /// Whether the explorer pages are served (`--no-ui` turns them off; the API is the same either way).
     pub ui: bool,
+    /// Whether this server is a read replica (`rockscout serve --secondary-of`): routes that store something
+    /// answer [`ApiError::ReadReplica`].
+    pub read_replica: bool,
 }
 
 impl Default for ApiConfig {
@@ -111,6 +114,7 @@ impl Default for ApiConfig {
             auth: auth::AuthConfig::default(),
             nft_metadata: nft_metadata::MetadataConfig::default(),
             ui: true,
+            read_replica: false,
         }
     }
 }
@@ -449,6 +453,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     } else {
         let private = auth::carries_credentials(req.headers(), req.uri().query());
         let mut response = match parsed {
+            Ok(route) if state.config.read_replica && route.writes() => ApiError::ReadReplica.into_response(),
             Ok(route) => {
                 let served = async {
                     let viewer = if route.needs_account() {

@@ -989,6 +989,21 @@ impl Route {
         )
     }
 
+    /// Whether the route stores something (sign-in, account items, verification submissions): a read replica
+    /// refuses these with [`ApiError::ReadReplica`]. The sign-in message is one of them: its nonce lives in the
+    /// process that issued it, so the whole sign-in happens on the primary. The Etherscan API's `verifysourcecode` is refused by its handler.
+    pub fn writes(&self) -> bool {
+        matches!(
+            self,
+            Route::Account(AccountRoute::AuthenticateViaWallet | AccountRoute::SiweMessage(_))
+                | Route::Account(AccountRoute::Items {
+                    action: ItemAction::Create | ItemAction::Update(_) | ItemAction::Delete(_),
+                    ..
+                })
+                | Route::Verify(..)
+        )
+    }
+
     /// Whether the route is the JSON-RPC passthrough (under either path): its refusals are JSON-RPC errors.
     pub fn is_rpc(&self) -> bool {
         matches!(self, Route::Rpc | Route::EthRpc)

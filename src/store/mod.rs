@@ -76,6 +76,8 @@ pub struct Store {
     db: DB,
     path: PathBuf,
     read_only: bool,
+    /// Opened as a RocksDB secondary instance of another process's store ([`Store::open_secondary`]).
+    secondary: bool,
     open_state: OpenState,
     closed: bool,
     writes: std::sync::Mutex<()>,
@@ -157,6 +159,7 @@ impl Store {
             db,
             path: path.to_path_buf(),
             read_only: options.read_only,
+            secondary: false,
             open_state: OpenState::Created,
             closed: true,
             writes: std::sync::Mutex::new(()),
@@ -167,6 +170,59 @@ impl Store {
         store.open_state = store.check_meta()?;
         store.closed = false;
         Ok(store)
+    }
+
+    /// Opens the store of a running (or stopped) primary at `primary` as a RocksDB secondary instance: read-only,
+    /// never locking or writing the primary's directory, with its own info log and state in `secondary_dir`. It
+    /// sees what the primary had written when it opened; [`Store::catch_up`] moves it to the primary's latest
+    /// state. The schema version is checked as for [`Store::open`].
+    pub fn open_secondary(primary: &Path, secondary_dir: &Path, options: &StoreOptions) -> StoreResult<Store> {
+        if !primary.join("CURRENT").is_file() {
+            return Err(StoreError::Inconsistent(format!(
+                "{} is not a rockscout data directory (no RocksDB store in it)",
+                primary.display()
+            )));
+        }
+        let mut cache_options = LruCacheOptions::default();
+        cache_options.set_capacity(options.cache_bytes);
+        cache_options.set_num_shard_bits(2);
+        let cache = Cache::new_lru_cache_opts(&cache_options);
+        let mut db_opts = Options::default();
+        // A secondary keeps every table file open: the primary's compactions delete files it may still read.
+        db_opts.set_max_open_files(-1);
+        db_opts.set_keep_log_file_num(2);
+        let cfs: Vec<_> =
+            tables::ALL.iter().map(|def| ColumnFamilyDescriptor::new(def.name, table_options(def, &cache))).collect();
+        let db = DB::open_cf_descriptors_as_secondary(&db_opts, primary, secondary_dir, cfs)?;
+        let mut store = Store {
+            db,
+            path: primary.to_path_buf(),
+            read_only: true,
+            secondary: true,
+            open_state: OpenState::Clean,
+            closed: true,
+            writes: std::sync::Mutex::new(()),
+            knowledge: Arc::default(),
+            name_registry: options.name_registry,
+        };
+        store.open_state = store.check_meta()?;
+        store.closed = false;
+        Ok(store)
+    }
+
+    /// Whether this is a secondary instance (see [`Store::open_secondary`]).
+    pub fn is_secondary(&self) -> bool {
+        self.secondary
+    }
+
+    /// Moves a secondary instance to the primary's latest committed state (RocksDB's
+    /// `TryCatchUpWithPrimary`: new table files and the primary's write-ahead log since the last call). Every
+    /// batch of the primary becomes visible whole. Does nothing on a primary.
+    pub fn catch_up(&self) -> StoreResult<()> {
+        if self.secondary {
+            self.db.try_catch_up_with_primary()?;
+        }
+        Ok(())
     }
 
     fn check_meta(&self) -> StoreResult<OpenState> {
@@ -236,8 +292,12 @@ impl Store {
     }
 
     /// A reader pinned to a snapshot: every read sees the same committed state.
+    ///
+    /// A secondary instance has no snapshots (RocksDB refuses them there): its readers read the latest caught-up
+    /// state, so a catch-up during a response can show it the next committed state (see `docs/operations.md`).
     pub fn view(&self) -> Reader<'_> {
-        Reader { store: self, snapshot: Some(self.db.snapshot()), deadline: None }
+        let snapshot = (!self.secondary).then(|| self.db.snapshot());
+        Reader { store: self, snapshot, deadline: None }
     }
 
     /// Serializes read-check-write sequences of different writers (the follower and the trace pass): a writer
@@ -264,6 +324,9 @@ impl Store {
 
     /// Commits a batch atomically.
     pub fn write(&self, batch: Batch<'_>, durability: Durability) -> StoreResult<()> {
+        if self.secondary {
+            return Err(StoreError::Inconsistent("a read replica never writes: writes go to the primary".into()));
+        }
         let mut opts = rocksdb::WriteOptions::default();
         opts.set_sync(durability == Durability::Sync);
         self.db.write_opt(batch.into_inner(), &opts)?;
@@ -686,6 +749,43 @@ mod tests {
         store.crash();
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
         assert_eq!(store.open_state(), OpenState::Unclean);
+    }
+
+    #[test]
+    fn a_secondary_sees_the_primarys_commits_after_catching_up_and_never_writes() {
+        let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let primary = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let put = |n: u64| {
+            let mut batch = primary.batch();
+            batch.put::<tables::BlockHashes>(&alloy::primitives::B256::with_last_byte(n as u8), &n).unwrap();
+            primary.write(batch, Durability::Sync).unwrap();
+        };
+        put(1);
+        let secondary = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
+        assert!(secondary.is_secondary());
+        let count = |store: &Store| store.view().rows::<tables::BlockHashes>().count();
+        assert_eq!(count(&secondary), 1);
+        put(2);
+        assert_eq!(count(&secondary), 1, "not before catching up");
+        secondary.catch_up().unwrap();
+        assert_eq!(count(&secondary), 2);
+        let mut batch = secondary.batch();
+        batch.put::<tables::BlockHashes>(&alloy::primitives::B256::with_last_byte(9), &9).unwrap();
+        assert!(secondary.write(batch, Durability::Sync).unwrap_err().to_string().contains("never writes"));
+        drop(secondary);
+        assert_eq!(count(&primary), 2);
+    }
+
+    #[test]
+    fn a_secondary_refuses_another_schema_version_like_the_primary() {
+        let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let primary = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let mut batch = primary.batch();
+        batch.put_meta(&Meta::SchemaVersion(SCHEMA_VERSION - 1)).unwrap();
+        primary.write(batch, Durability::Sync).unwrap();
+        let err = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap_err();
+        assert!(matches!(err, StoreError::SchemaMismatch { found, .. } if found == SCHEMA_VERSION - 1), "{err}");
+        assert!(err.to_string().contains("--reindex"));
     }
 
     #[test]

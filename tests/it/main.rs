@@ -22,6 +22,7 @@ mod protection;
 mod reorg;
 mod reset;
 mod rpc;
+mod secondary;
 mod snapshot;
 mod support;
 mod sync;

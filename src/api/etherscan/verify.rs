@@ -46,6 +46,9 @@ pub(super) async fn verifysourcecode(
     state: &AppState,
     client: IpAddr,
 ) -> Outcome {
+    if state.config.read_replica {
+        return Err(Refusal::Translator(StatusCode::FORBIDDEN, crate::api::READ_REPLICA_MESSAGE));
+    }
     authorize(params, headers, state, client)?;
     let address = params.address("contractaddress", "Missing contractaddress", "Invalid contractaddress format")?;
     let source = params.get("sourceCode").or(params.get("sourcecode")).ok_or_else(|| bad("Missing sourceCode"))?;

@@ -1,0 +1,481 @@
+//! `rockscout serve --secondary-of DATA_DIR`: a read replica. It opens a primary's store as a RocksDB secondary
+//! instance ([`Store::open_secondary`]), catches up with it on a short interval, and serves the same REST,
+//! WebSocket, pages and `/api/eth` as the primary, without an indexer: routes that store something are refused
+//! ([`crate::api::ApiError::ReadReplica`]).
+//!
+//! WebSocket events come from the store: after each catch-up that moved the tip, the blocks the primary committed
+//! since the last one are loaded from the store and published as [`ChainEvent::Applied`] (the same publisher as the
+//! primary's then builds `new_block`, `transaction`, address, token and balance broadcasts from them); a stored hash
+//! that changed at a height already announced is a reorg and gives [`ChainEvent::Reverted`] first. At most
+//! [`ReplicaOptions::event_blocks`] blocks are published per catch-up: older ones of a larger gap are skipped
+//! (logged). Events of the primary's side tasks (pending pool, traces, contract code) are not replayed.
+
+use crate::api::{self, AppState};
+use crate::events::{self, ChainEvent, EventSender};
+use crate::node::Node;
+use crate::status::{Status, StatusSnapshot};
+use crate::store::{Store, StoreError, StoreOptions};
+use crate::{contracts, metrics, Config, RunError};
+use alloy::primitives::B256;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// How a replica follows its primary.
+#[derive(Debug, Clone)]
+pub struct ReplicaOptions {
+    /// The primary's data directory.
+    pub primary: PathBuf,
+    /// The secondary instance's own directory (`None`: a new owner-only temporary directory, removed on exit).
+    pub secondary_dir: Option<PathBuf>,
+    /// Time between two catch-ups with the primary.
+    pub catch_up_interval: Duration,
+    /// Most blocks whose events one catch-up publishes (the newest ones of a larger gap).
+    pub event_blocks: u64,
+}
+
+impl ReplicaOptions {
+    /// Options for a replica of `primary` with the defaults of `rockscout serve`.
+    pub fn new(primary: impl Into<PathBuf>) -> ReplicaOptions {
+        ReplicaOptions {
+            primary: primary.into(),
+            secondary_dir: None,
+            catch_up_interval: Duration::from_millis(100),
+            event_blocks: 64,
+        }
+    }
+}
+
+/// The secondary instance's directory; removed on drop when the replica created it.
+#[derive(Debug)]
+struct SecondaryDir {
+    path: PathBuf,
+    created: bool,
+}
+
+impl SecondaryDir {
+    fn prepare(wanted: Option<&Path>) -> std::io::Result<SecondaryDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        if let Some(path) = wanted {
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)?;
+            return Ok(SecondaryDir { path: path.to_owned(), created: false });
+        }
+        let mut nonce = [0u8; 8];
+        getrandom::fill(&mut nonce).map_err(std::io::Error::other)?;
+        let name = format!("rockscout-secondary-{}-{}", std::process::id(), alloy::hex::encode(nonce));
+        let path = std::env::temp_dir().join(name);
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(SecondaryDir { path, created: true })
+    }
+}
+
+impl Drop for SecondaryDir {
+    fn drop(&mut self) {
+        if self.created {
+            if let Err(e) = std::fs::remove_dir_all(&self.path) {
+                tracing::warn!(error = %e, path = %self.path.display(), "removing the secondary directory failed");
+            }
+        }
+    }
+}
+
+/// A running read replica: secondary store, catch-up task and HTTP server.
+#[derive(Debug)]
+pub struct Replica {
+    addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
+    store: Arc<Store>,
+    status: Arc<Status>,
+    cancel: CancellationToken,
+    server: JoinHandle<bool>,
+    helpers: TaskTracker,
+    dir: SecondaryDir,
+}
+
+impl Replica {
+    /// Opens the primary's store as a secondary, binds the listener(s) and starts catching up. `config` gives the
+    /// node, the listen addresses and the API settings (its data directory and indexer settings are not used).
+    pub async fn start(config: &Config, options: &ReplicaOptions) -> Result<Replica, RunError> {
+        let primary = options.primary.display().to_string();
+        let store_error = |source| RunError::Store { path: primary.clone(), source };
+        let dir = SecondaryDir::prepare(options.secondary_dir.as_deref())
+            .map_err(|e| store_error(StoreError::Inconsistent(format!("cannot make the secondary directory: {e}"))))?;
+        let store_options = StoreOptions { name_registry: config.name_registry, read_only: true, ..Default::default() };
+        let store = Arc::new(Store::open_secondary(&options.primary, &dir.path, &store_options).map_err(store_error)?);
+        tracing::info!(primary = %options.primary.display(), secondary_dir = %dir.path.display(), "opened the primary's index as a read replica");
+        let metrics = Arc::new(metrics::Metrics::new());
+        let node = Node::new(&config.rpc_url, None, config.rpc_timeout)?.with_metrics(metrics.clone());
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| RunError::Bind { addr: config.listen, source })?;
+        let addr = listener.local_addr().map_err(|source| RunError::Bind { addr: config.listen, source })?;
+        let metrics_listener = match config.metrics_listen {
+            Some(wanted) => {
+                let bind_error = |source| RunError::MetricsBind { addr: wanted, source };
+                let listener = tokio::net::TcpListener::bind(wanted).await.map_err(bind_error)?;
+                let bound = listener.local_addr().map_err(bind_error)?;
+                Some((listener, bound))
+            }
+            None => None,
+        };
+        let metrics_addr = metrics_listener.as_ref().map(|(_, bound)| *bound);
+        tracing::info!(%addr, "read replica listening");
+
+        let status = Arc::new(Status::with_metrics(metrics));
+        status.set_indexed(store.reader().tip().map_err(store_error)?.map(|t| t.number));
+        if config.tracing {
+            status.set_tracing(true);
+        }
+        let events = events::channel(1024);
+        let cancel = CancellationToken::new();
+        let compilers = contracts::verifier::Compilers::new(config.compilers_dir.clone());
+        let verifications = contracts::jobs::Verifications::new(store.clone(), compilers, config.verify_timeout)
+            .map_err(store_error)?;
+        let mut api_config = config.api.clone();
+        api_config.read_replica = true;
+        let state = AppState::new(
+            store.clone(),
+            status.clone(),
+            node.clone(),
+            config.rpc_url.clone(),
+            events.clone(),
+            api_config,
+            verifications,
+        );
+        let helpers = TaskTracker::new();
+        helpers.spawn(api::ws::publish::run(state.clone(), cancel.clone()));
+        if let Some((listener, _)) = metrics_listener {
+            helpers.spawn(api::serve_metrics(listener, state.clone(), cancel.clone()));
+        }
+        let head_interval = config.indexer.poll_interval.max(Duration::from_millis(100));
+        helpers.spawn(watch_node(node, status.clone(), head_interval, cancel.clone()));
+        let follower = Follower {
+            store: store.clone(),
+            status: status.clone(),
+            events,
+            event_blocks: options.event_blocks.max(1),
+            announced: BTreeMap::new(),
+        };
+        helpers.spawn(follower.run(options.catch_up_interval, cancel.clone()));
+        helpers.close();
+        let server = tokio::spawn(api::serve(listener, state, cancel.clone()));
+        Ok(Replica { addr, metrics_addr, store, status, cancel, server, helpers, dir })
+    }
+
+    /// The address the HTTP server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The address `/metrics` is served on (`None`: metrics off).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The secondary store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The replica's view: the tip it sees (`indexed`) and the node's head.
+    pub fn status(&self) -> StatusSnapshot {
+        self.status.snapshot()
+    }
+
+    /// The secondary instance's directory.
+    pub fn secondary_dir(&self) -> &Path {
+        &self.dir.path
+    }
+
+    /// Serves until `cancel` fires, then shuts down.
+    pub async fn run_until(self, cancel: CancellationToken) -> Result<(), RunError> {
+        cancel.cancelled().await;
+        self.shutdown().await
+    }
+
+    /// Stops accepting requests, lets in-flight ones finish, stops catching up, closes the store and removes the
+    /// secondary directory if the replica made it.
+    pub async fn shutdown(self) -> Result<(), RunError> {
+        let Replica { store, cancel, server, helpers, dir, .. } = self;
+        cancel.cancel();
+        let served = server.await;
+        helpers.wait().await;
+        drop(store);
+        drop(dir);
+        served.map(|_| ()).map_err(|e| RunError::Task(e.to_string()))
+    }
+}
+
+/// Runs a read replica until `cancel` fires.
+pub async fn run(config: Config, options: ReplicaOptions, cancel: CancellationToken) -> Result<(), RunError> {
+    Replica::start(&config, &options).await?.run_until(cancel).await
+}
+
+/// Keeps the node's head in the status (for `/health`, the lag, and which blocks are live enough to broadcast).
+async fn watch_node(node: Node, status: Arc<Status>, interval: Duration, cancel: CancellationToken) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        match node.head().await {
+            Ok(head) => {
+                status.set_node_ok();
+                status.set_node_head(head.number.to::<u64>());
+            }
+            Err(e) => status.set_node_error(e.to_string()),
+        }
+    }
+}
+
+/// What one catch-up found.
+#[derive(Debug, Default)]
+struct Progress {
+    tip: Option<u64>,
+    traced: Option<u64>,
+    reverted: Vec<(u64, B256)>,
+    applied: Vec<crate::store::records::Bundle>,
+    skipped: Option<(u64, u64)>,
+}
+
+/// The catch-up loop and what it announced so far.
+struct Follower {
+    store: Arc<Store>,
+    status: Arc<Status>,
+    events: EventSender,
+    event_blocks: u64,
+    /// Hashes of the newest blocks already known (at most `event_blocks` of them), to see reorgs.
+    announced: BTreeMap<u64, B256>,
+}
+
+impl Follower {
+    async fn run(mut self, interval: Duration, cancel: CancellationToken) {
+        if let Ok(Some(tip)) = self.store.reader().tip() {
+            self.announced.insert(tip.number, tip.hash);
+        }
+        let mut ticker = tokio::time::interval(interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut failing = false;
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = ticker.tick() => {}
+            }
+            let (store, announced, limit) = (self.store.clone(), self.announced.clone(), self.event_blocks);
+            let step = tokio::task::spawn_blocking(move || catch_up(&store, &announced, limit)).await;
+            match step {
+                Ok(Ok(progress)) => {
+                    if failing {
+                        tracing::info!("catching up with the primary again");
+                        failing = false;
+                    }
+                    self.publish(progress);
+                }
+                Ok(Err(e)) if !failing => {
+                    tracing::warn!(error = %e, "catching up with the primary failed; retrying");
+                    failing = true;
+                }
+                Ok(Err(_)) => {}
+                Err(e) => tracing::warn!(error = %e, "the catch-up task failed"),
+            }
+        }
+    }
+
+    fn publish(&mut self, progress: Progress) {
+        self.status.set_indexed(progress.tip);
+        if progress.traced.is_some() {
+            self.status.set_traced(progress.traced);
+        }
+        if let Some((first, last)) = progress.skipped {
+            tracing::info!(
+                first,
+                last,
+                blocks = last - first + 1,
+                "the primary moved further than one catch-up publishes: no WebSocket events for these blocks"
+            );
+        }
+        for (number, hash) in progress.reverted {
+            self.announced.remove(&number);
+            let _ = self.events.send(ChainEvent::Reverted { number, hash });
+        }
+        for block in progress.applied {
+            self.announced.insert(block.number(), block.header.hash);
+            let _ = self.events.send(ChainEvent::Applied(Arc::new(block)));
+        }
+        if let Some(tip) = progress.tip {
+            self.announced.retain(|&n, _| n <= tip);
+        }
+        while self.announced.len() as u64 > self.event_blocks {
+            self.announced.pop_first();
+        }
+    }
+}
+
+/// Catches the store up with the primary and works out what changed since `announced` (newest blocks known by
+/// hash): heights whose block was replaced or removed, and the new blocks to publish (at most `limit`, newest).
+fn catch_up(store: &Store, announced: &BTreeMap<u64, B256>, limit: u64) -> Result<Progress, StoreError> {
+    store.catch_up()?;
+    let reader = store.reader();
+    let tip = reader.tip()?;
+    let mut progress =
+        Progress { tip: tip.map(|t| t.number), traced: reader.trace_tip()?.map(|t| t.number), ..Progress::default() };
+    let Some(tip) = tip else {
+        progress.reverted = announced.iter().rev().map(|(&n, &h)| (n, h)).collect();
+        return Ok(progress);
+    };
+    if announced.get(&tip.number) == Some(&tip.hash) {
+        return Ok(progress);
+    }
+    // The newest announced block still canonical is where the new blocks start; those above it were reverted.
+    let mut base = None;
+    for (&number, &hash) in announced.iter().rev() {
+        let stored = if number <= tip.number { reader.block(number)?.map(|b| b.hash) } else { None };
+        if stored == Some(hash) {
+            base = Some(number);
+            break;
+        }
+        progress.reverted.push((number, hash));
+    }
+    let first = match (base, announced.keys().next()) {
+        (Some(base), _) => base + 1,
+        // Nothing announced is canonical any more (a reorg deeper than what is remembered): start below it.
+        (None, Some(&oldest)) => oldest.min(tip.number + 1),
+        (None, None) => tip.number,
+    };
+    let first_published = first.max((tip.number + 1).saturating_sub(limit));
+    if first_published > first {
+        progress.skipped = Some((first, first_published - 1));
+    }
+    for number in first_published..=tip.number {
+        if let Some(block) = reader.load_block(number)? {
+            progress.applied.push(block);
+        }
+    }
+    Ok(progress)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::indexer::apply::{apply_blocks, revert_block};
+    use crate::store::records::{BlockRecord, Bundle};
+    use crate::store::Durability;
+    use alloy::primitives::{Address, Bytes, B64, U256};
+
+    /// An empty block `number` of branch `branch`, on `parent`.
+    fn block(number: u64, branch: u64, parent: B256) -> Bundle {
+        let header = BlockRecord {
+            number,
+            hash: B256::from(U256::from(branch * 1_000_000 + number + 1)),
+            parent_hash: parent,
+            timestamp: 1_700_000_000 + number * 12,
+            miner: Address::repeat_byte(7),
+            gas_used: 0,
+            gas_limit: 30_000_000,
+            base_fee: Some(5),
+            size: Some(500),
+            difficulty: U256::ZERO,
+            total_difficulty: None,
+            nonce: B64::ZERO,
+            extra_data: Bytes::new(),
+            uncles: vec![],
+            withdrawals_count: None,
+            blob_gas_used: None,
+            excess_blob_gas: None,
+            tx_count: 0,
+            blob_tx_count: 0,
+            log_count: 0,
+            fees: U256::ZERO,
+            burnt_fees: U256::ZERO,
+            priority_fees: U256::ZERO,
+        };
+        Bundle { header, txs: vec![], logs: vec![], balances: vec![] }
+    }
+
+    /// Appends blocks `from..=to` of `branch` to the primary's chain.
+    fn extend(store: &Store, from: u64, to: u64, branch: u64) {
+        let mut parent = match from.checked_sub(1) {
+            Some(n) => store.reader().block(n).unwrap().unwrap().hash,
+            None => B256::ZERO,
+        };
+        let blocks: Vec<Bundle> = (from..=to)
+            .map(|n| {
+                let b = block(n, branch, parent);
+                parent = b.header.hash;
+                b
+            })
+            .collect();
+        apply_blocks(store, &blocks, true).unwrap();
+    }
+
+    fn numbers(progress: &Progress) -> Vec<u64> {
+        progress.applied.iter().map(Bundle::number).collect()
+    }
+
+    #[test]
+    fn catch_up_finds_new_blocks_replaced_blocks_and_bounds_a_gap() {
+        let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let primary = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        extend(&primary, 0, 5, 0);
+        let secondary = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
+        let mut announced = BTreeMap::new();
+        let remember = |announced: &mut BTreeMap<u64, B256>, progress: &Progress| {
+            for (n, _) in &progress.reverted {
+                announced.remove(n);
+            }
+            announced.extend(progress.applied.iter().map(|b| (b.number(), b.header.hash)));
+        };
+
+        // Nothing announced yet: only the tip, never the history.
+        let first = catch_up(&secondary, &announced, 3).unwrap();
+        assert_eq!((first.tip, numbers(&first), first.skipped), (Some(5), vec![5], None));
+        remember(&mut announced, &first);
+        assert!(catch_up(&secondary, &announced, 3).unwrap().applied.is_empty(), "no new tip, no events");
+
+        extend(&primary, 6, 7, 0);
+        let grown = catch_up(&secondary, &announced, 3).unwrap();
+        assert_eq!((numbers(&grown), grown.reverted.len()), (vec![6, 7], 0));
+        remember(&mut announced, &grown);
+
+        // A reorg of depth 2: 7 and 6 reverted (newest first), the new branch's 6..=8 applied.
+        for n in [7, 6] {
+            let stored = primary.reader().load_block(n).unwrap().unwrap();
+            let mut batch = primary.batch();
+            revert_block(&mut batch, &primary.reader(), &stored).unwrap();
+            primary.write(batch, Durability::Sync).unwrap();
+        }
+        extend(&primary, 6, 8, 1);
+        let reorged = catch_up(&secondary, &announced, 3).unwrap();
+        let old: Vec<(u64, B256)> = [7, 6].iter().map(|&n| (n, announced[&n])).collect();
+        assert_eq!(reorged.reverted, old);
+        assert_eq!(numbers(&reorged), vec![6, 7, 8]);
+        assert_eq!(reorged.applied[0].header.hash, primary.reader().block(6).unwrap().unwrap().hash);
+        remember(&mut announced, &reorged);
+
+        // A gap larger than the bound: only the newest 3 blocks, the rest reported as skipped.
+        extend(&primary, 9, 20, 1);
+        let far = catch_up(&secondary, &announced, 3).unwrap();
+        assert_eq!((numbers(&far), far.skipped), (vec![18, 19, 20], Some((9, 17))));
+    }
+
+    #[test]
+    fn a_missing_primary_is_named_in_the_error() {
+        let dir = std::env::temp_dir().join(format!("rockscout-not-a-store-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let secondary = SecondaryDir::prepare(None).unwrap();
+        let err = Store::open_secondary(&dir, &secondary.path, &StoreOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("is not a rockscout data directory"), "{err}");
+        let made = secondary.path.clone();
+        assert!(made.is_dir());
+        drop(secondary);
+        assert!(!made.exists(), "a directory the replica made is removed");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
