@@ -129,15 +129,19 @@ fn table_options(def: &TableDef, cache: &Cache) -> Options {
     opts
 }
 
+/// The block cache every table shares. 4 shards: a shard must hold a table's whole filter block (see
+/// `table_options`), and with the few threads of a 2-core machine the shard mutexes are not contended.
+fn block_cache(bytes: usize) -> Cache {
+    let mut cache_options = LruCacheOptions::default();
+    cache_options.set_capacity(bytes);
+    cache_options.set_num_shard_bits(2);
+    Cache::new_lru_cache_opts(&cache_options)
+}
+
 impl Store {
     /// Opens (or creates) the store at `path`, checking the schema version and recording the open state.
     pub fn open(path: &Path, options: &StoreOptions) -> StoreResult<Store> {
-        let mut cache_options = LruCacheOptions::default();
-        cache_options.set_capacity(options.cache_bytes);
-        // 4 shards: a shard must hold a table's whole filter block (see `table_options`), and with the few
-        // threads of a 2-core machine the shard mutexes are not contended.
-        cache_options.set_num_shard_bits(2);
-        let cache = Cache::new_lru_cache_opts(&cache_options);
+        let cache = block_cache(options.cache_bytes);
         let mut db_opts = Options::default();
         db_opts.create_if_missing(!options.read_only);
         db_opts.create_missing_column_families(!options.read_only);
@@ -155,11 +159,16 @@ impl Store {
         } else {
             DB::open_cf_descriptors(&db_opts, path, cfs)?
         };
+        Store::checked(db, path, options.read_only, false, options)
+    }
+
+    /// The store over an opened `db`, once its schema version and open state check out.
+    fn checked(db: DB, path: &Path, read_only: bool, secondary: bool, options: &StoreOptions) -> StoreResult<Store> {
         let mut store = Store {
             db,
             path: path.to_path_buf(),
-            read_only: options.read_only,
-            secondary: false,
+            read_only,
+            secondary,
             open_state: OpenState::Created,
             closed: true,
             writes: std::sync::Mutex::new(()),
@@ -183,10 +192,7 @@ impl Store {
                 primary.display()
             )));
         }
-        let mut cache_options = LruCacheOptions::default();
-        cache_options.set_capacity(options.cache_bytes);
-        cache_options.set_num_shard_bits(2);
-        let cache = Cache::new_lru_cache_opts(&cache_options);
+        let cache = block_cache(options.cache_bytes);
         let mut db_opts = Options::default();
         // A secondary keeps every table file open: the primary's compactions delete files it may still read.
         db_opts.set_max_open_files(-1);
@@ -194,20 +200,7 @@ impl Store {
         let cfs: Vec<_> =
             tables::ALL.iter().map(|def| ColumnFamilyDescriptor::new(def.name, table_options(def, &cache))).collect();
         let db = DB::open_cf_descriptors_as_secondary(&db_opts, primary, secondary_dir, cfs)?;
-        let mut store = Store {
-            db,
-            path: primary.to_path_buf(),
-            read_only: true,
-            secondary: true,
-            open_state: OpenState::Clean,
-            closed: true,
-            writes: std::sync::Mutex::new(()),
-            knowledge: Arc::default(),
-            name_registry: options.name_registry,
-        };
-        store.open_state = store.check_meta()?;
-        store.closed = false;
-        Ok(store)
+        Store::checked(db, primary, true, true, options)
     }
 
     /// Whether this is a secondary instance (see [`Store::open_secondary`]).
