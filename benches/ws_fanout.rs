@@ -7,11 +7,12 @@
 //!     cargo bench --bench ws_fanout -- --subscribers 1000 --blocks 30
 //!
 //! `--peak` runs the reference chain's peak instead: a block every `--block-ms` (400) with `--txs` (2,000) ether
-//! transfers each (anvil runs with a 1,000,000,000 gas limit), pushed into anvil's pool while the previous block is indexed (auto-impersonated senders, so
-//! anvil signs nothing), `--rest` (4) connections requesting `/api/v2/blocks` and `/api/v2/main-page/transactions`
-//! in a loop, and the subscribers. It prints mined (`evm_mine` returns) → first `new_block` frame p50/p99, the
-//! transactions per second the chain really carried, the REST figures, and the indexer's lag behind the mined
-//! head sampled every 100 ms (first quarter against last quarter of the run).
+//! transfers each (anvil's gas limit is 1,000,000,000), pushed into anvil's pool while the previous block is
+//! indexed (auto-impersonated senders, so anvil signs nothing), `--rest` (4) connections requesting
+//! `/api/v2/blocks` and `/api/v2/main-page/transactions` in a loop, and the subscribers. It prints mined
+//! (`evm_mine` returns) → first `new_block` frame p50/p99, the transactions per second the chain really carried,
+//! the REST figures, and the indexer's lag behind the mined head sampled every 100 ms (first quarter against last
+//! quarter of the run).
 //!
 //!     cargo bench --bench ws_fanout -- --peak --subscribers 1000 --blocks 75 [--block-ms 400] [--txs 2000]
 //!         [--rest 4] [--coin-balances false]
