@@ -208,16 +208,6 @@ mod peak {
                 lags
             };
 
-            let mut events = daemon.subscribe();
-            let counter = tokio::spawn(async move {
-                let mut txs: HashMap<u64, usize> = HashMap::new();
-                while let Ok(event) = events.recv().await {
-                    if let ChainEvent::Applied(block) = event {
-                        txs.insert(block.number(), block.txs.len());
-                    }
-                }
-                txs
-            });
             let started = Instant::now();
             let mining = async {
                 let mut mined = Vec::new();
@@ -255,7 +245,6 @@ mod peak {
             tokio::time::sleep(Duration::from_millis(500)).await;
             daemon.shutdown().await.unwrap();
             let by_height = collector.await.unwrap();
-            let txs = counter.await.unwrap();
 
             let mut live: Vec<f64> = mined
                 .iter()
@@ -265,7 +254,15 @@ mod peak {
             live.sort_by(|a, b| a.partial_cmp(b).unwrap());
             let complete =
                 mined.iter().filter(|(h, _)| by_height.get(h).is_some_and(|(_, n)| *n == subscribers)).count();
-            let carried: usize = mined.iter().filter_map(|(h, _)| txs.get(h)).sum();
+            // What the chain carried, from the node (not the indexer, which may be behind).
+            let mut carried = 0u64;
+            for (height, _) in &mined {
+                let count: alloy::primitives::U64 = node
+                    .raw_request("eth_getBlockTransactionCountByNumber".into(), (format!("{height:#x}"),))
+                    .await
+                    .unwrap();
+                carried += count.to::<u64>();
+            }
             rest_ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
             let quarter = (lags.len() / 4).max(1);
             let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len().max(1) as f64;
