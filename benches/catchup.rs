@@ -2,9 +2,14 @@
 //! block + receipts requests with the same concurrency and discards the answers, and (b) rockscout indexes the
 //! same range into an empty data dir. Prints blocks/s, tx/s and the ratio (b)/(a), the peak resident memory of
 //! the process while it indexed, and the bytes on disk per transaction after a full compaction. Three workloads:
-//! ether transfers, the same with every 4th transaction an ERC-20 transfer, and empty blocks.
+//! ether transfers, the same with every 4th transaction an ERC-20 transfer, and empty blocks. With `--cryo`,
+//! (c) Paradigm's cryo (its PyPI package, installed by `scripts/setup` into `scripts/tools/venv`) extracts the
+//! blocks, transactions and logs datasets of the same range with the same request concurrency, between (a) and
+//! (b). For rockscout it also prints where the time went (the median run's `SyncReport`): the daemon's start, the
+//! round trips before the first fetch, the fetching, the commit after the last block, the requests per block.
 //!
 //!     cargo bench --bench catchup -- --blocks 200 --txs 200 [--erc20-every 4] [--empty 2000] [--concurrency 8]
+//!         [--cryo] [--fetch-batch 32 (most blocks per JSON-RPC batch; 1 = a request per block)]
 //!         [--repeat 3 (alternating runs of each; medians)] [--only TEXT (workloads whose label contains TEXT)]
 //!         [--recipients N (cycle through N recipients instead of a fresh one per transfer; for long runs)]
 //!         [--coin-balances false (index without the native balance index, to measure what it costs)]
@@ -16,8 +21,10 @@ mod common;
 use alloy::providers::{Provider, RootProvider};
 use common::{arg, deploy_token, figure, fill_transfers, peak_rss, reset_peak_rss, start_anvil_with};
 use futures_util::StreamExt;
+use rockscout::indexer::SyncReport;
 use rockscout::Config;
 use serde_json::value::RawValue;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 async fn raw_fetch(node: &RootProvider, head: u64, concurrency: usize) -> Duration {
@@ -35,25 +42,72 @@ async fn raw_fetch(node: &RootProvider, head: u64, concurrency: usize) -> Durati
     started.elapsed()
 }
 
+/// The Python of the project's tool venv, where `scripts/setup` installs cryo.
+fn cryo_python() -> PathBuf {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/tools/venv/bin/python");
+    let installed =
+        std::process::Command::new(&python).args(["-c", "import cryo"]).output().is_ok_and(|out| out.status.success());
+    assert!(
+        installed,
+        "cryo is not installed in {}: run scripts/setup (it installs cryo==0.3.2 from PyPI)",
+        python.display()
+    );
+    python
+}
+
+/// Extracts blocks 0..=head (blocks, transactions and logs datasets, parquet) with cryo into a temporary dir, at
+/// most `concurrency` requests in flight. Returns the time of cryo's own extraction, measured inside the Python
+/// process (its interpreter start and import are left out, as rockscout's process start is).
+fn cryo(python: &PathBuf, url: &str, head: u64, concurrency: usize) -> Duration {
+    let out = tempfile::tempdir().unwrap();
+    const SCRIPT: &str = "import sys, time, cryo\n\
+        url, end, concurrency, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]\n\
+        started = time.monotonic()\n\
+        cryo.freeze(['blocks', 'transactions', 'logs'], start_block=0, end_block=end, rpc=url, \
+        max_concurrent_requests=concurrency, output_dir=out, verbose=False)\n\
+        print(time.monotonic() - started)\n";
+    let run = std::process::Command::new(python)
+        .args(["-c", SCRIPT, url, &(head + 1).to_string(), &concurrency.to_string()])
+        .arg(out.path())
+        .output()
+        .expect("run cryo");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "cryo failed: {}{}", stdout, String::from_utf8_lossy(&run.stderr));
+    let written: Vec<String> =
+        std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    for dataset in ["__blocks__", "__transactions__", "__logs__"] {
+        assert!(written.iter().any(|name| name.contains(dataset)), "cryo wrote no {dataset} file: {written:?}");
+    }
+    Duration::from_secs_f64(stdout.trim().parse().expect("cryo's time"))
+}
+
 /// What one catch-up run measured.
 struct Indexed {
     elapsed: Duration,
+    /// How long `Daemon::start` took (opening the store, binding, spawning the tasks).
+    daemon_start: Duration,
+    /// When the daemon was asked to start.
+    began: Instant,
+    /// The follower's account of the sync that reached the head.
+    report: SyncReport,
     /// Peak resident set of this process while the daemon caught up (the node runs in its own process).
     peak_rss_bytes: u64,
     /// Bytes of the data dir's tables after a full compaction.
     disk_bytes: u64,
 }
 
-async fn index(url: &str, head: u64, concurrency: usize, coin_balances: bool) -> Indexed {
+async fn index(url: &str, head: u64, concurrency: usize, fetch_batch: usize, coin_balances: bool) -> Indexed {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::new(url, dir.path());
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.indexer.fetch_concurrency = concurrency;
+    config.indexer.fetch_batch = fetch_batch;
     config.indexer.coin_balances = coin_balances;
     config.indexer.poll_interval = Duration::from_millis(5);
     reset_peak_rss();
     let started = Instant::now();
     let daemon = rockscout::Daemon::start(&config).await.unwrap();
+    let daemon_start = started.elapsed();
     loop {
         if daemon.store().reader().tip().unwrap().is_some_and(|t| t.number == head) {
             break;
@@ -62,10 +116,16 @@ async fn index(url: &str, head: u64, concurrency: usize, coin_balances: bool) ->
     }
     let elapsed = started.elapsed();
     let peak_rss_bytes = peak_rss();
+    let report = loop {
+        match daemon.status().last_sync {
+            Some(report) if report.to == head => break report,
+            _ => tokio::time::sleep(Duration::from_millis(2)).await,
+        }
+    };
     daemon.store().compact().unwrap();
     let disk_bytes = daemon.store().disk_usage().unwrap().iter().map(|(_, bytes)| bytes).sum();
     daemon.shutdown().await.unwrap();
-    Indexed { elapsed, peak_rss_bytes, disk_bytes }
+    Indexed { elapsed, daemon_start, began: started, report, peak_rss_bytes, disk_bytes }
 }
 
 fn main() {
@@ -79,6 +139,8 @@ fn main() {
     let only: String = arg("only", String::new());
     let coin_balances: bool = arg("coin-balances", true);
     let keep_states = std::env::args().any(|a| a == "--keep-states");
+    let fetch_batch: usize = arg("fetch-batch", 32);
+    let cryo_python = std::env::args().any(|a| a == "--cryo").then(cryo_python);
     let workloads = [
         ("ether transfers".to_string(), blocks, txs, false),
         (format!("1 in {erc20_every} an ERC-20 transfer"), blocks, txs, true),
@@ -108,12 +170,20 @@ fn main() {
             );
             // Alternating runs, medians reported: one short run of each is at the mercy of the other process on
             // the same two cores.
-            let (mut baselines, mut runs) = (Vec::new(), Vec::new());
+            let (mut baselines, mut cryos, mut runs) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..repeat {
                 baselines.push(raw_fetch(&node, head, concurrency).await);
-                runs.push(index(&anvil.http_url(), head, concurrency, coin_balances).await);
+                if let Some(python) = &cryo_python {
+                    let url = anvil.http_url();
+                    let python = python.clone();
+                    cryos.push(
+                        tokio::task::spawn_blocking(move || cryo(&python, &url, head, concurrency)).await.unwrap(),
+                    );
+                }
+                runs.push(index(&anvil.http_url(), head, concurrency, fetch_batch, coin_balances).await);
             }
             baselines.sort();
+            cryos.sort();
             runs.sort_by_key(|run| run.elapsed);
             let baseline = baselines[repeat / 2];
             let peak_rss_bytes = runs.iter().map(|run| run.peak_rss_bytes).max().unwrap();
@@ -127,6 +197,15 @@ fn main() {
                 figure("rockscout catch-up tx/s", all_txs as f64 / seconds, "tx/s");
             }
             figure("ratio rockscout / baseline", baseline.as_secs_f64() / seconds, "x");
+            if let Some(cryo) = cryos.get(repeat / 2) {
+                figure("cryo blocks/s", blocks_total / cryo.as_secs_f64(), "blocks/s");
+                if all_txs > 0 {
+                    figure("cryo tx/s", all_txs as f64 / cryo.as_secs_f64(), "tx/s");
+                }
+                figure("ratio rockscout / cryo", cryo.as_secs_f64() / seconds, "x");
+                figure("ratio cryo / baseline", baseline.as_secs_f64() / cryo.as_secs_f64(), "x");
+            }
+            breakdown(indexed, blocks_total);
             figure("peak RSS while catching up (highest run)", peak_rss_bytes as f64 / (1 << 20) as f64, "MiB");
             if all_txs > 0 {
                 figure("disk bytes per tx after compaction", indexed.disk_bytes as f64 / all_txs as f64, "B/tx");
@@ -135,4 +214,29 @@ fn main() {
             }
         }
     });
+}
+
+/// Where the median run's time went, from `Daemon::start` to the tip at the head.
+fn breakdown(run: &Indexed, blocks: f64) {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let report = &run.report;
+    let since = |at: Option<Instant>| at.map(|at| at.saturating_duration_since(report.started)).unwrap_or_default();
+    figure("  daemon start (store open, tasks)", ms(run.daemon_start), "ms");
+    figure(
+        "  then until the first fetch (identity, head)",
+        ms(report.started.saturating_duration_since(run.began).saturating_sub(run.daemon_start)),
+        "ms",
+    );
+    figure("  first fetch -> first block at the writer", ms(since(report.first_block)), "ms");
+    figure("  first fetch -> last block at the writer", ms(since(report.last_block)), "ms");
+    figure(
+        "  last block -> last commit done",
+        ms(report.finished.saturating_duration_since(report.last_block.unwrap_or(report.started))),
+        "ms",
+    );
+    figure("  last commit", ms(report.last_commit), "ms");
+    figure("  commits", report.commits as f64, "");
+    figure("  time in commits (overlaps fetching)", ms(report.commit_time), "ms");
+    figure("  fetch requests (HTTP, each a JSON-RPC batch)", report.requests as f64, "");
+    figure("  fetch requests per block", report.requests as f64 / blocks, "");
 }

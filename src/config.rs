@@ -233,9 +233,13 @@ pub struct DaemonArgs {
     /// it, searchable and shown on addresses. Off when absent; changing it needs --reindex.
     #[arg(long = "name-registry", env = "ROCKSCOUT_NAME_REGISTRY")]
     pub name_registry: Option<alloy::primitives::Address>,
-    /// Blocks fetched concurrently while catching up.
+    /// Requests to the node in flight while catching up (each a JSON-RPC batch of blocks).
     #[arg(long, env = "ROCKSCOUT_FETCH_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub fetch_concurrency: u16,
+    /// Most blocks asked for in one JSON-RPC batch while catching up (fewer when blocks carry many transactions:
+    /// a batch aims at about 2,000). 1 asks for one block per request.
+    #[arg(long, env = "ROCKSCOUT_FETCH_BATCH", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub fetch_batch: u16,
     /// Index native balances: fetch the balance of every address a block names (miner, senders, recipients,
     /// created contracts) after that block, in batched eth_getBalance calls at the block's hash, while fetching it
     /// (coin balance history, top accounts). Needs a node that keeps the state of the blocks indexed (an archive
@@ -526,6 +530,7 @@ impl Config {
             },
             indexer: IndexerConfig {
                 fetch_concurrency: usize::from(args.fetch_concurrency),
+                fetch_batch: usize::from(args.fetch_batch),
                 poll_interval: Duration::from_millis(args.poll_interval_ms),
                 undo_depth: args.undo_depth,
                 on_reset: args.on_reset,

@@ -76,6 +76,8 @@ pub struct StatusSnapshot {
     pub head_seen_at: Option<Instant>,
     /// Writers paused because the store refuses writes, in the order they paused (empty while all can write).
     pub paused: Vec<WriterPause>,
+    /// How the follower's last sync of a range spent its time.
+    pub last_sync: Option<crate::indexer::SyncReport>,
 }
 
 impl StatusSnapshot {
@@ -146,6 +148,10 @@ impl Status {
             }
             s.node_head = Some(head);
         });
+    }
+
+    pub(crate) fn set_last_sync(&self, report: crate::indexer::SyncReport) {
+        self.update(|s| s.last_sync = Some(report));
     }
 
     pub(crate) fn set_node_ok(&self) {

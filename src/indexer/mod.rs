@@ -9,6 +9,7 @@
 pub mod apply;
 pub mod bundle;
 pub mod contracts;
+mod fetch;
 pub mod metadata;
 mod pause;
 pub mod pending;
@@ -23,10 +24,11 @@ use crate::store::records::Bundle;
 use crate::store::records::Meta;
 use crate::store::tables::Headers;
 use crate::store::{Durability, Store, StoreError};
-use alloy::primitives::{Address, B256, U256};
+use alloy::primitives::B256;
 use apply::{revert_block, RevertError};
-use futures_util::StreamExt;
+use fetch::{Fetched, Fetcher};
 use pause::Pauser;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -45,8 +47,10 @@ pub enum ResetPolicy {
 /// Indexer tuning.
 #[derive(Debug, Clone)]
 pub struct IndexerConfig {
-    /// Blocks fetched concurrently during catch-up.
+    /// JSON-RPC batches of blocks in flight during catch-up.
     pub fetch_concurrency: usize,
+    /// Most blocks in one JSON-RPC batch (fewer when blocks carry many transactions; see `fetch`).
+    pub fetch_batch: usize,
     /// Most blocks committed in one batch.
     pub chunk_blocks: usize,
     /// Most transactions committed in one batch (a chunk closes once it reaches this).
@@ -65,6 +69,7 @@ impl Default for IndexerConfig {
     fn default() -> Self {
         IndexerConfig {
             fetch_concurrency: 8,
+            fetch_batch: 32,
             chunk_blocks: 256,
             chunk_txs: 20_000,
             poll_interval: Duration::from_millis(250),
@@ -122,9 +127,65 @@ enum SyncEnd {
     Cancelled,
 }
 
-enum Fetched {
-    Block(Box<Bundle>),
-    Missing(u64),
+/// How one sync (the indexing of a range of blocks) spent its time: what the catch-up benchmark prints and the
+/// follower logs at debug level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncReport {
+    /// First block of the range.
+    pub from: u64,
+    /// Last block of the range.
+    pub to: u64,
+    /// When the sync began; its fetch task starts at once.
+    pub started: Instant,
+    /// When the writer had the range's first block.
+    pub first_block: Option<Instant>,
+    /// When the writer had the range's last block: every fetch is over.
+    pub last_block: Option<Instant>,
+    /// When the last commit ended.
+    pub finished: Instant,
+    /// HTTP requests to the node (each a JSON-RPC batch), retries included.
+    pub requests: u64,
+    /// Batches of blocks asked for.
+    pub batches: u64,
+    /// Blocks committed.
+    pub blocks: u64,
+    /// Transactions committed.
+    pub txs: u64,
+    /// Commits (one write batch each).
+    pub commits: u64,
+    /// Time spent in commits, which overlap the fetching of later blocks.
+    pub commit_time: Duration,
+    /// The last commit's time.
+    pub last_commit: Duration,
+}
+
+impl SyncReport {
+    fn new(from: u64, to: u64) -> Self {
+        let now = Instant::now();
+        SyncReport {
+            from,
+            to,
+            started: now,
+            first_block: None,
+            last_block: None,
+            finished: now,
+            requests: 0,
+            batches: 0,
+            blocks: 0,
+            txs: 0,
+            commits: 0,
+            commit_time: Duration::ZERO,
+            last_commit: Duration::ZERO,
+        }
+    }
+
+    fn record_commit(&mut self, blocks: &[Bundle], took: Duration) {
+        self.blocks += blocks.len() as u64;
+        self.txs += blocks.iter().map(|b| b.txs.len() as u64).sum::<u64>();
+        self.commits += 1;
+        self.commit_time += took;
+        self.last_commit = took;
+    }
 }
 
 impl Indexer {
@@ -270,13 +331,13 @@ impl Indexer {
     }
 
     async fn node_identity(&self, cancel: &CancellationToken) -> Option<(u64, B256)> {
-        let chain_id = self.ask("chain id", cancel, || self.node.chain_id()).await?;
-        let genesis = self
-            .ask("genesis", cancel, || async {
-                self.node.block_hash(0).await?.ok_or_else(|| NodeError::Invalid("node has no block 0".into()))
-            })
-            .await?;
-        Some((chain_id, genesis))
+        // Both at once: one round trip less before the first fetch.
+        let chain_id = self.ask("chain id", cancel, || self.node.chain_id());
+        let genesis = self.ask("genesis", cancel, || async {
+            self.node.block_hash(0).await?.ok_or_else(|| NodeError::Invalid("node has no block 0".into()))
+        });
+        let (chain_id, genesis) = tokio::join!(chain_id, genesis);
+        Some((chain_id?, genesis?))
     }
 
     fn write_identity(&self, chain_id: u64, genesis: B256, clear: bool) -> Result<(), StoreError> {
@@ -308,15 +369,37 @@ impl Indexer {
 
     /// Indexes `from..=to`, fetching concurrently and committing in order.
     async fn sync(&self, from: u64, to: u64, cancel: &CancellationToken) -> Result<SyncEnd, IndexerError> {
-        let (tx, mut rx) = mpsc::channel::<Fetched>(self.config.fetch_concurrency * 2);
+        let mut report = SyncReport::new(from, to);
+        let end = self.sync_range(from, to, cancel, &mut report).await?;
+        report.finished = Instant::now();
+        if report.blocks > 1 {
+            tracing::debug!(?report, "range indexed");
+        }
+        self.status.set_last_sync(report);
+        Ok(end)
+    }
+
+    async fn sync_range(
+        &self,
+        from: u64,
+        to: u64,
+        cancel: &CancellationToken,
+        report: &mut SyncReport,
+    ) -> Result<SyncEnd, IndexerError> {
+        let fetcher = Fetcher::new(
+            self.node.clone(),
+            self.status.clone(),
+            self.config.fetch_concurrency,
+            self.config.fetch_batch,
+            self.config.coin_balances,
+        );
+        let counts = fetcher.counts.clone();
+        // Room for a batch per batch in flight (fetching goes on during a commit), at most a chunk's worth.
+        let room = (self.config.fetch_concurrency.max(1) * self.config.fetch_batch.max(1))
+            .clamp(2, self.config.chunk_blocks.max(2));
+        let (tx, mut rx) = mpsc::channel::<Fetched>(room);
         let fetch_cancel = cancel.child_token();
         let _stop_fetcher = fetch_cancel.clone().drop_guard();
-        let fetcher = Fetcher {
-            node: self.node.clone(),
-            status: self.status.clone(),
-            concurrency: self.config.fetch_concurrency.max(1),
-            coin_balances: self.config.coin_balances,
-        };
         tokio::spawn(fetcher.run(from, to, tx, fetch_cancel));
 
         let mut parent = match from {
@@ -324,14 +407,15 @@ impl Indexer {
             n => self.store.reader().get::<Headers>(&BlockKey(n - 1))?.map(|h| h.hash),
         };
         let mut progress = Progress::new(from, to);
-        loop {
+        let end = loop {
             let first = tokio::select! {
-                _ = cancel.cancelled() => return Ok(SyncEnd::Cancelled),
+                _ = cancel.cancelled() => break SyncEnd::Cancelled,
                 item = rx.recv() => item,
             };
             let Some(first) = first else {
-                return Ok(SyncEnd::Done);
+                break SyncEnd::Done;
             };
+            report.first_block.get_or_insert_with(Instant::now);
             let mut chunk = Vec::new();
             let mut end = None;
             let mut next = Some(first);
@@ -349,6 +433,9 @@ impl Indexer {
                     Fetched::Block(block) => {
                         parent = Some(block.header.hash);
                         txs += block.txs.len();
+                        if block.number() == to {
+                            report.last_block = Some(Instant::now());
+                        }
                         chunk.push(*block);
                         if chunk.len() < self.config.chunk_blocks && txs < self.config.chunk_txs {
                             next = rx.try_recv().ok();
@@ -358,7 +445,9 @@ impl Indexer {
             }
             if !chunk.is_empty() {
                 let last = chunk.last().map(|b| b.number()).unwrap_or(from);
+                let started = Instant::now();
                 let blocks = self.commit(chunk, to).await?;
+                report.record_commit(&blocks, started.elapsed());
                 self.wrote();
                 self.status.set_indexed(Some(last));
                 progress.record(&blocks, to);
@@ -371,9 +460,12 @@ impl Indexer {
                 }
             }
             if let Some(end) = end {
-                return Ok(end);
+                break end;
             }
-        }
+        };
+        report.requests = counts.requests.load(Ordering::Relaxed);
+        report.batches = counts.batches.load(Ordering::Relaxed);
+        Ok(end)
     }
 
     /// Writes a chunk of consecutive blocks in one atomic batch (off the async threads).
@@ -503,85 +595,6 @@ where
                 }
             }
         }
-    }
-}
-
-/// The fetch task of a sync: only the node and the status, never the store, so it cannot outlive the store's
-/// last real user.
-struct Fetcher {
-    node: Node,
-    status: Arc<Status>,
-    concurrency: usize,
-    coin_balances: bool,
-}
-
-impl Fetcher {
-    /// Fetches `from..=to` with `concurrency` requests in flight, delivering blocks in order. Stops after a
-    /// missing block, on cancellation, or when the receiver is gone.
-    async fn run(self, from: u64, to: u64, tx: mpsc::Sender<Fetched>, cancel: CancellationToken) {
-        let fetches = futures_util::stream::iter(from..=to)
-            .map(|n| {
-                let cancel = cancel.clone();
-                let this = &self;
-                async move { this.block(n, &cancel).await }
-            })
-            .buffered(self.concurrency);
-        let mut fetches = std::pin::pin!(fetches);
-        loop {
-            let item = tokio::select! {
-                _ = cancel.cancelled() => return,
-                item = fetches.next() => item,
-            };
-            let Some(Some(item)) = item else {
-                return;
-            };
-            let stop = matches!(item, Fetched::Missing(_));
-            if tx.send(item).await.is_err() || stop {
-                return;
-            }
-        }
-    }
-
-    /// One block and its receipts; `None` on cancellation.
-    async fn block(&self, number: u64, cancel: &CancellationToken) -> Option<Fetched> {
-        let raw = ask(&self.status, "block", cancel, || self.node.bundle(number)).await?;
-        let Some(raw) = raw else {
-            return Some(Fetched::Missing(number));
-        };
-        match bundle::from_rpc(raw) {
-            Ok(mut block) => {
-                if self.coin_balances {
-                    block.balances = self.balances(&block, cancel).await?;
-                }
-                Some(Fetched::Block(Box::new(block)))
-            }
-            Err(e) => {
-                // Typically the chain moved between the block and receipts requests.
-                tracing::warn!(error = %e, "inconsistent block from node");
-                Some(Fetched::Missing(number))
-            }
-        }
-    }
-
-    /// The native balances after `block` of the addresses it names (miner, senders, recipients, created
-    /// contracts), in batches at the block's hash. A node that refuses (state of old blocks pruned, the block
-    /// replaced meanwhile) leaves the block without balances rather than stopping indexing; transport failures are
-    /// retried like every node call. `None` on cancellation.
-    async fn balances(&self, block: &Bundle, cancel: &CancellationToken) -> Option<Vec<(Address, U256)>> {
-        let addresses: Vec<Address> = crate::chain::balance_addresses(block).into_iter().collect();
-        let hash = block.header.hash;
-        let answer = ask(&self.status, "balances", cancel, || async {
-            match self.node.balances_after(&addresses, hash).await {
-                Ok(values) => Ok(Some(values)),
-                Err(NodeError::Rpc { code, message }) => {
-                    tracing::debug!(block = block.number(), code, %message, "node refused balances; block kept without");
-                    Ok(None)
-                }
-                Err(e) => Err(e),
-            }
-        })
-        .await?;
-        Some(answer.map(|values| addresses.into_iter().zip(values).collect()).unwrap_or_default())
     }
 }
 

@@ -6,7 +6,9 @@ pub mod wire;
 use crate::metrics::Metrics;
 use alloy::primitives::{Address, Bytes, B256, U256, U64};
 use alloy::providers::{Provider, ProviderBuilder, RootProvider, WsConnect};
+use alloy::rpc::client::BatchRequest;
 use futures_util::StreamExt;
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -143,16 +145,98 @@ impl Node {
         self.call("eth_getBlockByNumber", serde_json::json!([quantity(number), false])).await
     }
 
-    /// Block `number` with full transactions, and its receipts. `None` if the node has no such block (yet).
-    pub async fn bundle(&self, number: u64) -> Result<Option<RawBundle>, NodeError> {
-        let block = self.call::<Option<RpcBlock>>("eth_getBlockByNumber", serde_json::json!([quantity(number), true]));
-        let receipts =
-            self.call::<Option<Vec<RpcReceipt>>>("eth_getBlockReceipts", serde_json::json!([quantity(number)]));
-        let (block, receipts) = tokio::try_join!(block, receipts)?;
-        match (block, receipts) {
-            (Some(block), Some(receipts)) => Ok(Some(RawBundle { block, receipts })),
-            _ => Ok(None),
+    /// Blocks `numbers` with full transactions, and their receipts, in one JSON-RPC batch (one HTTP round trip)
+    /// when `receipts_with_blocks`; otherwise the blocks first, then one batch of receipts for the blocks that
+    /// have transactions (a block without any needs none). One entry per number, in order: `None` where the node
+    /// has no such block (yet). Every call of a batch is timed (in the metrics) with the batch's duration.
+    pub async fn bundles(
+        &self,
+        numbers: RangeInclusive<u64>,
+        receipts_with_blocks: bool,
+    ) -> Result<Vec<Option<RawBundle>>, NodeError> {
+        let started = Instant::now();
+        let mut batch = BatchRequest::new(self.provider.client());
+        let mut waiters = Vec::new();
+        for number in numbers.clone() {
+            let block = batch.add_call::<_, Option<RpcBlock>>("eth_getBlockByNumber", &(quantity(number), true))?;
+            let receipts = match receipts_with_blocks {
+                true => {
+                    Some(batch.add_call::<_, Option<Vec<RpcReceipt>>>("eth_getBlockReceipts", &(quantity(number),))?)
+                }
+                false => None,
+            };
+            waiters.push((block, receipts));
         }
+        let answers = async {
+            batch.send().await?;
+            let mut answers = Vec::with_capacity(waiters.len());
+            for (block, receipts) in waiters {
+                let receipts = match receipts {
+                    Some(receipts) => Some(receipts.await?),
+                    None => None,
+                };
+                answers.push((block.await?, receipts));
+            }
+            Ok(answers)
+        };
+        let calls = numbers.clone().count() * if receipts_with_blocks { 2 } else { 1 };
+        let answers = self.timed_batch("eth_getBlockByNumber", calls, started, answers).await?;
+
+        // Receipts not asked for yet: one more batch, for the blocks with transactions only.
+        let wanted: Vec<u64> = answers
+            .iter()
+            .filter_map(|(block, receipts)| match (block, receipts) {
+                (Some(block), None) if !block.transactions.is_empty() => Some(block.number.to::<u64>()),
+                _ => None,
+            })
+            .collect();
+        let mut late = std::collections::HashMap::new();
+        if !wanted.is_empty() {
+            let started = Instant::now();
+            let mut batch = BatchRequest::new(self.provider.client());
+            let waiters = wanted
+                .iter()
+                .map(|n| batch.add_call::<_, Option<Vec<RpcReceipt>>>("eth_getBlockReceipts", &(quantity(*n),)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let receipts = async {
+                batch.send().await?;
+                futures_util::future::try_join_all(waiters).await
+            };
+            let receipts = self.timed_batch("eth_getBlockReceipts", wanted.len(), started, receipts).await?;
+            late.extend(wanted.into_iter().zip(receipts));
+        }
+        Ok(answers
+            .into_iter()
+            .map(|(block, receipts)| {
+                let block = block?;
+                let receipts = match receipts {
+                    Some(receipts) => receipts?,
+                    None if block.transactions.is_empty() => Vec::new(),
+                    None => late.remove(&block.number.to::<u64>()).flatten()?,
+                };
+                Some(RawBundle { block, receipts })
+            })
+            .collect())
+    }
+
+    /// Awaits the answers of a JSON-RPC batch of `calls` calls within the request timeout, timing each call as
+    /// `method` (a node's refusal is an answer, not a failure).
+    async fn timed_batch<T>(
+        &self,
+        method: &str,
+        calls: usize,
+        started: Instant,
+        answers: impl std::future::Future<Output = Result<T, alloy::transports::TransportError>>,
+    ) -> Result<T, NodeError> {
+        let result = match tokio::time::timeout(self.timeout, answers).await {
+            Ok(result) => result.map_err(NodeError::from),
+            Err(_) => Err(NodeError::Timeout(self.timeout)),
+        };
+        let answered = matches!(result, Ok(_) | Err(NodeError::Rpc { .. }));
+        for _ in 0..calls {
+            self.observe(method, started, answered);
+        }
+        result
     }
 
     /// Every transaction in the node's pool (`txpool_content`: pending and queued).
@@ -210,25 +294,36 @@ impl Node {
     /// Native balances of `addresses` after the block with hash `block` (EIP-1898 block hash, so a reorg can never
     /// answer for another block at that height), in JSON-RPC batches of at most [`BALANCE_BATCH`] calls.
     pub async fn balances_after(&self, addresses: &[Address], block: B256) -> Result<Vec<U256>, NodeError> {
-        let at = serde_json::json!({"blockHash": block});
-        let mut out = Vec::with_capacity(addresses.len());
-        for chunk in addresses.chunks(BALANCE_BATCH) {
+        let queries: Vec<(Address, B256)> = addresses.iter().map(|address| (*address, block)).collect();
+        self.balances_at(&queries).await?.into_iter().collect()
+    }
+
+    /// The native balance of each `(address, block hash)` after that block, in JSON-RPC batches of at most
+    /// [`BALANCE_BATCH`] calls (so the balances of several blocks share round trips). The outer error is a failed
+    /// batch (transport, timeout); an inner one is the node's refusal of that one call (e.g. a pruned state).
+    pub async fn balances_at(&self, queries: &[(Address, B256)]) -> Result<Vec<Result<U256, NodeError>>, NodeError> {
+        let mut out = Vec::with_capacity(queries.len());
+        for chunk in queries.chunks(BALANCE_BATCH) {
             let started = Instant::now();
-            let mut batch = alloy::rpc::client::BatchRequest::new(self.provider.client());
+            let mut batch = BatchRequest::new(self.provider.client());
             let waiters = chunk
                 .iter()
-                .map(|address| batch.add_call::<_, U256>("eth_getBalance", &(address, &at)))
+                .map(|(address, block)| {
+                    batch.add_call::<_, U256>("eth_getBalance", &(address, serde_json::json!({"blockHash": block})))
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             let answers = async {
                 batch.send().await?;
-                futures_util::future::try_join_all(waiters).await
+                Ok(futures_util::future::join_all(waiters).await)
             };
-            let result = match tokio::time::timeout(self.timeout, answers).await {
-                Ok(result) => result.map_err(NodeError::from),
-                Err(_) => Err(NodeError::Timeout(self.timeout)),
-            };
-            self.observe("eth_getBalance", started, matches!(result, Ok(_) | Err(NodeError::Rpc { .. })));
-            out.extend(result?);
+            for answer in self.timed_batch("eth_getBalance", 1, started, answers).await? {
+                match answer.map_err(NodeError::from) {
+                    Err(e @ (NodeError::Transport(_) | NodeError::Timeout(_) | NodeError::Invalid(_))) => {
+                        return Err(e)
+                    }
+                    answer => out.push(answer),
+                }
+            }
         }
         Ok(out)
     }

@@ -3,6 +3,7 @@
 
 mod accounts;
 mod api;
+mod catchup_fetch;
 mod contracts;
 mod core;
 mod crash;

@@ -1,0 +1,235 @@
+//! The follower's fetch task: blocks and receipts (and, with the native balance index, balances) of a range,
+//! asked for in JSON-RPC batches of several blocks, several batches in flight, delivered in order.
+//!
+//! A batch asks for each block's receipts together with the block (one round trip) while the chain's blocks carry
+//! transactions, and for the blocks alone while they are empty, then for the receipts of the few that are not
+//! (an empty block needs none). Its size follows the transactions per block seen last: about
+//! [`BATCH_TXS`] transactions per batch, never more than `--fetch-batch` blocks, so a stretch of empty blocks costs
+//! one request per block and a few round trips in all.
+
+use super::{ask, bundle};
+use crate::node::{Node, NodeError, RawBundle};
+use crate::status::Status;
+use crate::store::records::Bundle;
+use alloy::primitives::{Address, B256, U256};
+use futures_util::StreamExt;
+use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Transactions one batch aims at (its blocks' transactions as last seen): bounds what one answer holds.
+pub const BATCH_TXS: u64 = 2_000;
+
+/// What the fetch task delivers, in block order.
+pub(super) enum Fetched {
+    Block(Box<Bundle>),
+    /// The node has no such block (any more), or its answers did not fit together: look at the head again.
+    Missing(u64),
+}
+
+/// Counts of a fetch task's work, read by the sync's report.
+#[derive(Debug, Default)]
+pub(super) struct FetchCounts {
+    /// HTTP requests sent to the node (each a JSON-RPC batch), retries included.
+    pub requests: AtomicU64,
+    /// Batches of blocks asked for.
+    pub batches: AtomicU64,
+}
+
+/// The fetch task of a sync: only the node and the status, never the store, so it cannot outlive the store's
+/// last real user.
+pub(super) struct Fetcher {
+    pub node: Node,
+    pub status: Arc<Status>,
+    /// Batches in flight.
+    pub concurrency: usize,
+    /// Most blocks in one batch.
+    pub batch_blocks: usize,
+    pub coin_balances: bool,
+    pub counts: Arc<FetchCounts>,
+    /// Transactions per block in the last answered batch, rounded up (`u64::MAX` before the first).
+    txs_per_block: AtomicU64,
+}
+
+impl Fetcher {
+    pub fn new(node: Node, status: Arc<Status>, concurrency: usize, batch_blocks: usize, coin_balances: bool) -> Self {
+        Fetcher {
+            node,
+            status,
+            concurrency: concurrency.max(1),
+            batch_blocks: batch_blocks.max(1),
+            coin_balances,
+            counts: Arc::default(),
+            txs_per_block: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Fetches `from..=to` with `concurrency` batches in flight, delivering blocks in order. Stops after a
+    /// missing block, on cancellation, or when the receiver is gone.
+    pub async fn run(self, from: u64, to: u64, tx: mpsc::Sender<Fetched>, cancel: CancellationToken) {
+        let this = &self;
+        // Each range is cut when the stream asks for it, so its size follows the latest answers.
+        let mut next = Some(from);
+        let ranges = futures_util::stream::iter(std::iter::from_fn(move || {
+            let start = next.filter(|n| *n <= to)?;
+            let end = start.saturating_add(this.batch_size() - 1).min(to);
+            next = end.checked_add(1);
+            Some(start..=end)
+        }));
+        let fetches = ranges
+            .map(|numbers| {
+                let cancel = cancel.clone();
+                async move { this.batch(numbers, &cancel).await }
+            })
+            .buffered(self.concurrency);
+        let mut fetches = std::pin::pin!(fetches);
+        loop {
+            let items = tokio::select! {
+                _ = cancel.cancelled() => return,
+                items = fetches.next() => items,
+            };
+            let Some(Some(items)) = items else {
+                return;
+            };
+            for item in items {
+                let stop = matches!(item, Fetched::Missing(_));
+                if tx.send(item).await.is_err() || stop {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Blocks in the next batch: about [`BATCH_TXS`] transactions at the last seen rate, one block before any
+    /// answer, at most `batch_blocks`.
+    fn batch_size(&self) -> u64 {
+        let max = self.batch_blocks as u64;
+        match self.txs_per_block.load(Ordering::Relaxed) {
+            u64::MAX => 1,
+            0 => max,
+            per_block => (BATCH_TXS / per_block).clamp(1, max),
+        }
+    }
+
+    /// One batch of blocks with their receipts (and balances), in order, ending at the first missing or
+    /// inconsistent block; `None` on cancellation.
+    async fn batch(&self, numbers: RangeInclusive<u64>, cancel: &CancellationToken) -> Option<Vec<Fetched>> {
+        // Receipts ride with the blocks unless the chain was empty at the last look.
+        let receipts_with_blocks = self.txs_per_block.load(Ordering::Relaxed) != 0;
+        self.counts.batches.fetch_add(1, Ordering::Relaxed);
+        let raws = ask(&self.status, "blocks", cancel, || {
+            let requests = match receipts_with_blocks {
+                true => 1,
+                false => 2,
+            };
+            self.counts.requests.fetch_add(requests, Ordering::Relaxed);
+            self.node.bundles(numbers.clone(), receipts_with_blocks)
+        })
+        .await?;
+        self.observe(&raws);
+        let mut blocks = Vec::with_capacity(raws.len());
+        let mut end = None;
+        for (number, raw) in numbers.zip(raws) {
+            match raw.map(bundle::from_rpc) {
+                None => end = Some(number),
+                Some(Ok(block)) => blocks.push(block),
+                Some(Err(e)) => {
+                    // Typically the chain moved between the block and receipts requests.
+                    tracing::warn!(error = %e, "inconsistent block from node");
+                    end = Some(number);
+                }
+            }
+            if end.is_some() {
+                break;
+            }
+        }
+        if self.coin_balances && !blocks.is_empty() {
+            self.add_balances(&mut blocks, cancel).await?;
+        }
+        let mut items: Vec<Fetched> = blocks.into_iter().map(|block| Fetched::Block(Box::new(block))).collect();
+        items.extend(end.map(Fetched::Missing));
+        Some(items)
+    }
+
+    /// Remembers the transactions per block of an answer, for the next batches' size and shape.
+    fn observe(&self, raws: &[Option<RawBundle>]) {
+        let (blocks, txs) = raws
+            .iter()
+            .flatten()
+            .fold((0u64, 0u64), |(blocks, txs), raw| (blocks + 1, txs + raw.block.transactions.len() as u64));
+        if blocks > 0 {
+            self.txs_per_block.store(txs.div_ceil(blocks), Ordering::Relaxed);
+        }
+    }
+
+    /// The native balances after each block of the addresses it names (miner, senders, recipients, created
+    /// contracts), asked for at each block's hash, the whole batch's in shared JSON-RPC batches. With several
+    /// blocks, one address per block is asked first, then the rest for the blocks whose state the node has: a
+    /// node that pruned old states costs one call per block. A block whose balances the node refuses (state
+    /// pruned, the block replaced meanwhile) is kept without balances rather than stopping indexing; transport
+    /// failures are retried like every node call. `None` on cancellation.
+    async fn add_balances(&self, blocks: &mut [Bundle], cancel: &CancellationToken) -> Option<()> {
+        let named: Vec<Vec<Address>> =
+            blocks.iter().map(|block| crate::chain::balance_addresses(block).into_iter().collect()).collect();
+        // A lone block (at the head, where states are kept) is asked for in one round.
+        let first = if blocks.len() == 1 { usize::MAX } else { 1 };
+        // Each block's addresses split in two: asked for first, and asked for once its state proved there.
+        let split = |addresses: &[Address]| first.min(addresses.len());
+        let queries = |probe: bool, wanted: &[bool]| -> Vec<(Address, B256)> {
+            blocks
+                .iter()
+                .zip(&named)
+                .zip(wanted)
+                .filter(|(_, wanted)| **wanted)
+                .flat_map(|((block, addresses), _)| {
+                    let (probes, rest) = addresses.split_at(split(addresses));
+                    let part = if probe { probes } else { rest };
+                    part.iter().map(|address| (*address, block.header.hash))
+                })
+                .collect()
+        };
+        let probed = self.balances(&queries(true, &vec![true; blocks.len()]), cancel).await?;
+        // Per block: its first answers, or the node's refusal of its state.
+        let mut probed = probed.into_iter();
+        let mut firsts: Vec<Result<Vec<U256>, NodeError>> = Vec::with_capacity(blocks.len());
+        for addresses in &named {
+            let answers: Vec<_> = probed.by_ref().take(split(addresses)).collect();
+            firsts.push(answers.into_iter().collect());
+        }
+        let has_state: Vec<bool> = firsts.iter().map(Result::is_ok).collect();
+        let mut rest = self.balances(&queries(false, &has_state), cancel).await?.into_iter();
+        for ((block, addresses), first) in blocks.iter_mut().zip(named).zip(firsts) {
+            let values = first.and_then(|mut values| {
+                let more: Vec<_> = rest.by_ref().take(addresses.len() - split(&addresses)).collect();
+                values.extend(more.into_iter().collect::<Result<Vec<U256>, NodeError>>()?);
+                Ok(values)
+            });
+            match values {
+                Ok(values) => block.balances = addresses.into_iter().zip(values).collect(),
+                Err(e) => {
+                    tracing::debug!(block = block.number(), error = %e, "node refused balances; block kept without")
+                }
+            }
+        }
+        Some(())
+    }
+
+    /// `Node::balances_at`, counted and retried; `None` on cancellation.
+    async fn balances(
+        &self,
+        queries: &[(Address, B256)],
+        cancel: &CancellationToken,
+    ) -> Option<Vec<Result<U256, NodeError>>> {
+        if queries.is_empty() {
+            return Some(Vec::new());
+        }
+        ask(&self.status, "balances", cancel, || {
+            let requests = queries.len().div_ceil(crate::node::BALANCE_BATCH) as u64;
+            self.counts.requests.fetch_add(requests, Ordering::Relaxed);
+            self.node.balances_at(queries)
+        })
+        .await
+    }
+}
