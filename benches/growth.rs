@@ -23,7 +23,7 @@ use common::{arg, peak_rss, reset_peak_rss, rss};
 use rockscout::indexer::apply::write_chunk;
 use rockscout::indexer::IndexerConfig;
 use rockscout::store::records::Bundle;
-use rockscout::store::{Store, StoreOptions};
+use rockscout::store::{tables, Store, StoreOptions};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -246,6 +246,11 @@ fn main() {
             live_bytes_per_tx: live as f64 / written_txs as f64,
             rss_bytes: rss(),
             peak_rss_bytes: peak_rss(),
+            memtable_bytes: store.rocksdb_property_sum("rocksdb.size-all-mem-tables").unwrap(),
+            // Every table shares one cache and reports its usage: the sum counts it once per table.
+            block_cache_bytes: store.rocksdb_property_sum("rocksdb.block-cache-usage").unwrap()
+                / tables::ALL.len() as u64,
+            table_readers_bytes: store.rocksdb_property_sum("rocksdb.estimate-table-readers-mem").unwrap(),
             elapsed_s: started.elapsed().as_secs_f64(),
             load_average: std::fs::read_to_string("/proc/loadavg")
                 .ok()

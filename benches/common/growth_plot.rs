@@ -49,6 +49,15 @@ pub struct SegmentRow {
     pub rss_bytes: u64,
     /// The process's peak resident set since writing started.
     pub peak_rss_bytes: u64,
+    /// RocksDB's own memory: memtables (`rocksdb.size-all-mem-tables`, all tables).
+    #[serde(default)]
+    pub memtable_bytes: u64,
+    /// The shared block cache's usage.
+    #[serde(default)]
+    pub block_cache_bytes: u64,
+    /// Table readers' memory outside the block cache (`rocksdb.estimate-table-readers-mem`, all tables).
+    #[serde(default)]
+    pub table_readers_bytes: u64,
     /// Seconds since writing started.
     pub elapsed_s: f64,
     /// The machine's 1-minute load average when the segment ended.
@@ -75,11 +84,11 @@ pub fn read_rows<T: for<'de> Deserialize<'de>>(path: &Path) -> Vec<T> {
 
 /// Prints the rows as a markdown table.
 pub fn print_table(rows: &[SegmentRow]) {
-    println!("\n| store size | tx/s | writer tx/s | waited | longest write | stall | WA (segment / total) | pending compaction | live B/tx | RSS (peak) | load |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("\n| store size | tx/s | writer tx/s | waited | longest write | stall | WA (segment / total) | pending compaction | live B/tx | RSS (peak) | memtables + cache + readers | load |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rows {
         println!(
-            "| {}M | {:.1}k | {:.1}k | {:.0} % | {:.0} ms | {:.0} ms | {:.1} / {:.1} | {:.0} MiB | {:.0} | {:.0} MiB ({:.0}) | {:.1} |",
+            "| {}M | {:.1}k | {:.1}k | {:.0} % | {:.0} ms | {:.0} ms | {:.1} / {:.1} | {:.0} MiB | {:.0} | {:.0} MiB ({:.0}) | {:.0} + {:.0} + {:.0} MiB | {:.1} |",
             trim(r.txs as f64 / 1e6),
             r.tx_per_s / 1e3,
             r.writer_tx_per_s / 1e3,
@@ -92,6 +101,9 @@ pub fn print_table(rows: &[SegmentRow]) {
             r.live_bytes_per_tx,
             r.rss_bytes as f64 / (1 << 20) as f64,
             r.peak_rss_bytes as f64 / (1 << 20) as f64,
+            r.memtable_bytes as f64 / (1 << 20) as f64,
+            r.block_cache_bytes as f64 / (1 << 20) as f64,
+            r.table_readers_bytes as f64 / (1 << 20) as f64,
             r.load_average,
         );
     }
@@ -128,6 +140,9 @@ const LEFT: f64 = 70.0;
 const RIGHT: f64 = 150.0;
 const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
 
+/// A dashed line across a panel: value and label.
+type Target = (f64, &'static str);
+
 /// A named line of (store size in M transactions, value) points.
 struct Series {
     label: String,
@@ -142,7 +157,7 @@ fn svg(rows: &[SegmentRow], rest: &[RestRow]) -> String {
         points: rows.iter().map(|r| (size(r.txs), value(r))).collect(),
     };
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    let mut panels: Vec<(&str, Vec<Series>, Option<(f64, &str)>)> = vec![
+    let mut panels: Vec<(&str, Vec<Series>, Option<Target>)> = vec![
         (
             "transactions per second, per segment",
             vec![line("wall", &|r| r.tx_per_s), line("inside write_chunk", &|r| r.writer_tx_per_s)],
@@ -197,7 +212,7 @@ fn svg(rows: &[SegmentRow], rest: &[RestRow]) -> String {
     out
 }
 
-fn panel(out: &mut String, top: f64, title: &str, series: &[Series], target: Option<(f64, &str)>, x_max: f64) {
+fn panel(out: &mut String, top: f64, title: &str, series: &[Series], target: Option<Target>, x_max: f64) {
     let (plot_top, plot_bottom) = (top + 18.0, top + PANEL - 28.0);
     let (plot_left, plot_right) = (LEFT, WIDTH - RIGHT);
     let values = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).chain(target.map(|t| t.0));
