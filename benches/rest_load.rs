@@ -7,10 +7,14 @@
 //!     cargo bench --bench rest_load -- [--blocks 1000] [--txs 1000] [--hot-every 8] [--seconds 5]
 //!         [--connections 16] [--store DIR (kept and reused between runs)] [--only TEXT (endpoints whose label
 //!         contains TEXT, after the ceiling)] [--cache-mb 64 (block cache of the served store)]
+//!
+//! `--store DIR` may also be a store the growth bench wrote (`benches/growth.rs`, recognised by its marker file):
+//! it is served as it is, at whatever height it reached, and the rows are appended to `DIR/rest_load.jsonl`.
 
 mod common;
 
 use bytes::Bytes;
+use common::growth_plot::{RestRow, GROWTH_MARKER};
 use common::synth::{follower_chunks, sender, tx_hash, Chain, Shape, HOT};
 use common::{arg, cpu_seconds, percentile, start_anvil};
 use http_body_util::{BodyExt, Full};
@@ -22,16 +26,22 @@ use rockscout::node::Node;
 use rockscout::status::Status;
 use rockscout::store::keys::AddressPos;
 use rockscout::store::{Order, Store, StoreOptions};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// Writes the synthetic chain through the follower's write path, unless `dir` already holds it.
+/// Writes the synthetic chain through the follower's write path, unless `dir` already holds it (or holds a store
+/// written by the growth bench, used as it is whatever its height).
 fn build_store(dir: &Path, blocks: u64, shape: Shape) -> Store {
     let store =
         Store::open(dir, &StoreOptions { cache_bytes: arg("cache-mb", 64usize) << 20, ..Default::default() }).unwrap();
+    if dir.join(GROWTH_MARKER).exists() {
+        println!("serving the growth bench's store in {} as it is", dir.display());
+        return store;
+    }
     if store.reader().tip().unwrap().is_some_and(|t| t.number + 1 == blocks) {
         println!("reusing the store in {}", dir.display());
         return store;
@@ -50,14 +60,21 @@ fn build_store(dir: &Path, blocks: u64, shape: Shape) -> Store {
 /// Cursors (`block_number`, `index`) that start pages of `address`'s history at 1%, 2%, … 99% of its depth.
 fn deep_cursors(store: &Store, address: alloy::primitives::Address) -> (usize, Vec<String>) {
     let reader = store.reader();
-    let keys: Vec<AddressPos> =
-        reader.address_txs(address, None, Order::NewestFirst).map(|row| row.unwrap().0).collect();
-    let cursors = (1..100)
-        .map(|percent| keys[keys.len() * percent / 100])
-        .map(|k| format!("block_number={}&index={}", k.pos.block, k.pos.index))
-        .collect();
-
-    (keys.len(), cursors)
+    // Two passes (count, then pick) so that a history of millions is never held in memory.
+    let count = reader.address_txs(address, None, Order::NewestFirst).count();
+    let mut wanted = (1..100).map(|percent| count * percent / 100).peekable();
+    let mut cursors = Vec::new();
+    for (i, row) in reader.address_txs(address, None, Order::NewestFirst).enumerate() {
+        while wanted.peek() == Some(&i) {
+            let key: AddressPos = row.as_ref().unwrap().0;
+            cursors.push(format!("block_number={}&index={}", key.pos.block, key.pos.index));
+            wanted.next();
+        }
+        if wanted.peek().is_none() {
+            break;
+        }
+    }
+    (count, cursors)
 }
 
 /// A bare hyper server answering `body` to every request: the ceiling of this machine's HTTP stack.
@@ -158,7 +175,7 @@ fn main() {
     let only: String = arg("only", String::new());
     let temp = tempfile::tempdir().unwrap();
     let dir = if kept.is_empty() { temp.path().to_path_buf() } else { kept.into() };
-    let shape = Shape { txs_per_block: txs, erc20_every: 4, hot_every };
+    let shape = Shape { txs_per_block: txs, erc20_every: 4, hot_every, hot_tail: 0 };
     let store = Arc::new(build_store(&dir, blocks, shape));
     let tip = store.reader().tip().unwrap().expect("a tip").number;
     let total = store.reader().counters().unwrap().txs;
@@ -239,6 +256,11 @@ fn main() {
         let (p50, p99) = (percentile(&run.latencies, 50.0) / 1000.0, percentile(&run.latencies, 99.0) / 1000.0);
         (run.rate, p50, p99, server, run.cpu_per_request)
     };
+    // Against a growth store, the rows are also appended to its `rest_load.jsonl` for the growth plot.
+    let mut rest_rows = dir
+        .join(GROWTH_MARKER)
+        .exists()
+        .then(|| std::fs::OpenOptions::new().create(true).append(true).open(dir.join("rest_load.jsonl")).unwrap());
     for (label, paths) in runs.into_iter().filter(|(label, _)| label.contains(only.as_str())) {
         let body = client.block_on(fetch(rockscout_addr, &paths[0]));
         let bare_addr = server.block_on(bare_server(body.clone()));
@@ -251,6 +273,18 @@ fn main() {
             body.len(),
             rate / bare
         );
+        if let Some(out) = rest_rows.as_mut() {
+            let row = RestRow {
+                txs: total,
+                endpoint: label.to_string(),
+                req_per_s: rate,
+                p50_ms: p50,
+                p99_ms: p99,
+                bare_req_per_s: bare,
+                ratio: rate / bare,
+            };
+            writeln!(out, "{}", serde_json::to_string(&row).unwrap()).unwrap();
+        }
     }
     cancel.cancel();
 }

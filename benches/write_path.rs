@@ -63,8 +63,9 @@ fn main() {
     let erc20_every: usize = arg("erc20-every", 4);
     let generated = Instant::now();
     let transfers: Vec<Bundle> =
-        Chain::new(Shape { txs_per_block: txs, erc20_every: 0, hot_every: 0 }, 0, blocks).collect();
-    let mixed: Vec<Bundle> = Chain::new(Shape { txs_per_block: txs, erc20_every, hot_every: 0 }, 0, blocks).collect();
+        Chain::new(Shape { txs_per_block: txs, erc20_every: 0, hot_every: 0, hot_tail: 0 }, 0, blocks).collect();
+    let mixed: Vec<Bundle> =
+        Chain::new(Shape { txs_per_block: txs, erc20_every, hot_every: 0, hot_tail: 0 }, 0, blocks).collect();
     println!("generated 2 x {blocks} blocks of {txs} transactions in memory in {:.1?}", generated.elapsed());
     run("ether transfers, catching up (chunks, no undo, WAL not synced)", &transfers, false);
     run(&format!("1 in {erc20_every} an ERC-20 transfer, catching up"), &mixed, false);

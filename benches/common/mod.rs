@@ -2,6 +2,7 @@
 //! JSON-RPC), memory readings, figure printing and a WebSocket client.
 #![allow(dead_code)]
 
+pub mod growth_plot;
 pub mod synth;
 
 use alloy::primitives::{Address, Bytes, B256, U256};

@@ -18,6 +18,10 @@ pub struct Shape {
     pub erc20_every: usize,
     /// Every `hot_every`-th transaction is sent by [`HOT`] (0: none), to give one address a long history.
     pub hot_every: usize,
+    /// A long tail of busy senders besides [`HOT`] (0: none): one transaction in 8 is sent by one of
+    /// [`tail_sender`]`(0..hot_tail)`, the `k`th taking half the share of the one before (1/16 of all
+    /// transactions for the first, 1/32 for the second, …; the last takes what is left).
+    pub hot_tail: usize,
 }
 
 /// The address with the long history.
@@ -31,6 +35,18 @@ const GWEI: u128 = 1_000_000_000;
 /// The `i`th of the ordinary senders.
 pub fn sender(i: u64) -> Address {
     Address::from_word(keccak256(i.to_be_bytes()))
+}
+
+/// The `k`th sender of the long tail of busy senders ([`Shape::hot_tail`]).
+pub fn tail_sender(k: usize) -> Address {
+    Address::from_word(keccak256([b"tail".as_slice(), &(k as u64).to_be_bytes()].concat()))
+}
+
+/// Which tail sender, if any, sends the `seq`th transaction: a multiplicative hash of `seq` spreads the choice
+/// over the chain, its low 3 bits pick 1 in 8 and the number of trailing zeros above them the rank.
+fn tail_rank(seq: u64, hot_tail: usize) -> Option<usize> {
+    let mixed = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 16;
+    (hot_tail > 0 && mixed % 8 == 0).then(|| ((mixed >> 3).trailing_zeros() as usize).min(hot_tail - 1))
 }
 
 /// Hash of the `seq`th transaction of the chain (1-based, across blocks).
@@ -49,6 +65,7 @@ pub struct Chain {
     end: u64,
     nonces: Vec<u64>,
     hot_nonce: u64,
+    tail_nonces: Vec<u64>,
     sequence: u64,
 }
 
@@ -56,7 +73,15 @@ impl Chain {
     /// Blocks `from..from + count`.
     pub fn new(shape: Shape, from: u64, count: u64) -> Chain {
         let sequence = from * shape.txs_per_block as u64;
-        Chain { shape, next: from, end: from + count, nonces: vec![0; SENDERS as usize], hot_nonce: 0, sequence }
+        Chain {
+            shape,
+            next: from,
+            end: from + count,
+            nonces: vec![0; SENDERS as usize],
+            hot_nonce: 0,
+            tail_nonces: vec![0; shape.hot_tail],
+            sequence,
+        }
     }
 
     fn tx(&mut self, index: usize, logs: &mut Vec<LogRecord>) -> TxRecord {
@@ -67,6 +92,9 @@ impl Chain {
         let (from, nonce) = if hot {
             self.hot_nonce += 1;
             (HOT, self.hot_nonce - 1)
+        } else if let Some(rank) = tail_rank(seq, self.shape.hot_tail) {
+            self.tail_nonces[rank] += 1;
+            (tail_sender(rank), self.tail_nonces[rank] - 1)
         } else {
             let s = seq % SENDERS;
             self.nonces[s as usize] += 1;

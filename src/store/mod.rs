@@ -51,11 +51,14 @@ pub struct StoreOptions {
     pub cache_bytes: usize,
     /// The ENS-compatible registry whose events feed the name tables (`--name-registry`); none: no names.
     pub name_registry: Option<Address>,
+    /// Collect RocksDB's statistics (tickers such as compaction bytes and stall time, read through
+    /// [`Store::rocksdb_property`] `rocksdb.options-statistics`); off by default, benchmarks turn it on.
+    pub statistics: bool,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions { read_only: false, cache_bytes: 64 << 20, name_registry: None }
+        StoreOptions { read_only: false, cache_bytes: 64 << 20, name_registry: None, statistics: false }
     }
 }
 
@@ -158,6 +161,9 @@ impl Store {
         // All memtables together stay under 128 MiB (the largest is flushed early): without a shared limit each busy
         // table fills its own 64 MiB pair, and catching up a million transactions peaked 90 MiB higher.
         db_opts.set_db_write_buffer_size(128 << 20);
+        if options.statistics {
+            db_opts.enable_statistics();
+        }
         let cfs: Vec<_> =
             tables::ALL.iter().map(|def| ColumnFamilyDescriptor::new(def.name, table_options(def, &cache))).collect();
         let db = if options.read_only {
@@ -345,13 +351,7 @@ impl Store {
     /// Size on disk and RocksDB's stall and compaction figures, summed over every table (for `/metrics`).
     pub fn disk_figures(&self) -> StoreResult<DiskFigures> {
         let db_int = |name: &str| -> StoreResult<u64> { Ok(self.db.property_int_value(name)?.unwrap_or(0)) };
-        let sum_cfs = |name: &str| -> StoreResult<u64> {
-            let mut total = 0u64;
-            for def in tables::ALL {
-                total = total.saturating_add(self.db.property_int_value_cf(self.cf(def.name), name)?.unwrap_or(0));
-            }
-            Ok(total)
-        };
+        let sum_cfs = |name: &str| self.rocksdb_property_sum(name);
         Ok(DiskFigures {
             disk_bytes: directory_bytes(&self.path),
             sst_bytes: sum_cfs("rocksdb.total-sst-files-size")?,
@@ -362,6 +362,21 @@ impl Store {
             write_stopped: db_int("rocksdb.is-write-stopped")? != 0,
             delayed_write_rate: db_int("rocksdb.actual-delayed-write-rate")?,
         })
+    }
+
+    /// A RocksDB property of the whole database as text (e.g. `rocksdb.stats`, `rocksdb.options-statistics`), for
+    /// benchmarks that report RocksDB's own figures.
+    pub fn rocksdb_property(&self, name: &str) -> StoreResult<Option<String>> {
+        Ok(self.db.property_value(name)?)
+    }
+
+    /// An integer RocksDB property summed over every table (e.g. `rocksdb.live-sst-files-size`), for benchmarks.
+    pub fn rocksdb_property_sum(&self, name: &str) -> StoreResult<u64> {
+        let mut total = 0u64;
+        for def in tables::ALL {
+            total = total.saturating_add(self.db.property_int_value_cf(self.cf(def.name), name)?.unwrap_or(0));
+        }
+        Ok(total)
     }
 
     /// Every row of every table as raw bytes, in key order (for tests that compare whole stores, and tools).
