@@ -196,6 +196,9 @@ async fn list(state: &AppState, deadline: Instant, route: Route) -> Result<Value
             read(state, deadline, move |r| tokens::transfers(r, token, page)).await
         }
         Route::TokenHolders { token, page } => read(state, deadline, move |r| tokens::holders(r, token, page)).await,
+        Route::TokenInstanceTransfers { token, id, page } => {
+            read(state, deadline, move |r| tokens::instance_transfers(r, token, id, page)).await
+        }
         Route::TokenInstances { token, holder, page } => {
             read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await
         }
@@ -333,7 +336,10 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
                     .await?;
             let (detail, found) = (json(detail).await?, json(found).await?);
             let instance = ui::items(&found).first().filter(|i| ui::text(i, "id") == id.to_string()).cloned();
-            Ok(pages::instance(&detail, &instance.ok_or(ApiError::NotFound)?))
+            let instance = instance.ok_or(ApiError::NotFound)?;
+            let transfers = api_route(&format!("/api/v2/tokens/{t}/instances/{id}/transfers"), query)?;
+            let transfers = list(state, deadline, transfers).await?;
+            Ok(pages::instance(ctx, &detail, &instance, List { envelope: &transfers, continued: more }))
         }
         ["search-results"] => {
             let q = crate::api::query::Query::parse(query).get("q").map(|q| q.trim().to_owned()).unwrap_or_default();

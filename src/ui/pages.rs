@@ -499,9 +499,10 @@ pub fn token(ctx: Ctx, token: &Value, counters: &Value, tab: &str, data: List<'_
 }
 
 /// `/token/:t/instance/:id`: one NFT.
-pub fn instance(token: &Value, instance: &Value) -> Markup {
+pub fn instance(ctx: Ctx, token: &Value, instance: &Value, transfers: List<'_>) -> Markup {
     let hash = text(token, "address_hash");
     let id = text(instance, "id");
+    let base = format!("/token/{hash}/instance/{id}");
     layout(
         "Token instance",
         html! {
@@ -515,6 +516,10 @@ pub fn instance(token: &Value, instance: &Value) -> Markup {
                         dt { "Metadata" } dd { pre.mono tabindex="0" { (serde_json::to_string_pretty(&instance["metadata"]).unwrap_or_default()) } }
                     }
                 }
+            }
+            h2 { "Transfers" }
+            section.panel #instance-transfers {
+                (transfer_table(items(transfers.envelope), ctx)) (pager(&base, transfers.envelope, transfers.continued))
             }
         },
     )

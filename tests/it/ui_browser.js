@@ -156,6 +156,12 @@ async function main() {
   await visit("nft-instance", `/token/${input.nft}/instance/${input.nftId}`);
   const owner = "0x" + (await rpc("eth_call", [{ to: input.nft, data: "0x6352211e" + BigInt(input.nftId).toString(16).padStart(64, "0") }, "latest"])).slice(26);
   check((await attr("#instance-owner a", "data-hash")).toLowerCase() === owner.toLowerCase(), "nft: owner equals ownerOf");
+  // The instance's transfers: one row per Transfer log of this id on the node (ERC-721: the id is topic 3).
+  const idTopic = "0x" + BigInt(input.nftId).toString(16).padStart(64, "0");
+  const transferTopic = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+  const moves = await rpc("eth_getLogs", [{ address: input.nft, fromBlock: "0x0", toBlock: "latest", topics: [transferTopic, null, null, idTopic] }]);
+  const rows = await page.$$eval("#instance-transfers tbody tr", (n) => n.length);
+  check(moves.length > 0 && rows === moves.length, `nft: ${rows} transfer rows for the node's ${moves.length} Transfer logs of the id`);
   await visit("search", "/search-results?q=Page");
   check((await page.textContent("#results")).includes("Page Token"), "search: finds the token by name");
   await page.goto(input.base + "/search-results?q=" + input.tx);
