@@ -120,10 +120,7 @@ impl Fetcher {
         let receipts_with_blocks = self.txs_per_block.load(Ordering::Relaxed) != 0;
         self.counts.batches.fetch_add(1, Ordering::Relaxed);
         let raws = ask(&self.status, "blocks", cancel, || {
-            let requests = match receipts_with_blocks {
-                true => 1,
-                false => 2,
-            };
+            let requests = if receipts_with_blocks { 1 } else { 2 };
             self.counts.requests.fetch_add(requests, Ordering::Relaxed);
             self.node.bundles(numbers.clone(), receipts_with_blocks)
         })

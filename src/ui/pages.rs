@@ -350,7 +350,7 @@ struct ReadFunction {
 
 /// The view and pure functions of an ABI, for the read forms (at most 64).
 fn readable_functions(abi: &Value) -> Vec<ReadFunction> {
-    let Ok(abi) = serde_json::from_value::<alloy::json_abi::JsonAbi>(abi.clone()) else { return Vec::new() };
+    let Ok(abi) = <alloy::json_abi::JsonAbi as serde::Deserialize>::deserialize(abi) else { return Vec::new() };
     abi.functions()
         .filter(|f| {
             matches!(

@@ -135,6 +135,22 @@ async fn deploy_counter(
     deploy_code(node, from, [compiled_creation_code(input).await, args].concat()).await
 }
 
+/// A fresh anvil, a provider on it, its accounts and a daemon that verifies with the compilers of
+/// `compilers_dir` (the anvil is returned to keep it alive).
+async fn verifying_daemon() -> (rockscout::dev::anvil::Anvil, alloy::providers::RootProvider, Vec<Address>, TestDaemon)
+{
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    (anvil, node, accounts, t)
+}
+
+/// An account token of `owner`, for the routes that store something.
+fn account_token(t: &TestDaemon, owner: Address) -> String {
+    rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(owner, "ci", None, false).unwrap()
+}
+
 /// `N` Counters deployed from `from` (compiled from `input`), once the daemon has indexed them and stored their code.
 async fn indexed_counters<const N: usize>(
     t: &TestDaemon,
@@ -169,13 +185,9 @@ async fn post(addr: SocketAddr, path: &str, token: Option<&str>, content_type: &
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn standard_input_route_verifies_and_reports_errors() {
     let original = standard_input(&counter_source(|s| s));
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
-    let accounts = node.get_accounts().await.unwrap();
-    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let (_anvil, node, accounts, t) = verifying_daemon().await;
     let addr = t.daemon.addr();
-    let token =
-        rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
+    let token = account_token(&t, accounts[0]);
     let [counter, other] = indexed_counters(&t, &node, accounts[0], &original).await;
     let path = |a: alloy::primitives::Address| format!("/api/v2/smart-contracts/{a}/verification/via/standard-input");
     let json_body = |input: &Value, version: &str| {
@@ -283,10 +295,7 @@ fn form(pairs: &[(&str, &str)]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etherscan_verifysourcecode_and_checkverifystatus() {
     let original = standard_input(&counter_source(|s| s));
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
-    let accounts = node.get_accounts().await.unwrap();
-    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let (_anvil, node, accounts, t) = verifying_daemon().await;
     let addr = t.daemon.addr();
     let (_, key) =
         rockscout::account::Accounts::new(t.daemon.store().clone()).create_api_key(accounts[0], "ci").unwrap();
@@ -370,13 +379,9 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
 async fn flattened_code_and_multi_part_routes_verify() {
     let source = counter_source(|s| s);
     let original = standard_input(&source);
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
-    let accounts = node.get_accounts().await.unwrap();
-    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let (_anvil, node, accounts, t) = verifying_daemon().await;
     let addr = t.daemon.addr();
-    let token =
-        rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
+    let token = account_token(&t, accounts[0]);
     let [flattened, multi, unoptimized] = indexed_counters(&t, &node, accounts[0], &original).await;
     let path = |a: alloy::primitives::Address, via: &str| format!("/api/v2/smart-contracts/{a}/verification/via/{via}");
     let flat_body = |enabled: bool| {
@@ -503,13 +508,9 @@ async fn creation_hex(input: &Value, file: &str, name: &str) -> String {
 /// comparison checks it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contracts_linked_to_libraries_verify_with_the_library_named() {
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
-    let accounts = node.get_accounts().await.unwrap();
-    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let (_anvil, node, accounts, t) = verifying_daemon().await;
     let addr = t.daemon.addr();
-    let token =
-        rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
+    let token = account_token(&t, accounts[0]);
 
     let library_code = creation_hex(&linked_input(json!({})), "src/Linked.sol", "Tally").await;
     let tally = deploy_code(&node, accounts[0], alloy::hex::decode(&library_code).unwrap()).await;
@@ -651,8 +652,7 @@ async fn missing_compilers_are_downloaded_from_the_release_list_and_checked() {
     })
     .await;
     let addr = t.daemon.addr();
-    let token =
-        rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
+    let token = account_token(&t, accounts[0]);
     let [counter, other] = indexed_counters(&t, &node, accounts[0], &original).await;
 
     let config = get_json(addr, "/api/v2/smart-contracts/verification/config").await;
@@ -708,10 +708,7 @@ async fn proxies_verify_and_report_their_implementation_through_the_etherscan_ap
         "settings": {"optimizer": {"enabled": true, "runs": 200}, "evmVersion": "cancun",
                      "outputSelection": {"*": {"*": ["evm.bytecode.object"]}}}
     });
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
-    let accounts = node.get_accounts().await.unwrap();
-    let t = start_daemon(&anvil.http_url(), |c| c.compilers_dir = Some(compilers_dir())).await;
+    let (_anvil, node, accounts, t) = verifying_daemon().await;
     let addr = t.daemon.addr();
     let (_, key) =
         rockscout::account::Accounts::new(t.daemon.store().clone()).create_api_key(accounts[0], "ci").unwrap();
