@@ -84,20 +84,44 @@ impl Default for AnvilOptions {
     }
 }
 
-/// A running anvil; killed when dropped.
+/// A running anvil; killed when dropped, and its directory of persisted states removed.
 #[derive(Debug)]
 pub struct Anvil {
     child: Child,
     port: u16,
     keys: Vec<B256>,
+    state_cache: PathBuf,
+}
+
+/// A new directory for one anvil's persisted states (`--cache-path`). Left to itself, anvil writes the states of
+/// old blocks under `~/.foundry/anvil/tmp` and never removes them, however it stops (tens of MiB per long run).
+fn state_cache_dir() -> std::io::Result<PathBuf> {
+    static STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("rockscout-anvil-{}-{n}", std::process::id()));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
 }
 
 impl Anvil {
     /// Starts anvil at `path` and waits (up to 30 s) until it listens.
     pub fn spawn(path: &Path, options: &AnvilOptions) -> Result<Anvil, AnvilError> {
-        let fail = |problem: String| AnvilError::Start { path: path.to_path_buf(), problem };
+        let state_cache = state_cache_dir().map_err(|e| AnvilError::Start {
+            path: path.to_path_buf(),
+            problem: format!("cannot create its state directory: {e}"),
+        })?;
+        // A failed start removes the directory again.
+        let fail = |problem: String| {
+            let _ = std::fs::remove_dir_all(&state_cache);
+            AnvilError::Start { path: path.to_path_buf(), problem }
+        };
         let mut command = Command::new(path);
         command
+            .arg("--cache-path")
+            .arg(&state_cache)
             .args(["--host", "127.0.0.1", "--port", &options.port.to_string()])
             .args(["--chain-id", &options.chain_id.to_string()])
             .args(["--gas-limit", &options.gas_limit.to_string()])
@@ -138,7 +162,7 @@ impl Anvil {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok((Some(port), keys)) => return Ok(Anvil { child, port, keys }),
+                Ok((Some(port), keys)) => return Ok(Anvil { child, port, keys, state_cache: state_cache.clone() }),
                 Ok((None, _)) => return Err(fail("could not read the listening port".into())),
                 Err(_) => {
                     if let Ok(Some(status)) = child.try_wait() {
@@ -156,6 +180,11 @@ impl Anvil {
     /// TCP port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The directory anvil persists old blocks' states in, removed when this is dropped.
+    pub fn state_dir(&self) -> &Path {
+        &self.state_cache
     }
 
     /// Process id (tests pause the node with SIGSTOP).
@@ -209,5 +238,6 @@ impl Drop for Anvil {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+        let _ = std::fs::remove_dir_all(&self.state_cache);
     }
 }

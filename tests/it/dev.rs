@@ -60,3 +60,19 @@ async fn dev_mode_serves_a_devnet_with_demo_traffic() {
     Command::new("kill").args(["-INT", &pid]).status().unwrap();
     assert!(child.wait().unwrap().success(), "Ctrl-C stops dev mode with exit code 0");
 }
+
+/// Anvil persists the states of old blocks to disk and never removes them itself: each node the harness (or `dev`)
+/// starts gets its own directory for them, removed with the node, so long test runs do not fill the disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_node_leaves_no_persisted_states_behind() {
+    let anvil = crate::support::start_anvil();
+    let node = crate::support::provider(&anvil.http_url());
+    let dir = anvil.state_dir().to_path_buf();
+    // A few hundred blocks are more than anvil keeps in memory: the oldest states go to the directory.
+    let _: serde_json::Value =
+        alloy::providers::Provider::raw_request(&node, "anvil_mine".into(), (1_000u64,)).await.unwrap();
+    let persisted = std::fs::read_dir(&dir).unwrap().count();
+    assert!(persisted > 0, "anvil persisted no states in {}", dir.display());
+    drop(anvil);
+    assert!(!dir.exists(), "{} outlived its node", dir.display());
+}
