@@ -125,10 +125,11 @@ fn table_options(def: &TableDef, cache: &Cache) -> Options {
             opts.set_memtable_whole_key_filtering(true);
             opts.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO);
         }
-        Access::AddressHistory => {
+        Access::AddressHistory | Access::AddressRows => {
             opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(20));
             block.set_bloom_filter(10.0, false);
-            block.set_whole_key_filtering(false);
+            // The filter holds the prefixes; whole keys too where rows are read one by one.
+            block.set_whole_key_filtering(def.access == Access::AddressRows);
             opts.set_memtable_whole_key_filtering(true);
             opts.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO);
         }

@@ -35,6 +35,10 @@ pub enum Access {
     Lookup,
     /// Histories scanned under a 20-byte address prefix: prefix extractor and prefix bloom.
     AddressHistory,
+    /// Derived rows under a 20-byte address prefix that are also read one key at a time (every change reads the
+    /// row's prior value, and most such reads miss: a new holder, a new rank): the prefix bloom plus a bloom
+    /// filter on the whole key.
+    AddressRows,
     /// Block-ordered rows read by point or range.
     Ordered,
 }
@@ -104,13 +108,13 @@ tables! {
     /// (holders, most first, ‖ token) → nothing: the token list order (derived).
     TokenRanks = 14 "token_ranks": TokenRankKey => (), Ordered;
     /// holder ‖ token ‖ id → amount (derived).
-    TokenBalances = 15 "token_balances": BalanceKey => Amount, AddressHistory;
+    TokenBalances = 15 "token_balances": BalanceKey => Amount, AddressRows;
     /// token ‖ holder → the holder's total (derived).
-    TokenHolders = 16 "token_holders": HolderKey => Amount, AddressHistory;
+    TokenHolders = 16 "token_holders": HolderKey => Amount, AddressRows;
     /// token ‖ (amount, largest first) ‖ holder → nothing: holders in display order (derived).
-    HolderRanks = 17 "holder_ranks": HolderRankKey => (), AddressHistory;
+    HolderRanks = 17 "holder_ranks": HolderRankKey => (), AddressRows;
     /// token ‖ id → owner and supply of one NFT id (derived).
-    NftInstances = 18 "nft_instances": InstanceKey => InstanceRecord, AddressHistory;
+    NftInstances = 18 "nft_instances": InstanceKey => InstanceRecord, AddressRows;
     /// Token contract → name, symbol, decimals read from the contract (not chain state).
     TokenMetadatas = 19 "token_metadata": Address => TokenMetadata, Lookup;
     /// (lowercase name or symbol, 32 bytes) ‖ token → nothing: prefix search (not chain state).
