@@ -121,10 +121,22 @@ fn server_time(response: &hyper::Response<hyper::body::Incoming>) -> Option<f64>
 }
 
 /// Requests/s and latencies (µs, sorted) of `connections` keep-alive clients cycling through `paths`.
-async fn load(addr: SocketAddr, paths: Arc<Vec<String>>, connections: usize, duration: Duration) -> Measured {
+/// How long a load runs.
+#[derive(Clone, Copy)]
+enum Until {
+    /// For a fixed time.
+    Elapsed(Duration),
+    /// Until every path was requested once (the connections share them out).
+    EachPathOnce,
+}
+
+async fn load(addr: SocketAddr, paths: Arc<Vec<String>>, connections: usize, until: Until) -> Measured {
     let started = Instant::now();
     let cpu_before = cpu_seconds();
-    let deadline = started + duration;
+    let deadline = match until {
+        Until::Elapsed(duration) => Some(started + duration),
+        Until::EachPathOnce => None,
+    };
     let mut tasks = Vec::new();
     for c in 0..connections {
         let paths = paths.clone();
@@ -135,7 +147,7 @@ async fn load(addr: SocketAddr, paths: Arc<Vec<String>>, connections: usize, dur
             tokio::spawn(connection);
             let (mut latencies, mut server) = (Vec::new(), Vec::new());
             let mut i = c;
-            while Instant::now() < deadline {
+            while deadline.map_or(i < paths.len(), |deadline| Instant::now() < deadline) {
                 let request = hyper::Request::get(paths[i % paths.len()].as_str())
                     .header("host", "bench")
                     .body(Full::new(Bytes::new()))
@@ -249,9 +261,12 @@ fn main() {
         ("/address/:a (page)", address_pages),
     ];
     let measure = |addr: SocketAddr, paths: Arc<Vec<String>>| async move {
-        // Warm-up: caches, connections, the node's balance cache of the sampled addresses.
-        load(addr, paths.clone(), connections, Duration::from_secs(1)).await;
-        let run = load(addr, paths, connections, duration).await;
+        // Warm-up: every sampled path once (the block cache sees the whole sample: on a store of 10M, a fixed
+        // second left most of it cold and the first 3 s ran at half speed), then a second for connections and the
+        // node's balance cache.
+        load(addr, paths.clone(), connections, Until::EachPathOnce).await;
+        load(addr, paths.clone(), connections, Until::Elapsed(Duration::from_secs(1))).await;
+        let run = load(addr, paths, connections, Until::Elapsed(duration)).await;
         let server = (!run.server.is_empty()).then(|| percentile(&run.server, 99.0) / 1000.0);
         let (p50, p99) = (percentile(&run.latencies, 50.0) / 1000.0, percentile(&run.latencies, 99.0) / 1000.0);
         (run.rate, p50, p99, server, run.cpu_per_request)
