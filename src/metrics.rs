@@ -73,6 +73,8 @@ pub struct Scrape {
     pub trace_lag_blocks: Option<u64>,
     /// Writers paused because the store refuses writes.
     pub paused_writers: usize,
+    /// Passthrough requests waiting for the node's answer.
+    pub rpc_in_flight: usize,
     /// WebSocket connections open.
     pub ws_connections: usize,
     /// Topic subscriptions over all WebSocket connections.
@@ -103,6 +105,7 @@ pub struct Metrics {
     http_request_duration: Family<RouteLabels, Histogram, fn() -> Histogram>,
     rate_limited: Counter,
     open_connections: Gauge,
+    rpc_in_flight: Gauge,
     ws_connections: Gauge,
     ws_subscriptions: Gauge,
     ws_dropped_slow: Counter,
@@ -201,6 +204,11 @@ impl Metrics {
             http_request_duration,
             rate_limited: counter(&mut r, "http_rate_limited", "Requests refused with 429 by the per-client limiter"),
             open_connections: gauge(&mut r, "http_open_connections", "HTTP connections open on the API listener"),
+            rpc_in_flight: gauge(
+                &mut r,
+                "rpc_passthrough_in_flight",
+                "Passthrough requests (/api/eth) waiting for the node's answer",
+            ),
             ws_connections: gauge(&mut r, "ws_connections", "WebSocket connections open"),
             ws_subscriptions: gauge(&mut r, "ws_subscriptions", "Topic subscriptions over all WebSocket connections"),
             ws_dropped_slow: counter(
@@ -301,6 +309,7 @@ impl Metrics {
         set(&self.node_up, u64::from(scrape.node_up));
         set(&self.trace_lag_blocks, scrape.trace_lag_blocks.unwrap_or_default());
         set(&self.paused_writers, scrape.paused_writers as u64);
+        set(&self.rpc_in_flight, scrape.rpc_in_flight as u64);
         set(&self.ws_connections, scrape.ws_connections as u64);
         set(&self.ws_subscriptions, scrape.ws_subscriptions as u64);
         set(&self.lag_seconds, self.lag_seconds(scrape));

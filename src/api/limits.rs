@@ -228,6 +228,11 @@ impl ConcurrencyLimiter {
         Some(Slot { ip, in_flight: self.in_flight.clone() })
     }
 
+    /// Requests in flight, all clients together.
+    pub fn total_in_flight(&self) -> usize {
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).values().sum()
+    }
+
     /// Requests in flight for `ip`.
     pub fn in_flight(&self, ip: IpAddr) -> usize {
         self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).get(&canonical(ip)).copied().unwrap_or(0)
@@ -313,6 +318,7 @@ mod tests {
         assert!(limiter.try_acquire("::ffff:10.0.0.1".parse().unwrap()).is_none(), "mapped IPv4 is the same client");
         let b = limiter.try_acquire("10.0.0.2".parse().unwrap()).unwrap();
         assert!(limiter.try_acquire("10.0.0.3".parse().unwrap()).is_none(), "at most two clients tracked");
+        assert_eq!(limiter.total_in_flight(), 3);
         drop(first);
         assert_eq!(limiter.in_flight(a), 1);
         let third = limiter.try_acquire(a).unwrap();

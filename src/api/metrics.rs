@@ -105,6 +105,7 @@ async fn scrape(state: &AppState) -> Scrape {
         node_up: status.node_reachable,
         trace_lag_blocks: status.trace_lag(),
         paused_writers: status.paused.len(),
+        rpc_in_flight: state.rpc.in_flight(),
         ws_connections,
         ws_subscriptions,
         store: figures,

@@ -566,6 +566,11 @@ impl Passthrough {
         &self.config
     }
 
+    /// Passthrough requests in flight (admitted and not yet answered), all clients together.
+    pub fn in_flight(&self) -> usize {
+        self.slots.total_in_flight()
+    }
+
     /// Takes one of `client`'s passthrough slots (held while the returned guard lives), or answers 429.
     pub fn admit(&self, client: IpAddr) -> Result<super::limits::Slot, Box<hyper::Response<Body>>> {
         self.slots.try_acquire(client).ok_or_else(|| {
