@@ -291,6 +291,11 @@ async fn websocket_pings_are_answered_at_once_and_keep_the_connection_open() {
     // A close from the client is answered with its code.
     ws.send_masked(FIN | CLOSE, &1000u16.to_be_bytes()).await;
     assert_eq!(ws.recv(Duration::from_secs(5)).await, ServerFrame::Close(1000));
+    // Silence beyond the idle timeout (no frame at all) closes with 1000, as Cowboy does.
+    let mut silent = RawWs::connect(t.daemon.addr()).await;
+    let opened = std::time::Instant::now();
+    assert_eq!(silent.recv(Duration::from_secs(10)).await, ServerFrame::Close(1000));
+    assert!(opened.elapsed() >= idle, "closed after {:?}, before the idle timeout", opened.elapsed());
     t.daemon.shutdown().await.unwrap();
 }
 
