@@ -28,8 +28,8 @@ use alloy::primitives::Address;
 use keys::{Key, MetaKey};
 use records::{Counters, DbState, Meta, Tip};
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, DataBlockIndexType,
-    LruCacheOptions, Options, ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
+    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType,
+    DataBlockIndexType, LruCacheOptions, Options, ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -105,12 +105,18 @@ const MEMTABLE_BLOOM_RATIO: f64 = 0.01;
 fn table_options(def: &TableDef, cache: &Cache) -> Options {
     let mut block = BlockBasedOptions::default();
     block.set_block_cache(cache);
-    // Index and filter blocks are cached with the data (bounded memory). A compacted table's filter is a few MiB:
-    // the cache has few shards (see `Store::open`) so that such a block fits in one and is not re-read from
-    // disk on every lookup. Partitioned filters also avoid that, but measured slower (two more cached blocks
-    // and binary searches per lookup: 14k against 19k transaction pages/s in `benches/rest_load.rs`).
+    // Index and filter blocks are cached with the data (bounded memory), partitioned: a lookup caches the 4 KiB
+    // partitions it touches, not a file's whole filter and index (MiBs each). Whole ones cost less per lookup
+    // while they all fit in the cache (12.1k against 8.6k `/transactions/:hash` per second at 10M transactions),
+    // but past ~20M they no longer do: the write path then re-read a whole filter from the file for most prior
+    // values it looked up (88 % of the writer's samples at ~23M, docs/benchmarks.md §6). The top level of each
+    // file stays pinned; partitions are cached with high priority.
     block.set_cache_index_and_filter_blocks(true);
+    block.set_cache_index_and_filter_blocks_with_high_priority(true);
     block.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    block.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+    block.set_partition_filters(true);
+    block.set_pin_top_level_index_and_filter(true);
     let mut opts = Options::default();
     opts.set_compression_type(DBCompressionType::Lz4);
     opts.set_bottommost_compression_type(DBCompressionType::Zstd);
@@ -139,8 +145,8 @@ fn table_options(def: &TableDef, cache: &Cache) -> Options {
     opts
 }
 
-/// The block cache every table shares. 4 shards: a shard must hold a table's whole filter block (see
-/// `table_options`), and with the few threads of a 2-core machine the shard mutexes are not contended.
+/// The block cache every table shares. 4 shards: with the few threads of a 2-core machine their mutexes are not
+/// contended.
 fn block_cache(bytes: usize) -> Cache {
     let mut cache_options = LruCacheOptions::default();
     cache_options.set_capacity(bytes);
