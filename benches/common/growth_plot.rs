@@ -180,8 +180,12 @@ fn svg(rows: &[SegmentRow], rest: &[RestRow]) -> String {
         ),
     ];
     if !rest.is_empty() {
-        let mut endpoints: Vec<&str> = rest.iter().map(|r| r.endpoint.as_str()).collect();
-        endpoints.dedup();
+        let mut endpoints: Vec<&str> = Vec::new();
+        for r in rest {
+            if !endpoints.contains(&r.endpoint.as_str()) {
+                endpoints.push(&r.endpoint);
+            }
+        }
         let series = endpoints
             .iter()
             .map(|e| Series {
