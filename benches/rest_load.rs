@@ -197,7 +197,7 @@ fn main() {
     // The server side: rockscout (with an anvil at the same height for balances) and the bare ceiling.
     let server = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     // Balances are read at the tip only; without `--prune-history` anvil writes every mined block's state to disk
-    // (about 330 KB each, 9 GB by block 28,000 of a 70M growth store) and mines at ~60 blocks/s.
+    // (about 320 KB each, 9 GB by block 28,000 of a 70M growth store) and mines at ~60 blocks/s.
     let anvil = start_anvil_with(&["--prune-history"]);
     let node = Node::new(&anvil.http_url(), None, Duration::from_secs(5)).unwrap();
     let cancel = CancellationToken::new();

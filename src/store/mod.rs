@@ -109,14 +109,12 @@ fn table_options(def: &TableDef, cache: &Cache) -> Options {
     // partitions it touches, not a file's whole filter and index (MiBs each). Whole ones cost less per lookup
     // while they all fit in the cache (12.1k against 8.6k `/transactions/:hash` per second at 10M transactions),
     // but past ~20M they no longer do: the write path then re-read a whole filter from the file for most prior
-    // values it looked up (88 % of the writer's samples at ~23M, docs/benchmarks.md §6). The top level of each
-    // file stays pinned; partitions are cached with high priority.
+    // values it looked up (88 % of the writer's samples at ~23M, docs/benchmarks.md §6). RocksDB's defaults keep
+    // each file's top level pinned and the partitions in the cache's high-priority pool.
     block.set_cache_index_and_filter_blocks(true);
-    block.set_cache_index_and_filter_blocks_with_high_priority(true);
     block.set_pin_l0_filter_and_index_blocks_in_cache(true);
     block.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
     block.set_partition_filters(true);
-    block.set_pin_top_level_index_and_filter(true);
     let mut opts = Options::default();
     opts.set_compression_type(DBCompressionType::Lz4);
     opts.set_bottommost_compression_type(DBCompressionType::Zstd);
