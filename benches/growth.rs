@@ -10,7 +10,8 @@
 //!     cargo bench --bench growth -- --total 100000000 --segment 10000000 [--txs 1000] [--erc20-every 4]
 //!         [--hot-every 10] [--hot-tail 12] [--store DIR (kept; default a temporary dir)] [--out FILE
 //!         (default STORE/growth.jsonl)] [--compact true] [--deadline-minutes M (stop after the last segment
-//!         that can end within M minutes of the start)]
+//!         that can end within M minutes of the start)] [--resume true (continue a kept store of the same shape
+//!         from its tip; the rows go on from the last row of --out, whose cumulative counters and clock they add to)]
 //!
 //! `--plot ROWS.jsonl [--rest REST.jsonl] [--svg docs/growth.svg]` writes no store: it draws the rows of an
 //! earlier run (and `rest_load`'s rows against its store) as an SVG and prints them as a markdown table.
@@ -74,6 +75,29 @@ impl Counters {
         (self.flush_bytes + self.compact_write_bytes) as f64 / self.user_bytes.max(1) as f64
     }
 
+    /// The cumulative counters an earlier run's last row recorded (RocksDB's statistics restart with the process).
+    fn of_row(row: &SegmentRow) -> Counters {
+        Counters {
+            user_bytes: row.user_bytes,
+            wal_bytes: row.wal_bytes,
+            flush_bytes: row.flush_bytes,
+            compact_write_bytes: row.compact_write_bytes,
+            compact_read_bytes: row.compact_read_bytes,
+            stall_micros: 0,
+        }
+    }
+
+    fn plus(&self, other: &Counters) -> Counters {
+        Counters {
+            user_bytes: self.user_bytes + other.user_bytes,
+            wal_bytes: self.wal_bytes + other.wal_bytes,
+            flush_bytes: self.flush_bytes + other.flush_bytes,
+            compact_write_bytes: self.compact_write_bytes + other.compact_write_bytes,
+            compact_read_bytes: self.compact_read_bytes + other.compact_read_bytes,
+            stall_micros: self.stall_micros + other.stall_micros,
+        }
+    }
+
     fn minus(&self, earlier: &Counters) -> Counters {
         Counters {
             user_bytes: self.user_bytes - earlier.user_bytes,
@@ -86,11 +110,12 @@ impl Counters {
     }
 }
 
-/// The generator: `shape`'s chain of `blocks` blocks, cut as the follower cuts chunks while catching up
+/// The generator: `shape`'s chain from block `from` up to `blocks`, cut as the follower cuts chunks while catching up
 /// (`chunk_blocks` blocks or `chunk_txs` transactions at most) and never across a segment boundary, sent through a
 /// channel of `depth` chunks. Returns the receiving end and how long generation took in all (from the thread).
 fn generate(
     shape: Shape,
+    from: u64,
     blocks: u64,
     blocks_per_segment: u64,
     config: &IndexerConfig,
@@ -103,7 +128,7 @@ fn generate(
         let mut started = Instant::now();
         let mut chunk: Vec<Bundle> = Vec::new();
         let mut txs = 0;
-        for block in Chain::new(shape, 0, blocks) {
+        for block in Chain::new(shape, from, blocks - from) {
             let segment_starts = block.number() % blocks_per_segment == 0;
             if !chunk.is_empty() && (segment_starts || chunk.len() == chunk_blocks || txs + block.txs.len() > chunk_txs)
             {
@@ -147,6 +172,7 @@ fn main() {
     };
     let compact_at_end: bool = arg("compact", true);
     let deadline_minutes: f64 = arg("deadline-minutes", f64::INFINITY);
+    let resume: bool = arg("resume", false);
     assert!(
         segment % txs_per_block as u64 == 0 && total % segment == 0,
         "--segment must be a multiple of --txs and --total a multiple of --segment"
@@ -155,21 +181,44 @@ fn main() {
     let temp = tempfile::tempdir().unwrap();
     let dir: PathBuf = if kept.is_empty() { temp.path().to_path_buf() } else { kept.into() };
     std::fs::create_dir_all(&dir).unwrap();
-    assert!(
-        std::fs::read_dir(&dir).unwrap().next().is_none(),
-        "{} is not empty: the growth bench writes a new store",
-        dir.display()
-    );
+    let marker = format!("{shape:?}\n");
+    if resume {
+        let kept_shape = std::fs::read_to_string(dir.join(GROWTH_MARKER)).unwrap_or_default();
+        assert_eq!(kept_shape, marker, "--resume continues a growth store of the same shape");
+    } else {
+        assert!(
+            std::fs::read_dir(&dir).unwrap().next().is_none(),
+            "{} is not empty: the growth bench writes a new store (or continues it with --resume true)",
+            dir.display()
+        );
+    }
     let out_path: PathBuf = match arg("out", String::new()) {
         path if path.is_empty() => dir.join("growth.jsonl"),
         path => path.into(),
     };
-    let mut out = std::fs::File::create(&out_path).unwrap();
     let store = Store::open(&dir, &StoreOptions { statistics: true, ..StoreOptions::default() }).unwrap();
-    std::fs::write(dir.join(GROWTH_MARKER), format!("{shape:?}\n")).unwrap();
+    std::fs::write(dir.join(GROWTH_MARKER), &marker).unwrap();
     let config = IndexerConfig::default();
     let blocks = total / txs_per_block as u64;
     let blocks_per_segment = segment / txs_per_block as u64;
+    // A resumed run starts after the store's tip, at the end of a segment an earlier run recorded.
+    let tip = if resume { store.reader().tip().unwrap() } else { None };
+    let first_block = tip.as_ref().map_or(0, |t| t.number + 1);
+    // The continued chain must hang off the stored one (same shape, nothing else written to the store since).
+    let mut expected_parent = tip.map(|t| t.hash);
+    let earlier: Option<SegmentRow> = resume
+        .then(|| growth_plot::read_rows::<SegmentRow>(&out_path).into_iter().last())
+        .flatten()
+        .filter(|row| row.txs == first_block * txs_per_block as u64);
+    assert!(
+        first_block == 0 || earlier.is_some(),
+        "--resume: the last row of {} does not end at the store's tip (block {first_block})",
+        out_path.display()
+    );
+    let base = earlier.as_ref().map(Counters::of_row).unwrap_or_default();
+    let base_elapsed = earlier.as_ref().map_or(0.0, |row| row.elapsed_s);
+    let mut out =
+        std::fs::OpenOptions::new().create(true).append(resume).write(true).truncate(!resume).open(&out_path).unwrap();
     println!(
         "growth: {total} transactions in blocks of {txs_per_block}, segments of {segment}; {shape:?}; store {}; rows \
          to {}",
@@ -194,18 +243,21 @@ fn main() {
     );
     reset_peak_rss();
     let started = Instant::now();
-    let (chunks, generator) = generate(shape, blocks, blocks_per_segment, &config, 4);
-    let mut written_txs = 0u64;
+    let (chunks, generator) = generate(shape, first_block, blocks, blocks_per_segment, &config, 4);
+    let mut written_txs = first_block * txs_per_block as u64;
     let mut segment_started = Instant::now();
     let mut segment_waited = Duration::ZERO;
     let mut segment_writing = Duration::ZERO;
     let mut longest_chunk = Duration::ZERO;
-    let mut before = Counters::read(&store);
+    let mut before = Counters::read(&store).plus(&base);
     let mut rows: Vec<SegmentRow> = Vec::new();
     loop {
         let waiting = Instant::now();
         let Ok(chunk) = chunks.recv() else { break };
         segment_waited += waiting.elapsed();
+        if let (Some(parent), Some(first)) = (expected_parent.take(), chunk.first()) {
+            assert_eq!(first.header.parent_hash, parent, "--resume: the generated chain does not continue the store's");
+        }
         let chunk_txs: u64 = chunk.iter().map(|b| b.txs.len() as u64).sum();
         let last_block = chunk.last().map(|b| b.number()).unwrap_or_default();
         let writing = Instant::now();
@@ -219,7 +271,7 @@ fn main() {
             continue;
         }
         let wall = segment_started.elapsed();
-        let now = Counters::read(&store);
+        let now = Counters::read(&store).plus(&base);
         let delta = now.minus(&before);
         let live = store.rocksdb_property_sum("rocksdb.live-sst-files-size").unwrap();
         let row = SegmentRow {
@@ -251,7 +303,7 @@ fn main() {
             block_cache_bytes: store.rocksdb_property_sum("rocksdb.block-cache-usage").unwrap()
                 / tables::ALL.len() as u64,
             table_readers_bytes: store.rocksdb_property_sum("rocksdb.estimate-table-readers-mem").unwrap(),
-            elapsed_s: started.elapsed().as_secs_f64(),
+            elapsed_s: base_elapsed + started.elapsed().as_secs_f64(),
             load_average: std::fs::read_to_string("/proc/loadavg")
                 .ok()
                 .and_then(|l| l.split_whitespace().next()?.parse().ok())

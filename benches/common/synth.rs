@@ -58,6 +58,14 @@ fn block_hash(number: u64) -> B256 {
     keccak256([b"block".as_slice(), &number.to_be_bytes()].concat())
 }
 
+/// The three kinds of sender.
+#[derive(Debug, Clone, Copy)]
+enum Sender {
+    Hot,
+    Tail(usize),
+    Plain(u64),
+}
+
 /// Generates blocks `from..from + count` of `shape`.
 pub struct Chain {
     shape: Shape,
@@ -70,35 +78,47 @@ pub struct Chain {
 }
 
 impl Chain {
-    /// Blocks `from..from + count`.
+    /// Blocks `from..from + count`, with every sender's nonce where blocks `0..from` left it (so a chain continued
+    /// from `from` is the same chain).
     pub fn new(shape: Shape, from: u64, count: u64) -> Chain {
-        let sequence = from * shape.txs_per_block as u64;
-        Chain {
+        let mut chain = Chain {
             shape,
             next: from,
             end: from + count,
             nonces: vec![0; SENDERS as usize],
             hot_nonce: 0,
             tail_nonces: vec![0; shape.hot_tail],
-            sequence,
+            sequence: from * shape.txs_per_block as u64,
+        };
+        for seq in 1..=chain.sequence {
+            chain.take_nonce(seq);
         }
+        chain
+    }
+
+    /// Who sends the `seq`th transaction, and its nonce (counted).
+    fn take_nonce(&mut self, seq: u64) -> (Sender, u64) {
+        let (sender, count) = if self.shape.hot_every > 0 && seq % self.shape.hot_every as u64 == 0 {
+            (Sender::Hot, &mut self.hot_nonce)
+        } else if let Some(rank) = tail_rank(seq, self.shape.hot_tail) {
+            (Sender::Tail(rank), &mut self.tail_nonces[rank])
+        } else {
+            let s = seq % SENDERS;
+            (Sender::Plain(s), &mut self.nonces[s as usize])
+        };
+        *count += 1;
+        (sender, *count - 1)
     }
 
     fn tx(&mut self, index: usize, logs: &mut Vec<LogRecord>) -> TxRecord {
         self.sequence += 1;
         let seq = self.sequence;
         let hash = tx_hash(seq);
-        let hot = self.shape.hot_every > 0 && seq % self.shape.hot_every as u64 == 0;
-        let (from, nonce) = if hot {
-            self.hot_nonce += 1;
-            (HOT, self.hot_nonce - 1)
-        } else if let Some(rank) = tail_rank(seq, self.shape.hot_tail) {
-            self.tail_nonces[rank] += 1;
-            (tail_sender(rank), self.tail_nonces[rank] - 1)
-        } else {
-            let s = seq % SENDERS;
-            self.nonces[s as usize] += 1;
-            (sender(s), self.nonces[s as usize] - 1)
+        let (who, nonce) = self.take_nonce(seq);
+        let from = match who {
+            Sender::Hot => HOT,
+            Sender::Tail(rank) => tail_sender(rank),
+            Sender::Plain(s) => sender(s),
         };
         let recipient = Address::from_word(keccak256([b"to".as_slice(), &seq.to_be_bytes()].concat()));
         let erc20 =
