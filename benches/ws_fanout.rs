@@ -11,8 +11,11 @@
 //! indexed (auto-impersonated senders, so anvil signs nothing), `--rest` (4) connections requesting
 //! `/api/v2/blocks` and `/api/v2/main-page/transactions` in a loop, and the subscribers. It prints mined
 //! (`evm_mine` returns) → first `new_block` frame p50/p99, the transactions per second the chain really carried,
-//! the REST figures, and the indexer's lag behind the mined head sampled every 100 ms (first quarter against last
-//! quarter of the run).
+//! the REST figures, the indexer's lag behind the mined head sampled every 100 ms (first quarter against last
+//! quarter of the run), and from the daemon's `/metrics` why a block did not reach a subscriber: connections
+//! dropped as too slow, blocks indexed too far behind the head to be broadcast (catch-up), events the publisher
+//! missed, idle closes. The subscribers only read, so the daemon's idle timeout is set past the run (a Phoenix
+//! client heartbeats every 30 s and is never idle-closed).
 //!
 //!     cargo bench --bench ws_fanout -- --peak --subscribers 1000 --blocks 75 [--block-ms 400] [--txs 2000]
 //!         [--rest 4] [--coin-balances false]
@@ -154,8 +157,11 @@ mod peak {
             config.indexer.coin_balances = coin_balances;
             config.api.max_connections = subscribers + rest_connections + 64;
             config.api.ws.max_connections = subscribers + 64;
+            config.api.ws.idle_timeout = SUBSCRIBER_PATIENCE;
+            config.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
             let daemon = rockscout::Daemon::start(&config).await.unwrap();
             let addr = daemon.addr();
+            let metrics = format!("http://{}/metrics", daemon.metrics_addr().unwrap());
 
             let (arrivals_tx, mut arrivals) = mpsc::unbounded_channel::<(u64, Instant)>();
             let joined = Instant::now();
@@ -243,6 +249,7 @@ mod peak {
             }
             // Give the last frames a moment to land, then close every subscription by stopping the daemon.
             tokio::time::sleep(Duration::from_millis(500)).await;
+            let scrape = reqwest::get(&metrics).await.unwrap().text().await.unwrap();
             daemon.shutdown().await.unwrap();
             let by_height = collector.await.unwrap();
 
@@ -281,11 +288,25 @@ mod peak {
             figure("last block mined -> indexed (30 s at most)", drained.as_secs_f64() * 1000.0, "ms");
             figure("blocks still not indexed then", behind_at_end as f64, "blocks");
             figure("blocks no subscriber got", mined.len().saturating_sub(live.len()) as f64, "");
+            for (name, what) in [
+                ("rockscout_ws_dropped_slow_consumers_total", "subscribers dropped as too slow"),
+                ("rockscout_ws_catch_up_blocks_total", "blocks too far behind the head to broadcast"),
+                ("rockscout_ws_events_missed_total", "chain events the publisher missed"),
+                ("rockscout_ws_idle_closed_total", "connections closed as idle"),
+            ] {
+                figure(what, counter(&scrape, name), "");
+            }
             figure("REST requests answered", rest_ms.len() as f64, "");
             figure("REST req/s", rest_ms.len() as f64 / elapsed.as_secs_f64(), "req/s");
             figure("REST p50", percentile(&rest_ms, 50.0), "ms");
             figure("REST p99", percentile(&rest_ms, 99.0), "ms");
         });
+    }
+
+    /// The value of counter `name` in a `/metrics` scrape.
+    fn counter(scrape: &str, name: &str) -> f64 {
+        let line = scrape.lines().find(|l| l.split_whitespace().next() == Some(name));
+        line.and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap_or_else(|| panic!("{name} not exported"))
     }
 
     /// Pushes `per_block` transfers every `block_ms` into anvil's pool (batched `eth_sendTransaction` with explicit

@@ -109,6 +109,9 @@ pub struct Metrics {
     ws_connections: Gauge,
     ws_subscriptions: Gauge,
     ws_dropped_slow: Counter,
+    ws_idle_closed: Counter,
+    ws_catch_up_blocks: Counter,
+    ws_events_missed: Counter,
     store_disk_bytes: Gauge,
     rocksdb_sst_bytes: Gauge,
     rocksdb_memtable_bytes: Gauge,
@@ -216,6 +219,21 @@ impl Metrics {
                 "ws_dropped_slow_consumers",
                 "WebSocket connections closed because they fell behind the broadcasts",
             ),
+            ws_idle_closed: counter(
+                &mut r,
+                "ws_idle_closed",
+                "WebSocket connections closed because the client sent nothing (no heartbeat) for the idle timeout",
+            ),
+            ws_catch_up_blocks: counter(
+                &mut r,
+                "ws_catch_up_blocks",
+                "Blocks indexed too far behind the node's head to be broadcast one by one (catch-up)",
+            ),
+            ws_events_missed: counter(
+                &mut r,
+                "ws_events_missed",
+                "Chain events the WebSocket publisher missed because it fell behind the indexer's event stream",
+            ),
             store_disk_bytes: gauge(&mut r, "store_disk_bytes", "Bytes of every file in the data directory"),
             rocksdb_sst_bytes: gauge(&mut r, "rocksdb_sst_bytes", "Bytes of live SST files"),
             rocksdb_memtable_bytes: gauge(&mut r, "rocksdb_memtable_bytes", "Bytes of memtables"),
@@ -296,6 +314,21 @@ impl Metrics {
     /// A WebSocket connection was closed for falling behind.
     pub fn ws_dropped_slow(&self) {
         self.ws_dropped_slow.inc();
+    }
+
+    /// A WebSocket connection was closed for sending nothing for the idle timeout.
+    pub fn ws_idle_closed(&self) {
+        self.ws_idle_closed.inc();
+    }
+
+    /// A block was indexed too far behind the head to be broadcast.
+    pub fn ws_catch_up_block(&self) {
+        self.ws_catch_up_blocks.inc();
+    }
+
+    /// The WebSocket publisher missed `count` chain events.
+    pub fn ws_events_missed(&self, count: u64) {
+        self.ws_events_missed.inc_by(count);
     }
 
     /// The metrics in the OpenMetrics text format, with the scrape-time values of `scrape`.

@@ -228,7 +228,10 @@ async fn session(
         tokio::select! {
             _ = shutdown.cancelled() => break Some((close::GOING_AWAY, "server shutting down")),
             _ = attached.kicked.cancelled() => break Some((close::TRY_AGAIN_LATER, "too slow to receive broadcasts")),
-            _ = tokio::time::sleep_until(deadline) => break Some((close::NORMAL, "")),
+            _ = tokio::time::sleep_until(deadline) => {
+                state.status.metrics().ws_idle_closed();
+                break Some((close::NORMAL, ""));
+            }
             frame = attached.frames.recv() => {
                 let Some(frame) = frame else { break None };
                 let text = Frame::text(Payload::Borrowed(frame.as_bytes()));

@@ -85,7 +85,10 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
             }
             Ok(ChainEvent::CodeStored { address, code, changed }) => publish_code(&state, address, &code, changed),
             Ok(ChainEvent::Reverted { .. } | ChainEvent::Reset) => {}
-            Err(RecvError::Lagged(missed)) => tracing::debug!(missed, "broadcasts skipped: the hub fell behind"),
+            Err(RecvError::Lagged(missed)) => {
+                state.status.metrics().ws_events_missed(missed);
+                tracing::warn!(missed, "chain events not broadcast: the publisher fell behind the indexer");
+            }
             Err(RecvError::Closed) => return,
         }
     }
@@ -113,6 +116,7 @@ fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
         hub.publish(&internal_indexing, "index_status", &payload);
     }
     if status.node_head.is_some_and(|head| block.number() + LIVE_WINDOW < head) {
+        state.status.metrics().ws_catch_up_block();
         return Ok(());
     }
     let number = block.number();
