@@ -293,8 +293,10 @@ async fn websocket_pings_are_answered_at_once_and_keep_the_connection_open() {
     assert_eq!(ws.recv(Duration::from_secs(5)).await, ServerFrame::Close(1000));
     let metrics = t.daemon.metrics_addr().expect("the harness serves metrics");
     let idle_closed = || async {
-        let text = String::from_utf8(http::get(metrics, "/metrics").await.body.to_vec()).unwrap();
-        text.lines().find_map(|l| l.strip_prefix("rockscout_ws_idle_closed_total ")?.parse::<u64>().ok())
+        http::metrics_text(metrics)
+            .await
+            .lines()
+            .find_map(|l| l.strip_prefix("rockscout_ws_idle_closed_total ")?.parse::<u64>().ok())
     };
     assert_eq!(idle_closed().await, Some(0), "the pinged connection was not closed as idle");
     // Silence beyond the idle timeout (no frame at all) closes with 1000, as Cowboy does, and is counted.

@@ -57,8 +57,7 @@ fn signal(pid: u32, which: &str) {
 async fn passthrough_in_flight(metrics: SocketAddr, n: usize) {
     let line = format!("\nrockscout_rpc_passthrough_in_flight {n}\n");
     poll_until(&format!("{n} passthrough requests in flight"), Duration::from_secs(30), || async {
-        let text = String::from_utf8(http::get(metrics, "/metrics").await.body.to_vec()).unwrap();
-        text.contains(&line).then_some(())
+        http::metrics_text(metrics).await.contains(&line).then_some(())
     })
     .await
 }

@@ -174,18 +174,9 @@ async fn prometheus_scrapes_the_daemon_and_agrees_with_the_node_and_the_requests
     t.daemon.shutdown().await.unwrap();
 }
 
-/// A scrape of `/metrics`.
-async fn metrics_text(metrics: SocketAddr) -> String {
-    let reply = http::get(metrics, "/metrics").await;
-    assert_eq!(reply.status, 200);
-    let content_type = reply.headers["content-type"].to_str().unwrap();
-    assert!(content_type.starts_with("application/openmetrics-text"), "{content_type}");
-    String::from_utf8(reply.body.to_vec()).unwrap()
-}
-
 /// The `rockscout_*` metric names a live daemon exports (histogram and counter suffixes included).
 async fn exported_names(metrics: SocketAddr) -> BTreeSet<String> {
-    metrics_text(metrics)
+    http::metrics_text(metrics)
         .await
         .lines()
         .filter(|line| !line.starts_with('#') && !line.is_empty())
@@ -274,12 +265,12 @@ async fn metrics_listener_is_separate_counts_websockets_and_refusals_and_a_taken
     assert_eq!(ws.frame().await[4]["status"], "ok");
     ws.send(&serde_json::json!(["2", "2", "transactions:new_transaction", "phx_join", {}])).await;
     assert_eq!(ws.frame().await[4]["status"], "ok");
-    let text = metrics_text(metrics).await;
+    let text = http::metrics_text(metrics).await;
     assert!(text.contains("\nrockscout_ws_connections 1\n"), "{text}");
     assert!(text.contains("\nrockscout_ws_subscriptions 2\n"), "{text}");
     drop(ws);
     poll_until("the closed WebSocket to leave the gauge", Duration::from_secs(10), || async {
-        metrics_text(metrics).await.contains("\nrockscout_ws_connections 0\n").then_some(())
+        http::metrics_text(metrics).await.contains("\nrockscout_ws_connections 0\n").then_some(())
     })
     .await;
 
@@ -302,7 +293,7 @@ async fn metrics_listener_is_separate_counts_websockets_and_refusals_and_a_taken
         }
     }
     assert!(refused >= 3, "{refused} refused");
-    let text = metrics_text(limited.daemon.metrics_addr().unwrap()).await;
+    let text = http::metrics_text(limited.daemon.metrics_addr().unwrap()).await;
     assert!(text.contains(&format!("\nrockscout_http_rate_limited_total {refused}\n")), "{text}");
     let series = format!("\nrockscout_http_requests_total{{route=\"/api/v2/stats\",code=\"429\"}} {refused}\n");
     assert!(text.contains(&series), "{text}");
@@ -324,7 +315,7 @@ async fn a_reorg_is_counted_with_its_depth() {
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let tip = wait_synced(&t.daemon, &node).await;
     let metrics = t.daemon.metrics_addr().unwrap();
-    assert!(metrics_text(metrics).await.contains("\nrockscout_reorgs_total 0\n"));
+    assert!(http::metrics_text(metrics).await.contains("\nrockscout_reorgs_total 0\n"));
 
     const DEPTH: u64 = 3;
     let payee = alloy::primitives::Address::repeat_byte(0xa7);
@@ -332,7 +323,7 @@ async fn a_reorg_is_counted_with_its_depth() {
     let _: serde_json::Value = node.raw_request("anvil_reorg".into(), serde_json::json!([DEPTH, pairs])).await.unwrap();
     wait_synced(&t.daemon, &node).await;
     let text = poll_until("the reorg to be counted", Duration::from_secs(30), || async {
-        let text = metrics_text(metrics).await;
+        let text = http::metrics_text(metrics).await;
         text.contains("\nrockscout_reorgs_total 1\n").then_some(text)
     })
     .await;

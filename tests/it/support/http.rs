@@ -62,6 +62,15 @@ pub async fn get(addr: SocketAddr, path: &str) -> Reply {
     request(addr, Method::GET, path, &[], Bytes::new()).await
 }
 
+/// A scrape of the daemon's `/metrics` listener at `addr` (OpenMetrics text).
+pub async fn metrics_text(addr: SocketAddr) -> String {
+    let reply = get(addr, "/metrics").await;
+    assert_eq!(reply.status, 200);
+    let content_type = reply.headers["content-type"].to_str().unwrap();
+    assert!(content_type.starts_with("application/openmetrics-text"), "{content_type}");
+    String::from_utf8(reply.body.to_vec()).unwrap()
+}
+
 /// `GET path` expecting a 200 JSON body (panics with the body otherwise).
 pub async fn get_json(addr: SocketAddr, path: &str) -> serde_json::Value {
     let reply = get(addr, path).await;
