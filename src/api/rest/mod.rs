@@ -99,10 +99,19 @@ pub fn envelope<T, C: Cursor>(
 /// Contract flags of `addresses` from the account index, and from the contracts created inside transactions
 /// once the trace pass has run; for contracts with stored code, what is known about them (name, ABI, proxy).
 pub fn contracts(reader: &Reader<'_>, addresses: impl IntoIterator<Item = Address>) -> StoreResult<Contracts> {
+    let traced = reader.trace_tip()?.is_some();
+    contracts_of(reader, addresses, traced)
+}
+
+/// [`contracts`], told whether the trace pass has run (its internal creations then count).
+fn contracts_of(
+    reader: &Reader<'_>,
+    addresses: impl IntoIterator<Item = Address>,
+    traced: bool,
+) -> StoreResult<Contracts> {
     let unique: Vec<Address> = addresses.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
     let accounts = reader.multi_get::<Accounts>(&unique)?;
     let names = reader.primary_names(&unique)?;
-    let traced = reader.trace_tip()?.is_some();
     let mut flags = HashMap::with_capacity(unique.len());
     let mut known = HashMap::new();
     for (address, account) in unique.into_iter().zip(accounts) {
@@ -128,24 +137,74 @@ pub fn headers(reader: &Reader<'_>, blocks: impl IntoIterator<Item = u64>) -> St
     Ok(numbers.into_iter().zip(found).filter_map(|(n, h)| Some((n, h?))).collect())
 }
 
+/// What the items of one response share, each read once: the tip (confirmations), how far the trace pass has
+/// run, the headers of the rows' blocks and what is known about the addresses the rows mention.
+pub struct ItemContext {
+    tip: u64,
+    traced_to: Option<u64>,
+    /// Headers of the rows' blocks.
+    pub headers: HashMap<u64, BlockRecord>,
+    /// Contract flags, contract details and names of the rows' addresses.
+    pub contracts: Contracts,
+}
+
+impl ItemContext {
+    /// Reads the context of rows in `blocks` mentioning `addresses`.
+    pub fn read(
+        reader: &Reader<'_>,
+        blocks: impl IntoIterator<Item = u64>,
+        addresses: impl IntoIterator<Item = Address>,
+    ) -> StoreResult<Self> {
+        let (tip, trace_tip) = reader.tips()?;
+        let headers = headers(reader, blocks)?;
+        let contracts = contracts_of(reader, addresses, trace_tip.is_some())?;
+        Ok(ItemContext { tip: tip.map_or(0, |t| t.number), traced_to: trace_tip.map(|t| t.number), headers, contracts })
+    }
+
+    /// Whether the trace pass has run over `block`.
+    fn traced(&self, block: u64) -> bool {
+        self.traced_to.is_some_and(|t| t >= block)
+    }
+}
+
+/// The addresses a transaction item shows.
+pub fn tx_parties(tx: &TxRecord) -> impl Iterator<Item = Address> {
+    [Some(tx.from), tx.to].into_iter().flatten()
+}
+
 /// List-form transaction objects for stored rows (rows whose block vanished in a concurrent reorg are dropped).
 /// `has_error_in_internal_transactions` is set once the block is traced.
 pub fn tx_items(reader: &Reader<'_>, rows: &[(BlockPos, TxRecord)]) -> StoreResult<Vec<TxJson>> {
-    let tip = reader.tip()?.map(|t| t.number).unwrap_or(0);
-    let headers = headers(reader, rows.iter().map(|(pos, _)| pos.block))?;
-    let contracts = contracts(reader, rows.iter().flat_map(|(_, tx)| [Some(tx.from), tx.to].into_iter().flatten()))?;
+    let context = ItemContext::read(
+        reader,
+        rows.iter().map(|(pos, _)| pos.block),
+        rows.iter().flat_map(|(_, tx)| tx_parties(tx)),
+    )?;
+    tx_items_in(reader, rows, &context)
+}
+
+/// [`tx_items`] with the context already read (it must cover the rows' blocks and parties).
+pub fn tx_items_in(
+    reader: &Reader<'_>,
+    rows: &[(BlockPos, TxRecord)],
+    context: &ItemContext,
+) -> StoreResult<Vec<TxJson>> {
     let mut summaries = HashMap::new();
     let mut items = Vec::with_capacity(rows.len());
     for (pos, tx) in rows {
-        let Some(header) = headers.get(&pos.block) else { continue };
-        let summary = match summaries.entry(pos.block) {
-            std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(reader.trace_summary(pos.block)?.map(|s| s.txs))
-            }
+        let Some(header) = context.headers.get(&pos.block) else { continue };
+        let has_error = if context.traced(pos.block) {
+            let summary = match summaries.entry(pos.block) {
+                std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(reader.trace_summary(pos.block)?.map(|s| s.txs))
+                }
+            };
+            summary.as_ref().and_then(|s| s.get(pos.index as usize)).map(|(_, e)| *e)
+        } else {
+            None
         };
-        let has_error = summary.as_ref().and_then(|s| s.get(pos.index as usize)).map(|(_, e)| *e);
-        items.push(TxJson::new(tx, *pos, header, tip, &contracts).with_internal_error(has_error));
+        items.push(TxJson::new(tx, *pos, header, context.tip, &context.contracts).with_internal_error(has_error));
     }
     Ok(items)
 }

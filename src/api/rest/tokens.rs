@@ -1,7 +1,7 @@
 //! Tokens: `/tokens` and a token's detail, transfers, holders, counters and NFT instances; the token parts of
 //! addresses (`/token-transfers`, `/token-balances`, `/tokens`) and transactions (`/token-transfers`).
 
-use super::{contracts, envelope, headers, take_page, PageRows, SCAN_BUDGET};
+use super::{contracts, envelope, take_page, ItemContext, PageRows, SCAN_BUDGET};
 use crate::api::body::{ok, Body};
 use crate::api::cursor::{
     CollectionCursor, HolderCursor, HoldingCursor, InstanceCursor, NftCursor, TokenCursor, TransferCursor,
@@ -16,7 +16,7 @@ use crate::store::tables::{
     NftInstances, TokenBalances, TokenHolders, TokenMetadatas, Tokens, Transactions, Transfers,
 };
 use crate::store::{Reader, StoreResult};
-use alloy::primitives::{Address, B256, U256};
+use alloy::primitives::{Address, Bytes, B256, U256};
 use futures_util::StreamExt;
 use hyper::Response;
 use serde_json::{json, Value};
@@ -43,14 +43,21 @@ fn token_jsons(
     Ok(out)
 }
 
+/// The calls (input and `to`) of the transactions whose transfers are shown, by position: a transfer shows the
+/// method its transaction called.
+pub type Calls = HashMap<BlockPos, Option<(Bytes, Option<Address>)>>;
+
+/// The addresses a transfer item shows.
+pub fn transfer_parties(rows: &[(TransferPos, TokenTransferRecord)]) -> impl Iterator<Item = Address> + '_ {
+    rows.iter().flat_map(|(_, t)| [t.from, t.to])
+}
+
 /// Transfer objects for stored transfers (rows whose block vanished in a concurrent reorg are dropped).
 pub fn transfer_items(
     reader: &Reader<'_>,
     rows: &[(TransferPos, TokenTransferRecord)],
 ) -> StoreResult<Vec<TransferJson>> {
-    let headers = headers(reader, rows.iter().map(|(p, _)| p.block))?;
-    let tokens = token_jsons(reader, rows.iter().map(|(_, t)| t.token))?;
-    let mut calls = HashMap::new();
+    let mut calls = Calls::new();
     for (pos, t) in rows {
         let tx_pos = BlockPos { block: pos.block, index: t.tx_index };
         if let std::collections::hash_map::Entry::Vacant(slot) = calls.entry(tx_pos) {
@@ -58,13 +65,24 @@ pub fn transfer_items(
         }
     }
     let called = calls.values().flatten().filter_map(|(_, to)| *to);
-    let contracts = contracts(reader, rows.iter().flat_map(|(_, t)| [t.from, t.to]).chain(called))?;
+    let context = ItemContext::read(reader, rows.iter().map(|(p, _)| p.block), transfer_parties(rows).chain(called))?;
+    transfer_items_in(reader, rows, &calls, &context)
+}
+
+/// [`transfer_items`] with the calls and the context already read (they must cover the rows).
+pub fn transfer_items_in(
+    reader: &Reader<'_>,
+    rows: &[(TransferPos, TokenTransferRecord)],
+    calls: &Calls,
+    context: &ItemContext,
+) -> StoreResult<Vec<TransferJson>> {
+    let tokens = token_jsons(reader, rows.iter().map(|(_, t)| t.token))?;
     let mut items = Vec::with_capacity(rows.len());
     for (pos, t) in rows {
-        let (Some(header), Some(token)) = (headers.get(&pos.block), tokens.get(&t.token)) else { continue };
+        let (Some(header), Some(token)) = (context.headers.get(&pos.block), tokens.get(&t.token)) else { continue };
         let tx_pos = BlockPos { block: pos.block, index: t.tx_index };
         let call = calls.get(&tx_pos).and_then(|c| c.as_ref()).map(|(input, to)| (input, to.as_ref()));
-        items.push(TransferJson::new(t, pos.log, header, token.clone(), call, &contracts));
+        items.push(TransferJson::new(t, pos.log, header, token.clone(), call, &context.contracts));
     }
     Ok(items)
 }

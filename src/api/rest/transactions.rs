@@ -1,7 +1,7 @@
 //! Transactions: `/transactions`, `/transactions/:hash` and its sub-resources, `/main-page/transactions`.
 
 use super::blocks::types_match;
-use super::{contracts, envelope, take_page, tx_envelope, tx_items};
+use super::{contracts, envelope, take_page, tokens, tx_envelope, tx_items, tx_items_in, tx_parties, ItemContext};
 use crate::api::body::{ok, Body};
 use crate::api::cursor::{IndexCursor, PendingCursor, PosCursor};
 use crate::api::json::{ContractInfo, LogJson, TxJson};
@@ -140,10 +140,14 @@ pub async fn detail(state: &AppState, hash: B256) -> Result<Response<Body>, ApiE
             }
             None => return Err(ApiError::NotFound),
         };
-        let item = tx_items(&reader, &[(pos, tx.clone())])?.pop().ok_or(ApiError::NotFound)?;
-        let transfers = super::tokens::tx_transfers(&reader, pos.block, &tx)?;
+        let transfers = tokens::tx_transfers(&reader, pos.block, &tx)?;
         let overflow = transfers.len() > TRANSFERS_SHOWN;
-        let shown = super::tokens::transfer_items(&reader, &transfers[..transfers.len().min(TRANSFERS_SHOWN)])?;
+        let shown = &transfers[..transfers.len().min(TRANSFERS_SHOWN)];
+        // The transaction and its transfers share one block, one call and most addresses: read them once.
+        let context = ItemContext::read(&reader, [pos.block], tx_parties(&tx).chain(tokens::transfer_parties(shown)))?;
+        let calls = tokens::Calls::from([(pos, Some((tx.input.clone(), tx.to)))]);
+        let shown = tokens::transfer_items_in(&reader, shown, &calls, &context)?;
+        let item = tx_items_in(&reader, &[(pos, tx.clone())], &context)?.pop().ok_or(ApiError::NotFound)?;
         ((item, shown, overflow), Replay::of(&reader, pos, &tx)?)
     };
     let reason = match replay {
