@@ -30,13 +30,19 @@ fn account(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<Account
 /// `GET /api/v2/addresses/:a`: the address object plus balance (from the node at the indexed tip, cached per
 /// block), creation, and what the address has.
 pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
-    let (record, has_logs, has_tokens, token, tip) = {
+    // Every stored fact comes from one view; the node is asked for the balance after it is dropped.
+    let (record, has_logs, has_tokens, token, tip, internal, info) = {
         let reader = state.store.view();
         let record = account(&reader, &address)?;
         let has_logs = reader.has_logs(address)?;
         let has_tokens = reader.has_tokens(address)?;
         let token = super::tokens::token_json(&reader, &address)?;
-        (record, has_logs, has_tokens, token, reader.tip()?.map(|t| t.number))
+        let internal = match record.as_ref().and_then(|r| r.creation) {
+            Some(_) => None,
+            None => super::traces::internal_creation(&reader, address)?,
+        };
+        let info = super::smart_contracts::contract_info(&reader, &address)?;
+        (record, has_logs, has_tokens, token, reader.tip()?.map(|t| t.number), internal, info)
     };
     let on_chain = match tip {
         Some(tip) => {
@@ -46,14 +52,9 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     };
     let indexed_contract = record.as_ref().is_some_and(AccountRecord::is_contract);
     let is_contract = indexed_contract || on_chain.as_ref().is_some_and(|s| s.has_code);
-    let internal = match record.as_ref().and_then(|r| r.creation) {
-        Some(_) => None,
-        None => super::traces::internal_creation(&state.store.view(), address)?,
-    };
     let is_contract = is_contract || internal.is_some_and(|c| c.success);
     let creation = record.as_ref().and_then(|r| r.creation).map(|c| (c.creator, c.tx, c.success));
     let creation = creation.or(internal.map(|c| (c.creator, c.tx, c.success)));
-    let info = super::smart_contracts::contract_info(&state.store.view(), &address)?;
     let object =
         AddressJson::new(&address, is_contract).with_info(info.as_ref()).with_ens(state.primary_name(address).await);
     let mut body = serde_json::to_value(object).expect("address object serializes");
@@ -73,7 +74,9 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
         "has_beacon_chain_withdrawals": false,
         "watchlist_address_id": null,
     });
-    fields.extend(extra.as_object().expect("an object").clone());
+    if let serde_json::Value::Object(extra) = extra {
+        fields.extend(extra);
+    }
     Ok(ok(&body))
 }
 
