@@ -292,12 +292,7 @@ impl Reader<'_> {
         let lowest = TransferPos { block, log: logs.end - 1, item: u16::MAX }.encode();
         let mut upper = TransferPos { block, log: logs.start, item: 0 }.encode().to_vec();
         upper.push(0);
-        // Keys run newest first; a forward scan (one seek, cheaper than RocksDB's seek-for-prev) read backwards.
-        let mut rows: Vec<_> = self
-            .scan::<Transfers>(KeyRange::between(&lowest, &upper), Direction::Forward)
-            .collect::<StoreResult<_>>()?;
-        rows.reverse();
-        Ok(rows)
+        self.scan::<Transfers>(KeyRange::between(&lowest, &upper), Direction::Reverse).collect()
     }
 
     /// A token's transfers, newest first, after `after`.
