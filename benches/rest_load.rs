@@ -7,6 +7,7 @@
 //!     cargo bench --bench rest_load -- [--blocks 1000] [--txs 1000] [--hot-every 8] [--seconds 5]
 //!         [--connections 16] [--store DIR (kept and reused between runs)] [--only TEXT (endpoints whose label
 //!         contains TEXT, after the ceiling)] [--cache-mb 64 (block cache of the served store)]
+//!         [--sample-txs 2000 (distinct transactions the transaction endpoints request: the working set)]
 //!
 //! `--store DIR` may also be a store the growth bench wrote (`benches/growth.rs`, recognised by its marker file):
 //! it is served as it is, at whatever height it reached, and the rows are appended to `DIR/rest_load.jsonl`.
@@ -185,6 +186,7 @@ fn main() {
     let connections: usize = arg("connections", 16);
     let kept: String = arg("store", String::new());
     let only: String = arg("only", String::new());
+    let sample_txs: u64 = arg("sample-txs", 2000);
     let temp = tempfile::tempdir().unwrap();
     let dir = if kept.is_empty() { temp.path().to_path_buf() } else { kept.into() };
     let shape = Shape { txs_per_block: txs, erc20_every: 4, hot_every, hot_tail: 0 };
@@ -230,7 +232,7 @@ fn main() {
     let sample = |n: u64, modulo: u64| (0..n).map(move |i| (i * 7_919 + 13) % modulo);
     let block_paths: Vec<String> = sample(1000, tip + 1).map(|n| format!("/api/v2/blocks/{n}")).collect();
     let tx_paths: Vec<String> =
-        sample(2000, total).map(|s| format!("/api/v2/transactions/{:#x}", tx_hash(s + 1))).collect();
+        sample(sample_txs, total).map(|s| format!("/api/v2/transactions/{:#x}", tx_hash(s + 1))).collect();
     let mut address_paths: Vec<String> = (0..1000).map(|i| format!("/api/v2/addresses/{}", sender(i))).collect();
     address_paths.push(format!("/api/v2/addresses/{HOT}"));
     let history = format!("/api/v2/addresses/{HOT}/transactions?items_count=50");

@@ -6,7 +6,7 @@
 use alloy::primitives::{Address, Bytes, B256, B64, U256};
 use proptest::prelude::*;
 use rockscout::chain::tokens::{decode, TRANSFER, TRANSFER_SINGLE};
-use rockscout::indexer::apply::{apply_blocks, revert_block};
+use rockscout::indexer::apply::{apply_blocks, prune_stale_undo, revert_block, write_chunk};
 use rockscout::store::keys::{HolderRankKey, TokenRankKey};
 use rockscout::store::records::Bundle;
 use rockscout::store::records::{BlockRecord, LogRecord, TxBody, TxRecord};
@@ -160,6 +160,13 @@ fn rows(store: &Store) -> Rows {
     store.raw_rows().unwrap().into_iter().map(|(t, k, v)| ((t, k), v)).collect()
 }
 
+/// The blocks whose undo data the store holds, oldest first.
+fn undo_blocks(store: &Store) -> Vec<u64> {
+    let mut blocks: Vec<u64> = store.reader().undo_blocks_through(u64::MAX).map(|b| b.unwrap()).collect();
+    blocks.reverse();
+    blocks
+}
+
 fn without_reorged(rows: &Rows) -> Rows {
     rows.iter().filter(|((t, _), _)| *t != "reorged").map(|(k, v)| (k.clone(), v.clone())).collect()
 }
@@ -243,5 +250,36 @@ proptest! {
             apply_blocks(&single, std::slice::from_ref(block), true).unwrap();
         }
         prop_assert_eq!(rows(&chunked), rows(&single));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// The follower's write path at the head (every block within the window when written, in chunks) keeps undo
+    /// data for exactly the last `depth` blocks, in a store with a row cache (which refuses range deletions), and a
+    /// restart with a smaller depth drops the rest.
+    #[test]
+    fn undo_is_kept_for_exactly_the_last_depth_blocks(spec in chain_spec(), depth in 1u64..5, chunk in 1usize..4, smaller in 1u64..5) {
+        let chain = build_chain(&spec);
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        for part in chain.chunks(chunk) {
+            let head = part.last().unwrap().number();
+            write_chunk(&store, part, head, depth).unwrap();
+        }
+        let tip = chain.last().unwrap().number();
+        let window = |depth: u64| (tip.saturating_sub(depth - 1)..=tip).collect::<Vec<u64>>();
+        prop_assert_eq!(undo_blocks(&store), window(depth));
+        // The kept undo data reverts the tip.
+        revert_tip(&store, tip);
+        prop_assert_eq!(store.reader().tip().unwrap().map(|t| t.number), tip.checked_sub(1));
+        write_chunk(&store, &chain[chain.len() - 1..], tip, depth).unwrap();
+        prop_assert_eq!(undo_blocks(&store), window(depth));
+
+        let smaller = smaller.min(depth);
+        let dropped = prune_stale_undo(&store, smaller).unwrap();
+        prop_assert_eq!(undo_blocks(&store), window(smaller));
+        prop_assert_eq!(dropped, window(depth).len() - window(smaller).len());
     }
 }
