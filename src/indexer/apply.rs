@@ -5,7 +5,6 @@ use crate::store::keys::{BlockKey, MetaKey, ReorgedKey};
 use crate::store::records::{Bundle, Meta, Tip};
 use crate::store::tables::{Reorged, UndoLog};
 use crate::store::{Batch, Durability, Overlay, Reader, Store, StoreError, StoreResult};
-use std::ops::RangeInclusive;
 
 /// Adds block `block` to `batch`: its rows, its derived rows, the new tip and (if `keep_undo`) its undo data.
 /// `overlay` carries derived state between blocks of one batch.
@@ -33,34 +32,11 @@ pub fn apply_block(
     Ok(())
 }
 
-/// Deletes the undo data of the blocks that writing `blocks` moves out of the kept window of `depth` blocks:
-/// `first - depth ..= last - depth` (a block leaves the window once, when the block `depth` above it is written).
-/// Point deletes, one per block: RocksDB refuses range deletions in a store with a row cache.
-pub fn prune_undo(batch: &mut Batch<'_>, blocks: RangeInclusive<u64>, depth: u64) {
-    if let Some(cut) = blocks.end().checked_sub(depth) {
-        for number in blocks.start().saturating_sub(depth)..=cut {
-            batch.delete::<UndoLog>(&BlockKey(number));
-        }
+/// Deletes the undo data of every block at or below `tip - depth` (undo is kept for `depth` blocks).
+pub fn prune_undo(batch: &mut Batch<'_>, tip: u64, depth: u64) {
+    if let Some(cut) = tip.checked_sub(depth) {
+        batch.delete_undo_through(cut);
     }
-}
-
-/// Deletes undo data that lies below the kept window of `depth` blocks under the stored tip, left by a run with a
-/// larger `--undo-depth` (each run prunes only the blocks its own writes move out of the window). Returns how many
-/// blocks' undo data it deleted.
-pub fn prune_stale_undo(store: &Store, depth: u64) -> StoreResult<usize> {
-    let reader = store.reader();
-    let Some(cut) = reader.tip()?.and_then(|tip| tip.number.checked_sub(depth)) else {
-        return Ok(0);
-    };
-    let stale = reader.undo_blocks_through(cut).collect::<StoreResult<Vec<u64>>>()?;
-    if !stale.is_empty() {
-        let mut batch = store.batch();
-        for &number in &stale {
-            batch.delete::<UndoLog>(&BlockKey(number));
-        }
-        store.write(batch, Durability::Buffered)?;
-    }
-    Ok(stale.len())
 }
 
 /// Why a block could not be reverted.
@@ -94,9 +70,6 @@ pub fn revert_block(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle) 
 /// within `undo_depth` of the node's `head`, older undo pruned, synced to disk only near the head. Returns the
 /// batch's size in bytes.
 pub fn write_chunk(store: &Store, chunk: &[Bundle], head: u64, undo_depth: u64) -> StoreResult<usize> {
-    let (Some(first), Some(last)) = (chunk.first().map(Bundle::number), chunk.last().map(Bundle::number)) else {
-        return Ok(0);
-    };
     let reader = store.reader();
     let mut batch = store.batch();
     let mut overlay = Overlay::default();
@@ -105,7 +78,8 @@ pub fn write_chunk(store: &Store, chunk: &[Bundle], head: u64, undo_depth: u64) 
         let keep_undo = block.number() + undo_depth > head;
         apply_block(&mut batch, &reader, &mut overlay, block, keep_undo)?;
     }
-    prune_undo(&mut batch, first..=last, undo_depth);
+    let last = chunk.last().map(|b| b.number()).unwrap_or_default();
+    prune_undo(&mut batch, last, undo_depth);
     let durability = if last + 2 >= head { Durability::Sync } else { Durability::Buffered };
     let bytes = batch.size_in_bytes();
     store.write(batch, durability)?;

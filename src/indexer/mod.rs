@@ -241,17 +241,10 @@ impl Indexer {
         pause::resumed(&self.status, Writer::Follower);
     }
 
-    /// Reads the stored tip, drops undo data a larger `--undo-depth` left below the window and checks the node
-    /// serves the indexed chain. `Ok(false)` on cancellation.
+    /// Reads the stored tip and checks the node serves the indexed chain. `Ok(false)` on cancellation.
     async fn start(&self, cancel: &CancellationToken) -> Result<bool, IndexerError> {
         if let Some(tip) = self.store.reader().tip()? {
             self.status.set_indexed(Some(tip.number));
-        }
-        let (store, depth) = (self.store.clone(), self.config.undo_depth);
-        let task = tokio::task::spawn_blocking(move || apply::prune_stale_undo(&store, depth));
-        let pruned = task.await.map_err(|e| IndexerError::Task(e.to_string()))??;
-        if pruned > 0 {
-            tracing::info!(blocks = pruned, depth, "dropped undo data below the kept window");
         }
         self.check_chain(cancel).await
     }

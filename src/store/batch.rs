@@ -2,9 +2,9 @@
 
 use super::codec;
 use super::error::{StoreError, StoreResult};
-use super::keys::{Key, MetaKey};
+use super::keys::{BlockKey, Key, MetaKey};
 use super::records::Meta;
-use super::tables::{self, MetaTable, Table};
+use super::tables::{self, MetaTable, Table, UndoLog};
 use super::Store;
 use rocksdb::WriteBatch;
 
@@ -109,6 +109,19 @@ impl<'a> Batch<'a> {
     /// Deletes a row (absent rows are fine).
     pub fn delete<T: Table>(&mut self, key: &T::Key) {
         self.pending.push(PointOp { table: T::NAME, key: key.encode().as_ref().to_vec(), value: None });
+    }
+
+    /// Deletes every row of `T` with a key in `[from, to)`, after the operations added before it.
+    fn delete_range<T: Table>(&mut self, from: &T::Key, to: &T::Key) {
+        self.flush_pending();
+        self.inner.delete_range_cf(self.store.cf(T::NAME), from.encode(), to.encode());
+    }
+
+    /// Deletes the undo data of block `cut` and every block below it.
+    pub fn delete_undo_through(&mut self, cut: u64) {
+        // Keys are newest first: blocks `cut, cut-1, …, 1` encode in [BlockKey(cut), BlockKey(0)).
+        self.delete_range::<UndoLog>(&BlockKey(cut), &BlockKey(0));
+        self.delete::<UndoLog>(&BlockKey(0));
     }
 
     /// Puts (`Some`) or deletes (`None`) an already encoded row of the table with id `table` (undo data).

@@ -102,9 +102,6 @@ impl Drop for Store {
 /// (0.3–0.6 s in `benches/catchup.rs`).
 const MEMTABLE_BLOOM_RATIO: f64 = 0.01;
 
-/// The row cache's budget (see [`row_cache`]); its effect on reads and writes is in docs/benchmarks.md §3.
-const ROW_CACHE_BYTES: usize = 32 << 20;
-
 fn table_options(def: &TableDef, cache: &Cache) -> Options {
     let mut block = BlockBasedOptions::default();
     block.set_block_cache(cache);
@@ -153,14 +150,6 @@ fn block_cache(bytes: usize) -> Cache {
     Cache::new_hyper_clock_cache(bytes, 0)
 }
 
-/// The row cache: rows found by point reads (`get`, `multi_get`) in table files, keyed by file and key, so a
-/// repeated read skips the filter, index and data block lookups and the search inside the block. The pages people
-/// open again and again (recent blocks and transactions, busy addresses) are read this way. RocksDB's LRU cache,
-/// as its clock cache takes only fixed-size keys; entries of files that compaction removes age out.
-fn row_cache() -> Cache {
-    Cache::new_lru_cache(ROW_CACHE_BYTES)
-}
-
 /// The tip a meta row holds, checked against the kind of tip its key names.
 fn tip_row(key: MetaKey, row: Option<Meta>) -> StoreResult<Option<Tip>> {
     match (key, row) {
@@ -184,7 +173,6 @@ impl Store {
         // All memtables together stay under 128 MiB (the largest is flushed early): without a shared limit each busy
         // table fills its own 64 MiB pair, and catching up a million transactions peaked 90 MiB higher.
         db_opts.set_db_write_buffer_size(128 << 20);
-        db_opts.set_row_cache(&row_cache());
         if options.statistics {
             db_opts.enable_statistics();
         }
@@ -233,7 +221,6 @@ impl Store {
         // A secondary keeps every table file open: the primary's compactions delete files it may still read.
         db_opts.set_max_open_files(-1);
         db_opts.set_keep_log_file_num(2);
-        db_opts.set_row_cache(&row_cache());
         let cfs: Vec<_> =
             tables::ALL.iter().map(|def| ColumnFamilyDescriptor::new(def.name, table_options(def, &cache))).collect();
         let db = DB::open_cf_descriptors_as_secondary(&db_opts, primary, secondary_dir, cfs)?;

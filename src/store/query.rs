@@ -11,7 +11,7 @@ use super::records::{BlockRecord, Bundle, InternalCreation, LogRecord, PendingTx
 use super::tables::{
     AddressInternal, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, Daily, Headers, HolderRanks,
     InternalCreations, InternalTxs, Logs, NftInstances, Pending, PendingByTime, Reorged, TokenBalances, TokenRanks,
-    TokenSearch, TokenTransfers, TraceBlocks, Transactions, Transfers, TxHashes, UndoLog,
+    TokenSearch, TokenTransfers, TraceBlocks, Transactions, Transfers, TxHashes,
 };
 use super::tables::{BeaconProxies, Contracts, Table};
 use super::tables::{CoinBalances, CoinRanks};
@@ -135,11 +135,6 @@ impl Reader<'_> {
     /// The newest block at `number` that lost consensus, if any.
     pub fn reorged_at(&self, number: u64) -> StoreResult<Option<BlockRecord>> {
         Ok(self.scan::<Reorged>(block_rows(number), Direction::Forward).next().transpose()?.map(|(_, b)| b))
-    }
-
-    /// Blocks at or below `cut` that hold undo data, newest first.
-    pub fn undo_blocks_through(&self, cut: u64) -> impl Iterator<Item = StoreResult<u64>> + '_ {
-        self.scan::<UndoLog>(after(cut.checked_add(1).map(BlockKey)), Direction::Forward).map(|row| Ok(row?.0 .0))
     }
 
     /// Block `number` as it was indexed (header, transactions, logs), checked for completeness.

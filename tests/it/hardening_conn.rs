@@ -300,8 +300,10 @@ async fn websocket_pings_are_answered_at_once_and_keep_the_connection_open() {
     };
     assert_eq!(idle_closed().await, Some(0), "the pinged connection was not closed as idle");
     // Silence beyond the idle timeout (no frame at all) closes with 1000, as Cowboy does, and is counted.
-    let mut silent = RawWs::connect(t.daemon.addr()).await;
+    // The clock starts before the handshake: the server's idle timer starts when it accepts, before `connect`
+    // returns, so an instant taken after it could see a correct close a little under the timeout.
     let opened = std::time::Instant::now();
+    let mut silent = RawWs::connect(t.daemon.addr()).await;
     assert_eq!(silent.recv(Duration::from_secs(10)).await, ServerFrame::Close(1000));
     assert!(opened.elapsed() >= idle, "closed after {:?}, before the idle timeout", opened.elapsed());
     assert_eq!(idle_closed().await, Some(1));
