@@ -11,6 +11,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The block cache's default size in MiB (`--cache-mb`).
+const DEFAULT_CACHE_MB: u64 = (crate::store::DEFAULT_CACHE_BYTES >> 20) as u64;
+
 /// rockscout: an EVM block explorer backend in one binary. Follows an execution node, indexes the chain into an
 /// embedded RocksDB and serves Blockscout-compatible REST (/api/v2), JSON-RPC (/api/eth) and WebSocket
 /// (/socket/v2) APIs.
@@ -212,6 +215,11 @@ pub struct DaemonArgs {
     /// Delete the indexed chain data and rebuild it from the node (account data is kept).
     #[arg(long, env = "ROCKSCOUT_REINDEX")]
     pub reindex: bool,
+    /// MiB of RocksDB's block cache, shared by every table: the data, index and filter blocks recent reads
+    /// touched. A store of tens of millions of transactions serves its pages faster with more (see
+    /// docs/operations.md); the process's memory grows by as much once the cache has filled.
+    #[arg(long = "cache-mb", env = "ROCKSCOUT_CACHE_MB", default_value_t = DEFAULT_CACHE_MB, value_parser = clap::value_parser!(u64).range(8..=1_048_576))]
+    pub cache_mb: u64,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
     /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
     #[arg(long, env = "ROCKSCOUT_TRACING")]
@@ -428,6 +436,8 @@ pub struct Config {
     pub verify_timeout: Duration,
     /// The ENS-compatible registry names come from (none: no names).
     pub name_registry: Option<alloy::primitives::Address>,
+    /// Bytes of the store's block cache (`--cache-mb`).
+    pub cache_bytes: usize,
 }
 
 impl Config {
@@ -451,6 +461,7 @@ impl Config {
             compiler_list_url: None,
             verify_timeout: Duration::from_secs(60),
             name_registry: None,
+            cache_bytes: crate::store::DEFAULT_CACHE_BYTES,
         }
     }
 
@@ -479,6 +490,7 @@ impl Config {
             },
             verify_timeout: Duration::from_secs(60),
             name_registry: args.name_registry,
+            cache_bytes: usize::try_from(args.cache_mb << 20).unwrap_or(usize::MAX),
             rpc_timeout,
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),
@@ -538,5 +550,26 @@ impl Config {
                 ..IndexerConfig::default()
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_config(extra: &[&str]) -> Result<Config, clap::Error> {
+        let args = ["rockscout", "run", "--rpc-url", "http://127.0.0.1:8545"].iter().chain(extra);
+        match Cli::try_parse_from(args)?.command {
+            Command::Run(run) => Ok(Config::from_args(run.rpc_url, run.ws_url, &run.daemon)),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_block_cache_size_comes_from_cache_mb_within_its_range() {
+        assert_eq!(run_config(&[]).unwrap().cache_bytes, crate::store::DEFAULT_CACHE_BYTES);
+        assert_eq!(run_config(&["--cache-mb", "256"]).unwrap().cache_bytes, 256 << 20);
+        assert!(run_config(&["--cache-mb", "4"]).is_err(), "below 8 MiB is refused");
+        assert!(run_config(&["--cache-mb", "lots"]).is_err());
     }
 }

@@ -112,7 +112,11 @@ impl Daemon {
         let store = Arc::new(
             Store::open(
                 &config.data_dir,
-                &StoreOptions { name_registry: config.name_registry, ..StoreOptions::default() },
+                &StoreOptions {
+                    name_registry: config.name_registry,
+                    cache_bytes: config.cache_bytes,
+                    ..StoreOptions::default()
+                },
             )
             .map_err(store_error)?,
         );

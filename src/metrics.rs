@@ -120,6 +120,8 @@ pub struct Metrics {
     rocksdb_running_flushes: Gauge,
     rocksdb_write_stopped: Gauge,
     rocksdb_delayed_write_rate: Gauge,
+    rocksdb_block_cache_bytes: Gauge,
+    rocksdb_block_cache_capacity_bytes: Gauge,
     /// Timestamp of the node's head block (Unix seconds; 0 unknown).
     node_head_time: AtomicU64,
     /// Timestamp of the indexed tip block (Unix seconds; 0 unknown).
@@ -250,6 +252,12 @@ impl Metrics {
                 "rocksdb_delayed_write_rate_bytes",
                 "Bytes per second RocksDB slows writes to while it delays them (0: not delayed)",
             ),
+            rocksdb_block_cache_bytes: gauge(&mut r, "rocksdb_block_cache_bytes", "Bytes the block cache holds"),
+            rocksdb_block_cache_capacity_bytes: gauge(
+                &mut r,
+                "rocksdb_block_cache_capacity_bytes",
+                "Size of the block cache (--cache-mb)",
+            ),
             node_head_time: AtomicU64::new(0),
             indexed_time: AtomicU64::new(0),
             indexed_time_of: AtomicI64::new(-1),
@@ -355,6 +363,8 @@ impl Metrics {
             set(&self.rocksdb_running_flushes, store.running_flushes);
             set(&self.rocksdb_write_stopped, u64::from(store.write_stopped));
             set(&self.rocksdb_delayed_write_rate, store.delayed_write_rate);
+            set(&self.rocksdb_block_cache_bytes, store.block_cache_bytes);
+            set(&self.rocksdb_block_cache_capacity_bytes, store.block_cache_capacity);
         }
         let mut out = String::new();
         // Writing into a String cannot fail.

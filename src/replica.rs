@@ -105,7 +105,12 @@ impl Replica {
         let store_error = |source| RunError::Store { path: primary.clone(), source };
         let dir = SecondaryDir::prepare(options.secondary_dir.as_deref())
             .map_err(|e| store_error(StoreError::Inconsistent(format!("cannot make the secondary directory: {e}"))))?;
-        let store_options = StoreOptions { name_registry: config.name_registry, read_only: true, ..Default::default() };
+        let store_options = StoreOptions {
+            name_registry: config.name_registry,
+            cache_bytes: config.cache_bytes,
+            read_only: true,
+            ..Default::default()
+        };
         let store = Arc::new(Store::open_secondary(&options.primary, &dir.path, &store_options).map_err(store_error)?);
         tracing::info!(primary = %options.primary.display(), secondary_dir = %dir.path.display(), "opened the primary's index as a read replica");
         let metrics = Arc::new(metrics::Metrics::new());

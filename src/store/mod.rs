@@ -56,9 +56,12 @@ pub struct StoreOptions {
     pub statistics: bool,
 }
 
+/// The block cache's default size (the daemon's `--cache-mb`).
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions { read_only: false, cache_bytes: 64 << 20, name_registry: None, statistics: false }
+        StoreOptions { read_only: false, cache_bytes: DEFAULT_CACHE_BYTES, name_registry: None, statistics: false }
     }
 }
 
@@ -373,7 +376,14 @@ impl Store {
             running_flushes: db_int("rocksdb.num-running-flushes")?,
             write_stopped: db_int("rocksdb.is-write-stopped")? != 0,
             delayed_write_rate: db_int("rocksdb.actual-delayed-write-rate")?,
+            block_cache_bytes: self.block_cache_property("rocksdb.block-cache-usage")?,
+            block_cache_capacity: self.block_cache_property("rocksdb.block-cache-capacity")?,
         })
+    }
+
+    /// A property of the block cache every table shares (read through the first table).
+    fn block_cache_property(&self, name: &str) -> StoreResult<u64> {
+        Ok(self.db.property_int_value_cf(self.cf(tables::ALL[0].name), name)?.unwrap_or(0))
     }
 
     /// A RocksDB property of the whole database as text (e.g. `rocksdb.stats`, `rocksdb.options-statistics`), for
@@ -447,6 +457,10 @@ pub struct DiskFigures {
     pub write_stopped: bool,
     /// Bytes per second RocksDB slows writes to while it delays them (0: not delayed).
     pub delayed_write_rate: u64,
+    /// Bytes the block cache holds now.
+    pub block_cache_bytes: u64,
+    /// The block cache's size (`--cache-mb`).
+    pub block_cache_capacity: u64,
 }
 
 /// Bytes of the files under `dir` (one level of subdirectories deep; RocksDB keeps its files flat).
@@ -741,6 +755,14 @@ mod tests {
     use super::*;
     use keys::BlockKey;
     use tables::Headers;
+
+    #[test]
+    fn every_table_uses_the_block_cache_of_the_size_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions { cache_bytes: 16 << 20, ..Default::default() }).unwrap();
+        let capacity = store.rocksdb_property_sum("rocksdb.block-cache-capacity").unwrap();
+        assert_eq!(capacity, tables::ALL.len() as u64 * (16 << 20));
+    }
 
     #[test]
     fn next_prefix_handles_carries() {

@@ -217,11 +217,16 @@ async fn monitoring_examples_pass_promtool_and_chart_only_exported_metrics() {
 
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
-    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    // A block cache of 24 MiB instead of the default, to see `--cache-mb` reach the store.
+    let t = start_daemon(&anvil.http_url(), |c| c.cache_bytes = 24 << 20).await;
     mine(&node, 2).await;
     wait_synced(&t.daemon, &node).await;
     // Families with labels appear once a sample exists: one request and one node call are enough.
     assert_eq!(http::get(t.daemon.addr(), "/api/v2/stats").await.status, 200);
+    let text = http::metrics_text(t.daemon.metrics_addr().unwrap()).await;
+    let gauge = |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<u64>().ok());
+    assert_eq!(gauge("rockscout_rocksdb_block_cache_capacity_bytes"), Some(24 << 20), "{text}");
+    assert!(gauge("rockscout_rocksdb_block_cache_bytes").is_some_and(|used| used <= 24 << 20), "{text}");
     let exported = exported_names(t.daemon.metrics_addr().unwrap()).await;
     assert!(exported.contains("rockscout_http_request_duration_seconds_bucket"), "{exported:?}");
     assert!(exported.contains("rockscout_rocksdb_pending_compaction_bytes"), "{exported:?}");
