@@ -36,10 +36,29 @@ fn request(id: u64, method: &str, params: Value) -> String {
 struct Paused(u32);
 
 impl Paused {
+    /// Stops the node and returns once every one of its threads is stopped: `kill` returns when the signal is
+    /// sent, and a thread still running can answer a request that arrives in that moment.
     fn new(anvil: &Anvil) -> Paused {
-        signal(anvil.pid(), "-STOP");
-        Paused(anvil.pid())
+        let pid = anvil.pid();
+        signal(pid, "-STOP");
+        let paused = Paused(pid);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !all_threads_stopped(pid) {
+            assert!(std::time::Instant::now() < deadline, "node {pid} did not stop within 10 s of SIGSTOP");
+            std::thread::yield_now();
+        }
+        paused
     }
+}
+
+/// Whether every thread of process `pid` is stopped (state `T` in `/proc/PID/task/TID/stat`).
+fn all_threads_stopped(pid: u32) -> bool {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the node's /proc entry");
+    tasks.flatten().all(|task| {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) == Some("T")
+    })
 }
 
 impl Drop for Paused {
