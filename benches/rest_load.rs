@@ -7,6 +7,7 @@
 //!     cargo bench --bench rest_load -- [--blocks 1000] [--txs 1000] [--hot-every 8] [--seconds 5]
 //!         [--connections 16] [--store DIR (kept and reused between runs)] [--only TEXT (endpoints whose label
 //!         contains TEXT, after the ceiling)] [--cache-mb 64 (block cache of the served store)]
+//!         [--row-cache-mb 32 (row cache of the served store; 0: none)]
 //!         [--sample-txs 2000 (distinct transactions the transaction endpoints request: the working set)]
 //!
 //! `--store DIR` may also be a store the growth bench wrote (`benches/growth.rs`, recognised by its marker file):
@@ -37,8 +38,12 @@ use tokio_util::sync::CancellationToken;
 /// Writes the synthetic chain through the follower's write path, unless `dir` already holds it (or holds a store
 /// written by the growth bench, used as it is whatever its height).
 fn build_store(dir: &Path, blocks: u64, shape: Shape) -> Store {
-    let store =
-        Store::open(dir, &StoreOptions { cache_bytes: arg("cache-mb", 64usize) << 20, ..Default::default() }).unwrap();
+    let options = StoreOptions {
+        cache_bytes: arg("cache-mb", 64usize) << 20,
+        row_cache_bytes: arg("row-cache-mb", 32usize) << 20,
+        ..Default::default()
+    };
+    let store = Store::open(dir, &options).unwrap();
     if dir.join(GROWTH_MARKER).exists() {
         println!("serving the growth bench's store in {} as it is", dir.display());
         return store;

@@ -14,6 +14,9 @@ use std::time::Duration;
 /// The block cache's default size in MiB (`--cache-mb`).
 const DEFAULT_CACHE_MB: u64 = (crate::store::DEFAULT_CACHE_BYTES >> 20) as u64;
 
+/// The row cache's default size in MiB (`--row-cache-mb`).
+const DEFAULT_ROW_CACHE_MB: u64 = (crate::store::DEFAULT_ROW_CACHE_BYTES >> 20) as u64;
+
 /// rockscout: an EVM block explorer backend in one binary. Follows an execution node, indexes the chain into an
 /// embedded RocksDB and serves Blockscout-compatible REST (/api/v2), JSON-RPC (/api/eth) and WebSocket
 /// (/socket/v2) APIs.
@@ -220,6 +223,11 @@ pub struct DaemonArgs {
     /// docs/operations.md); the process's memory grows by as much once the cache has filled.
     #[arg(long = "cache-mb", env = "ROCKSCOUT_CACHE_MB", default_value_t = DEFAULT_CACHE_MB, value_parser = clap::value_parser!(u64).range(8..=1_048_576))]
     pub cache_mb: u64,
+    /// MiB of the row cache: the rows API requests read by key (blocks, transactions, accounts, tokens,
+    /// contracts), kept decoded-ready so a page opened again skips the store's lookups. 0 turns it off. A read
+    /// replica (`serve --secondary-of`) has none.
+    #[arg(long = "row-cache-mb", env = "ROCKSCOUT_ROW_CACHE_MB", default_value_t = DEFAULT_ROW_CACHE_MB, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub row_cache_mb: u64,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
     /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
     #[arg(long, env = "ROCKSCOUT_TRACING")]
@@ -438,6 +446,8 @@ pub struct Config {
     pub name_registry: Option<alloy::primitives::Address>,
     /// Bytes of the store's block cache (`--cache-mb`).
     pub cache_bytes: usize,
+    /// Bytes of the store's row cache (`--row-cache-mb`; 0: none).
+    pub row_cache_bytes: usize,
 }
 
 impl Config {
@@ -462,6 +472,7 @@ impl Config {
             verify_timeout: Duration::from_secs(60),
             name_registry: None,
             cache_bytes: crate::store::DEFAULT_CACHE_BYTES,
+            row_cache_bytes: crate::store::DEFAULT_ROW_CACHE_BYTES,
         }
     }
 
@@ -491,6 +502,7 @@ impl Config {
             verify_timeout: Duration::from_secs(60),
             name_registry: args.name_registry,
             cache_bytes: usize::try_from(args.cache_mb << 20).unwrap_or(usize::MAX),
+            row_cache_bytes: usize::try_from(args.row_cache_mb << 20).unwrap_or(usize::MAX),
             rpc_timeout,
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),
@@ -571,5 +583,14 @@ mod tests {
         assert_eq!(run_config(&["--cache-mb", "256"]).unwrap().cache_bytes, 256 << 20);
         assert!(run_config(&["--cache-mb", "4"]).is_err(), "below 8 MiB is refused");
         assert!(run_config(&["--cache-mb", "lots"]).is_err());
+    }
+
+    #[test]
+    fn the_row_cache_size_comes_from_row_cache_mb_and_zero_turns_it_off() {
+        assert_eq!(run_config(&[]).unwrap().row_cache_bytes, crate::store::DEFAULT_ROW_CACHE_BYTES);
+        assert_eq!(run_config(&["--row-cache-mb", "128"]).unwrap().row_cache_bytes, 128 << 20);
+        assert_eq!(run_config(&["--row-cache-mb", "0"]).unwrap().row_cache_bytes, 0);
+        assert!(run_config(&["--row-cache-mb", "2000000"]).is_err(), "above 1 TiB is refused");
+        assert!(run_config(&["--row-cache-mb", "-1"]).is_err());
     }
 }

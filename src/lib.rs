@@ -115,6 +115,7 @@ impl Daemon {
                 &StoreOptions {
                     name_registry: config.name_registry,
                     cache_bytes: config.cache_bytes,
+                    row_cache_bytes: config.row_cache_bytes,
                     ..StoreOptions::default()
                 },
             )

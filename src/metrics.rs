@@ -122,6 +122,8 @@ pub struct Metrics {
     rocksdb_delayed_write_rate: Gauge,
     rocksdb_block_cache_bytes: Gauge,
     rocksdb_block_cache_capacity_bytes: Gauge,
+    row_cache_bytes: Gauge,
+    row_cache_capacity_bytes: Gauge,
     /// Timestamp of the node's head block (Unix seconds; 0 unknown).
     node_head_time: AtomicU64,
     /// Timestamp of the indexed tip block (Unix seconds; 0 unknown).
@@ -258,6 +260,12 @@ impl Metrics {
                 "rocksdb_block_cache_capacity_bytes",
                 "Size of the block cache (--cache-mb)",
             ),
+            row_cache_bytes: gauge(&mut r, "row_cache_bytes", "Bytes the rows in the row cache weigh"),
+            row_cache_capacity_bytes: gauge(
+                &mut r,
+                "row_cache_capacity_bytes",
+                "Size of the row cache (--row-cache-mb; 0 on a read replica)",
+            ),
             node_head_time: AtomicU64::new(0),
             indexed_time: AtomicU64::new(0),
             indexed_time_of: AtomicI64::new(-1),
@@ -365,6 +373,8 @@ impl Metrics {
             set(&self.rocksdb_delayed_write_rate, store.delayed_write_rate);
             set(&self.rocksdb_block_cache_bytes, store.block_cache_bytes);
             set(&self.rocksdb_block_cache_capacity_bytes, store.block_cache_capacity);
+            set(&self.row_cache_bytes, store.row_cache_bytes);
+            set(&self.row_cache_capacity_bytes, store.row_cache_capacity);
         }
         let mut out = String::new();
         // Writing into a String cannot fail.

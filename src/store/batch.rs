@@ -4,6 +4,7 @@ use super::codec;
 use super::error::{StoreError, StoreResult};
 use super::keys::{BlockKey, Key, MetaKey};
 use super::records::Meta;
+use super::row_cache::Written;
 use super::tables::{self, MetaTable, Table, UndoLog};
 use super::Store;
 use rocksdb::WriteBatch;
@@ -21,6 +22,8 @@ pub enum Durability {
 /// A point put (`Some`) or delete (`None`) waiting to be sorted into the write batch.
 struct PointOp {
     table: &'static str,
+    /// The table's id, when its rows are cached (the key is then listed in [`Written`]).
+    cached: Option<u8>,
     key: Vec<u8>,
     value: Option<Vec<u8>>,
 }
@@ -35,6 +38,7 @@ pub struct Batch<'a> {
     store: &'a Store,
     inner: WriteBatch,
     pending: Vec<PointOp>,
+    written: Written,
 }
 
 impl std::fmt::Debug for Batch<'_> {
@@ -45,12 +49,13 @@ impl std::fmt::Debug for Batch<'_> {
 
 impl<'a> Batch<'a> {
     pub(super) fn new(store: &'a Store) -> Self {
-        Batch { store, inner: WriteBatch::default(), pending: Vec::new() }
+        Batch { store, inner: WriteBatch::default(), pending: Vec::new(), written: Written::default() }
     }
 
-    pub(super) fn into_inner(mut self) -> WriteBatch {
+    /// The RocksDB batch and the keys it writes in cached tables.
+    pub(super) fn into_parts(mut self) -> (WriteBatch, Written) {
         self.flush_pending();
-        self.inner
+        (self.inner, self.written)
     }
 
     fn flush_pending(&mut self) {
@@ -66,8 +71,11 @@ impl<'a> Batch<'a> {
                 }
             };
             match op.value {
-                Some(value) => self.inner.put_cf(cf, op.key, value),
-                None => self.inner.delete_cf(cf, op.key),
+                Some(value) => self.inner.put_cf(cf, &op.key, value),
+                None => self.inner.delete_cf(cf, &op.key),
+            }
+            if let Some(table) = op.cached {
+                self.written.keys.push((table, op.key));
             }
         }
     }
@@ -91,7 +99,12 @@ impl<'a> Batch<'a> {
     /// Puts a row.
     pub fn put<T: Table>(&mut self, key: &T::Key, value: &T::Value) -> StoreResult<()> {
         let bytes = codec::encode(value).map_err(|source| StoreError::Encode { table: T::NAME, source })?;
-        self.pending.push(PointOp { table: T::NAME, key: key.encode().as_ref().to_vec(), value: Some(bytes) });
+        self.pending.push(PointOp {
+            table: T::NAME,
+            cached: cached::<T>(),
+            key: key.encode().as_ref().to_vec(),
+            value: Some(bytes),
+        });
         Ok(())
     }
 
@@ -108,12 +121,18 @@ impl<'a> Batch<'a> {
 
     /// Deletes a row (absent rows are fine).
     pub fn delete<T: Table>(&mut self, key: &T::Key) {
-        self.pending.push(PointOp { table: T::NAME, key: key.encode().as_ref().to_vec(), value: None });
+        self.pending.push(PointOp {
+            table: T::NAME,
+            cached: cached::<T>(),
+            key: key.encode().as_ref().to_vec(),
+            value: None,
+        });
     }
 
     /// Deletes every row of `T` with a key in `[from, to)`, after the operations added before it.
     fn delete_range<T: Table>(&mut self, from: &T::Key, to: &T::Key) {
         self.flush_pending();
+        self.written.everything |= T::CACHED;
         self.inner.delete_range_cf(self.store.cf(T::NAME), from.encode(), to.encode());
     }
 
@@ -128,7 +147,8 @@ impl<'a> Batch<'a> {
     pub(super) fn set_raw(&mut self, table: u8, key: &[u8], value: Option<&[u8]>) -> StoreResult<()> {
         let def = tables::by_id(table)
             .ok_or_else(|| StoreError::Inconsistent(format!("undo data names table {table}, which does not exist")))?;
-        self.pending.push(PointOp { table: def.name, key: key.to_vec(), value: value.map(<[u8]>::to_vec) });
+        let cached = def.cached.then_some(def.id);
+        self.pending.push(PointOp { table: def.name, cached, key: key.to_vec(), value: value.map(<[u8]>::to_vec) });
         Ok(())
     }
 
@@ -157,10 +177,16 @@ impl<'a> Batch<'a> {
         let past_every_key = vec![0xff; tables::max_key_len() + 1];
         self.flush_pending();
         for def in tables::ALL.iter().filter(|t| t.name != MetaTable::NAME && !tables::is_account_data(t)) {
+            self.written.everything |= def.cached;
             self.inner.delete_range_cf(self.store.cf(def.name), [].as_slice(), past_every_key.as_slice());
         }
         for key in [MetaKey::ChainId, MetaKey::Genesis, MetaKey::Tip, MetaKey::Counters, MetaKey::TraceTip] {
             self.delete_meta(key);
         }
     }
+}
+
+/// `T`'s id when its rows are cached.
+fn cached<T: Table>() -> Option<u8> {
+    T::CACHED.then_some(T::ID)
 }

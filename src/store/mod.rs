@@ -16,6 +16,7 @@ pub mod keys;
 mod names;
 mod query;
 pub mod records;
+mod row_cache;
 pub mod tables;
 
 pub use batch::{Batch, Durability};
@@ -49,6 +50,8 @@ pub struct StoreOptions {
     pub read_only: bool,
     /// Size of the block cache shared by all column families.
     pub cache_bytes: usize,
+    /// Size of the row cache of API reads (`row_cache`; 0: none). A secondary instance has none.
+    pub row_cache_bytes: usize,
     /// The ENS-compatible registry whose events feed the name tables (`--name-registry`); none: no names.
     pub name_registry: Option<Address>,
     /// Collect RocksDB's statistics (tickers such as compaction bytes and stall time, read through
@@ -59,9 +62,18 @@ pub struct StoreOptions {
 /// The block cache's default size (the daemon's `--cache-mb`).
 pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
+/// The row cache's default size (the daemon's `--row-cache-mb`).
+pub const DEFAULT_ROW_CACHE_BYTES: usize = 32 << 20;
+
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions { read_only: false, cache_bytes: DEFAULT_CACHE_BYTES, name_registry: None, statistics: false }
+        StoreOptions {
+            read_only: false,
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            row_cache_bytes: DEFAULT_ROW_CACHE_BYTES,
+            name_registry: None,
+            statistics: false,
+        }
     }
 }
 
@@ -89,6 +101,7 @@ pub struct Store {
     writes: std::sync::Mutex<()>,
     knowledge: Arc<Knowledge>,
     name_registry: Option<Address>,
+    rows: row_cache::RowCache,
 }
 
 impl Drop for Store {
@@ -201,6 +214,8 @@ impl Store {
             writes: std::sync::Mutex::new(()),
             knowledge: Arc::default(),
             name_registry: options.name_registry,
+            // A secondary's state moves under it at every catch-up, which no commit of its own announces.
+            rows: row_cache::RowCache::new(if secondary { 0 } else { options.row_cache_bytes }),
         };
         // `closed` stays set until the checks pass, so a refused store is left exactly as it was found.
         store.open_state = store.check_meta()?;
@@ -308,16 +323,19 @@ impl Store {
 
     /// A reader of the latest committed data.
     pub fn reader(&self) -> Reader<'_> {
-        Reader { store: self, snapshot: None, deadline: None }
+        Reader { store: self, snapshot: None, deadline: None, epoch: None }
     }
 
     /// A reader pinned to a snapshot: every read sees the same committed state.
     ///
     /// A secondary instance has no snapshots (RocksDB refuses them there): its readers read the latest caught-up
     /// state, so a catch-up during a response can show it the next committed state (see `docs/operations.md`).
+    ///
+    /// It reads through the row cache: the cache's epoch is taken before the snapshot (see `row_cache`).
     pub fn view(&self) -> Reader<'_> {
+        let epoch = self.rows.epoch();
         let snapshot = (!self.secondary).then(|| self.db.snapshot());
-        Reader { store: self, snapshot, deadline: None }
+        Reader { store: self, snapshot, deadline: None, epoch }
     }
 
     /// Serializes read-check-write sequences of different writers (the follower and the trace pass): a writer
@@ -349,7 +367,9 @@ impl Store {
         }
         let mut opts = rocksdb::WriteOptions::default();
         opts.set_sync(durability == Durability::Sync);
-        self.db.write_opt(batch.into_inner(), &opts)?;
+        let (batch, written) = batch.into_parts();
+        let _commit = self.rows.commit(written);
+        self.db.write_opt(batch, &opts)?;
         Ok(())
     }
 
@@ -378,6 +398,8 @@ impl Store {
             delayed_write_rate: db_int("rocksdb.actual-delayed-write-rate")?,
             block_cache_bytes: self.block_cache_property("rocksdb.block-cache-usage")?,
             block_cache_capacity: self.block_cache_property("rocksdb.block-cache-capacity")?,
+            row_cache_bytes: self.rows.bytes(),
+            row_cache_capacity: self.rows.capacity(),
         })
     }
 
@@ -461,6 +483,10 @@ pub struct DiskFigures {
     pub block_cache_bytes: u64,
     /// The block cache's size (`--cache-mb`).
     pub block_cache_capacity: u64,
+    /// Bytes the row cache's entries weigh now.
+    pub row_cache_bytes: u64,
+    /// The row cache's size (`--row-cache-mb`; 0 on a read replica).
+    pub row_cache_capacity: u64,
 }
 
 /// Bytes of the files under `dir` (one level of subdirectories deep; RocksDB keeps its files flat).
@@ -551,6 +577,8 @@ pub struct Reader<'a> {
     store: &'a Store,
     snapshot: Option<SnapshotWithThreadMode<'a, DB>>,
     deadline: Option<Instant>,
+    /// The row cache's epoch when the reader was made (`None`: it does not use the cache).
+    epoch: Option<u64>,
 }
 
 /// Rows a scan reads between two looks at the clock.
@@ -595,11 +623,15 @@ impl<'a> Reader<'a> {
     /// One row.
     pub fn get<T: Table>(&self, key: &T::Key) -> StoreResult<Option<T::Value>> {
         let key = key.encode();
-        let cf = self.store.cf(T::NAME);
-        match self.store.db.get_pinned_cf_opt(cf, key.as_ref(), &self.read_options())? {
-            Some(bytes) => Ok(Some(decode_value::<T>(key.as_ref(), &bytes)?)),
-            None => Ok(None),
+        let key = key.as_ref();
+        let epoch = self.epoch.filter(|_| T::CACHED);
+        if let Some(row) = self.store.rows.get(epoch, T::ID, key) {
+            return row.map(|bytes| decode_value::<T>(key, &bytes)).transpose();
         }
+        let cf = self.store.cf(T::NAME);
+        let row = self.store.db.get_pinned_cf_opt(cf, key, &self.read_options())?;
+        self.store.rows.insert(epoch, T::ID, key, row.as_deref());
+        row.map(|bytes| decode_value::<T>(key, &bytes)).transpose()
     }
 
     /// One already encoded row of the table with stable id `table`.
@@ -611,15 +643,28 @@ impl<'a> Reader<'a> {
     /// Several rows of one table in one call, in the order of `keys`.
     pub fn multi_get<T: Table>(&self, keys: &[T::Key]) -> StoreResult<Vec<Option<T::Value>>> {
         let encoded: Vec<_> = keys.iter().map(|k| k.encode()).collect();
-        let cf = self.store.cf(T::NAME);
-        let opts = self.read_options();
-        let results = self.store.db.batched_multi_get_cf_opt(cf, encoded.iter().map(|k| k.as_ref()), false, &opts);
+        let epoch = self.epoch.filter(|_| T::CACHED);
+        let cached: Vec<_> = encoded.iter().map(|key| self.store.rows.get(epoch, T::ID, key.as_ref())).collect();
+        let missed = encoded.iter().zip(&cached).filter(|(_, row)| row.is_none()).map(|(key, _)| key.as_ref());
+        let mut found = match cached.iter().any(Option::is_none) {
+            true => self.store.db.batched_multi_get_cf_opt(self.store.cf(T::NAME), missed, false, &self.read_options()),
+            false => Vec::new(),
+        }
+        .into_iter();
         encoded
             .iter()
-            .zip(results)
-            .map(|(key, result)| match result? {
-                Some(bytes) => Ok(Some(decode_value::<T>(key.as_ref(), &bytes)?)),
-                None => Ok(None),
+            .zip(cached)
+            .map(|(key, cached)| {
+                let key = key.as_ref();
+                match cached {
+                    Some(row) => row.map(|bytes| decode_value::<T>(key, &bytes)).transpose(),
+                    None => {
+                        let row =
+                            found.next().ok_or_else(|| StoreError::Inconsistent("a key went unread".into()))??;
+                        self.store.rows.insert(epoch, T::ID, key, row.as_deref());
+                        row.map(|bytes| decode_value::<T>(key, &bytes)).transpose()
+                    }
+                }
             })
             .collect()
     }
@@ -762,6 +807,160 @@ mod tests {
         let store = Store::open(dir.path(), &StoreOptions { cache_bytes: 16 << 20, ..Default::default() }).unwrap();
         let capacity = store.rocksdb_property_sum("rocksdb.block-cache-capacity").unwrap();
         assert_eq!(capacity, tables::ALL.len() as u64 * (16 << 20));
+    }
+
+    mod row_cache {
+        use super::super::*;
+        use alloy::primitives::B256;
+        use proptest::prelude::*;
+        use std::collections::BTreeMap;
+        use tables::BlockHashes;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Put(u8, u64),
+            Delete(u8),
+            /// The chain reset's range deletion over every chain table.
+            ClearIndex,
+            /// A new view, kept open beside the two before it.
+            View,
+            /// Reads through every open view, one key at a time and all keys at once.
+            Read,
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                3 => (0u8..6, any::<u64>()).prop_map(|(k, v)| Op::Put(k, v)),
+                1 => (0u8..6).prop_map(Op::Delete),
+                1 => Just(Op::ClearIndex),
+                2 => Just(Op::View),
+                4 => Just(Op::Read),
+            ]
+        }
+
+        fn key(k: u8) -> B256 {
+            B256::with_last_byte(k)
+        }
+
+        fn write(store: &Store, fill: impl FnOnce(&mut Batch<'_>)) {
+            let mut batch = store.batch();
+            fill(&mut batch);
+            store.write(batch, Durability::Buffered).unwrap();
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(48))]
+
+            /// Every view reads what its snapshot holds, through the cache or not, after any mix of puts, deletes
+            /// and resets: a model of the table at each view's creation is the expected answer.
+            #[test]
+            fn views_read_their_snapshot_through_the_row_cache(ops in proptest::collection::vec(op(), 1..60)) {
+                let dir = tempfile::tempdir().unwrap();
+                let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+                let mut model: BTreeMap<u8, u64> = BTreeMap::new();
+                let mut views: Vec<(Reader<'_>, BTreeMap<u8, u64>)> = vec![(store.view(), model.clone())];
+                for op in ops {
+                    match op {
+                        Op::Put(k, v) => {
+                            write(&store, |b| b.put::<BlockHashes>(&key(k), &v).unwrap());
+                            model.insert(k, v);
+                        }
+                        Op::Delete(k) => {
+                            write(&store, |b| b.delete::<BlockHashes>(&key(k)));
+                            model.remove(&k);
+                        }
+                        Op::ClearIndex => {
+                            write(&store, |b| b.clear_index());
+                            model.clear();
+                        }
+                        Op::View => {
+                            views.push((store.view(), model.clone()));
+                            if views.len() > 3 {
+                                views.remove(0);
+                            }
+                        }
+                        Op::Read => {
+                            let keys: Vec<B256> = (0u8..6).map(key).collect();
+                            for (view, seen) in &views {
+                                for k in 0u8..6 {
+                                    prop_assert_eq!(view.get::<BlockHashes>(&key(k)).unwrap(), seen.get(&k).copied());
+                                }
+                                let all = view.multi_get::<BlockHashes>(&keys).unwrap();
+                                let expected: Vec<Option<u64>> = (0u8..6).map(|k| seen.get(&k).copied()).collect();
+                                prop_assert_eq!(all, expected);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Writers and readers race: each commit writes one value to two keys, so a view that sees the two keys
+        /// differ, or a value older than one it saw before, read a row its snapshot does not hold.
+        #[test]
+        fn racing_commits_never_show_a_view_a_stale_row() {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+            let commits = 3_000u64;
+            let (a, b) = (key(1), key(2));
+            std::thread::scope(|scope| {
+                let readers: Vec<_> = (0..3)
+                    .map(|reader| {
+                        let store = &store;
+                        scope.spawn(move || {
+                            let (mut last, mut reads) = (0u64, 0u64);
+                            while last < commits {
+                                let view = store.view();
+                                let pair = match reader {
+                                    0 => (view.get::<BlockHashes>(&a).unwrap(), view.get::<BlockHashes>(&b).unwrap()),
+                                    1 => (view.get::<BlockHashes>(&b).unwrap(), view.get::<BlockHashes>(&a).unwrap()),
+                                    _ => {
+                                        let both = view.multi_get::<BlockHashes>(&[a, b]).unwrap();
+                                        (both[0], both[1])
+                                    }
+                                };
+                                assert_eq!(pair.0, pair.1, "one snapshot, two values");
+                                let value = pair.0.unwrap_or(0);
+                                assert!(value >= last, "went back from {last} to {value}");
+                                (last, reads) = (value, reads + 1);
+                            }
+                            reads
+                        })
+                    })
+                    .collect();
+                for value in 1..=commits {
+                    write(&store, |batch| {
+                        batch.put::<BlockHashes>(&a, &value).unwrap();
+                        batch.put::<BlockHashes>(&b, &value).unwrap();
+                    });
+                }
+                for reader in readers {
+                    assert!(reader.join().unwrap() > 0);
+                }
+            });
+            assert!(store.rows.bytes() > 0, "the views filled the cache");
+        }
+
+        #[test]
+        fn indexer_readers_and_replicas_leave_the_cache_alone() {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+            write(&store, |b| b.put::<BlockHashes>(&key(1), &7).unwrap());
+            assert_eq!(store.reader().get::<BlockHashes>(&key(1)).unwrap(), Some(7));
+            assert_eq!(store.rows.bytes(), 0, "an indexer read is not kept");
+            assert_eq!(store.view().get::<BlockHashes>(&key(1)).unwrap(), Some(7));
+            assert!(store.rows.bytes() > 0, "a view's read is kept");
+            let own = tempfile::tempdir().unwrap();
+            let replica = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
+            assert_eq!(replica.view().get::<BlockHashes>(&key(1)).unwrap(), Some(7));
+            assert_eq!((replica.rows.bytes(), replica.rows.capacity()), (0, 0));
+            let off = tempfile::tempdir().unwrap();
+            let off = Store::open(off.path(), &StoreOptions { row_cache_bytes: 0, ..Default::default() }).unwrap();
+            write(&off, |b| b.put::<BlockHashes>(&key(1), &7).unwrap());
+            assert_eq!(off.view().get::<BlockHashes>(&key(1)).unwrap(), Some(7));
+            assert_eq!(off.disk_figures().unwrap().row_cache_capacity, 0);
+            assert_eq!(store.disk_figures().unwrap().row_cache_capacity, DEFAULT_ROW_CACHE_BYTES as u64);
+        }
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub trait Table {
     type Key: Key;
     /// Value type (encoded by `codec`).
     type Value: Serialize + DeserializeOwned;
+    /// Whether API readers keep the rows they read by key in the row cache (see `row_cache`).
+    const CACHED: bool;
 }
 
 /// How a column family is read, which decides its RocksDB options.
@@ -54,10 +56,14 @@ pub struct TableDef {
     pub key_len: usize,
     /// Read pattern.
     pub access: Access,
+    /// See [`Table::CACHED`].
+    pub cached: bool,
 }
 
 macro_rules! tables {
-    ($( $(#[$doc:meta])* $ty:ident = $id:literal $name:literal : $key:ty => $value:ty, $access:ident; )*) => {
+    (@cached) => { false };
+    (@cached cached) => { true };
+    ($( $(#[$doc:meta])* $ty:ident = $id:literal $name:literal : $key:ty => $value:ty, $access:ident $(, $cached:ident)?; )*) => {
         $(
             $(#[$doc])*
             #[derive(Debug, Clone, Copy)]
@@ -67,26 +73,27 @@ macro_rules! tables {
                 const NAME: &'static str = $name;
                 type Key = $key;
                 type Value = $value;
+                const CACHED: bool = tables!(@cached $($cached)?);
             }
         )*
         /// Every column family of the schema, in id order.
         pub const ALL: &[TableDef] = &[
-            $( TableDef { id: $id, name: $name, key_len: <$key as Key>::LEN, access: Access::$access }, )*
+            $( TableDef { id: $id, name: $name, key_len: <$key as Key>::LEN, access: Access::$access, cached: tables!(@cached $($cached)?) }, )*
         ];
     };
 }
 
 tables! {
     /// One-byte tag → schema version, db state, chain id, genesis hash, tip, global counters.
-    MetaTable = 0 "meta": MetaKey => Meta, Ordered;
+    MetaTable = 0 "meta": MetaKey => Meta, Ordered, cached;
     /// Block number (newest first) → block record.
-    Headers = 1 "headers": BlockKey => BlockRecord, Ordered;
+    Headers = 1 "headers": BlockKey => BlockRecord, Ordered, cached;
     /// Block hash → block number (canonical blocks only).
-    BlockHashes = 2 "block_hashes": B256 => u64, Lookup;
+    BlockHashes = 2 "block_hashes": B256 => u64, Lookup, cached;
     /// (block, index), newest first → transaction with receipt summary.
-    Transactions = 3 "txs": BlockPos => TxRecord, Ordered;
+    Transactions = 3 "txs": BlockPos => TxRecord, Ordered, cached;
     /// Transaction hash → (block, index).
-    TxHashes = 4 "tx_hashes": B256 => BlockPos, Lookup;
+    TxHashes = 4 "tx_hashes": B256 => BlockPos, Lookup, cached;
     /// (block, log index), newest first → log.
     Logs = 5 "logs": BlockPos => LogRecord, Ordered;
     /// address ‖ (block, index) newest first → role bits (from / to / created).
@@ -94,7 +101,7 @@ tables! {
     /// emitter ‖ (block, log index) newest first → nothing.
     AddressLogs = 7 "address_logs": AddressPos => (), AddressHistory;
     /// Address → account summary (derived).
-    Accounts = 8 "accounts": Address => AccountRecord, Lookup;
+    Accounts = 8 "accounts": Address => AccountRecord, Lookup, cached;
     /// (number newest first, hash) → record of a block that lost consensus.
     Reorged = 9 "reorged": ReorgedKey => BlockRecord, Ordered;
     /// (block, log, item), newest first → token transfer.
@@ -104,7 +111,7 @@ tables! {
     /// token ‖ (block, log, item) newest first → nothing.
     TokenTransfers = 12 "token_transfers": AddressTransferPos => (), AddressHistory;
     /// Token contract → kind, holders, transfers, total supply (derived).
-    Tokens = 13 "tokens": Address => TokenRecord, Lookup;
+    Tokens = 13 "tokens": Address => TokenRecord, Lookup, cached;
     /// (holders, most first, ‖ token) → nothing: the token list order (derived).
     TokenRanks = 14 "token_ranks": TokenRankKey => (), Ordered;
     /// holder ‖ token ‖ id → amount (derived).
@@ -116,7 +123,7 @@ tables! {
     /// token ‖ id → owner and supply of one NFT id (derived).
     NftInstances = 18 "nft_instances": InstanceKey => InstanceRecord, AddressRows;
     /// Token contract → name, symbol, decimals read from the contract (not chain state).
-    TokenMetadatas = 19 "token_metadata": Address => TokenMetadata, Lookup;
+    TokenMetadatas = 19 "token_metadata": Address => TokenMetadata, Lookup, cached;
     /// (lowercase name or symbol, 32 bytes) ‖ token → nothing: prefix search (not chain state).
     TokenSearch = 20 "token_search": SearchKey => (), Ordered;
     /// (block, transaction, call index), newest first → call frame (written by the trace pass).
@@ -126,7 +133,7 @@ tables! {
     /// created contract ‖ (block, transaction, call) → who created it inside a transaction.
     InternalCreations = 23 "internal_creations": AddressTracePos => InternalCreation, AddressHistory;
     /// Block number (newest first) → per-transaction internal call counts and error flags of a traced block.
-    TraceBlocks = 24 "trace_blocks": BlockKey => TraceSummary, Ordered;
+    TraceBlocks = 24 "trace_blocks": BlockKey => TraceSummary, Ordered, cached;
     /// UTC day (newest first) → blocks, transactions and gas of the day (derived).
     Daily = 25 "daily": DayKey => DayStats, Ordered;
     /// Transaction hash → transaction waiting in the node's pool (not chain state: kept by the pool follower).
@@ -136,18 +143,18 @@ tables! {
     /// Block number (newest first) → prior values of the derived rows the block changed.
     UndoLog = 28 "undo": BlockKey => Undo, Ordered;
     /// keccak256 of runtime code → the code, stored once however many contracts share it (content-addressed).
-    Code = 29 "code": B256 => Bytes, Lookup;
+    Code = 29 "code": B256 => Bytes, Lookup, cached;
     /// Contract → its code hash and creation (written by the code writer; reverted with the creation's block).
-    Contracts = 30 "contracts": Address => ContractRecord, Lookup;
+    Contracts = 30 "contracts": Address => ContractRecord, Lookup, cached;
     /// Contract → the source the verifier matched with its code (not chain state: no undo; hidden while the
     /// address has no `contracts` row).
-    VerifiedSources = 31 "verified_sources": Address => VerifiedSource, Lookup;
+    VerifiedSources = 31 "verified_sources": Address => VerifiedSource, Lookup, cached;
     /// Job id → a verification request and its state (not chain state: pending jobs are re-queued at start).
     VerificationJobs = 32 "verification_jobs": SerialKey => VerificationJob, Ordered;
     /// address ‖ (block, 0) newest first → the address's native balance after the block (derived, from the node).
     CoinBalances = 33 "coin_balances": AddressPos => Amount, AddressHistory;
     /// Address → its latest indexed native balance and that block (derived).
-    CoinBalanceNow = 34 "coin_balance_now": Address => CoinBalance, Lookup;
+    CoinBalanceNow = 34 "coin_balance_now": Address => CoinBalance, Lookup, cached;
     /// (balance, largest first, ‖ address) → nothing: addresses with a non-zero balance, richest first (derived).
     CoinRanks = 35 "coin_ranks": CoinRankKey => (), Ordered;
     /// Account address → account (account data: kept across resets and reindexing).
@@ -161,13 +168,13 @@ tables! {
     /// Item id → its owner and kind (account data).
     ItemOwners = 44 "item_owners": SerialKey => ItemOwner, Lookup;
     /// Node (namehash) → plaintext name, owner, resolver and address record of a registry node (derived).
-    Names = 45 "names": B256 => NameRecord, Lookup;
+    Names = 45 "names": B256 => NameRecord, Lookup, cached;
     /// keccak256 of a label → its plaintext, from registrations (derived).
     NameLabels = 46 "name_labels": B256 => String, Lookup;
     /// (lowercase name, 32 bytes) ‖ node → nothing: prefix search of names (derived).
     NameSearch = 47 "name_search": NameSearchKey => (), Ordered;
     /// Address → the name its reverse record claims (derived; shown only when the name resolves back).
-    ReverseNames = 48 "reverse_names": Address => String, Lookup;
+    ReverseNames = 48 "reverse_names": Address => String, Lookup, cached;
     /// address ‖ node → nothing: the names whose address record holds the address (derived).
     AddressNames = 49 "address_names": AddressNodeKey => (), AddressHistory;
     /// beacon ‖ proxy → nothing: the beacon proxies that named each beacon (written with the proxy's `contracts`
@@ -175,7 +182,7 @@ tables! {
     BeaconProxies = 56 "beacon_proxies": BeaconProxyKey => (), Ordered;
     /// keccak256 of runtime code → the contract whose verified source matched that code, so other contracts with
     /// the same code show it as a similar match (not chain state: no undo; checked against `contracts` on read).
-    VerifiedCode = 57 "verified_code": B256 => Address, Lookup;
+    VerifiedCode = 57 "verified_code": B256 => Address, Lookup, cached;
 }
 
 /// Account data (ids 40–44): written by people through the account API, not derived from the chain. Reorgs never

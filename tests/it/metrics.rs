@@ -217,8 +217,13 @@ async fn monitoring_examples_pass_promtool_and_chart_only_exported_metrics() {
 
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
-    // A block cache of 24 MiB instead of the default, to see `--cache-mb` reach the store.
-    let t = start_daemon(&anvil.http_url(), |c| c.cache_bytes = 24 << 20).await;
+    // A block cache of 24 MiB and a row cache of 8 MiB instead of the defaults, to see `--cache-mb` and
+    // `--row-cache-mb` reach the store.
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.cache_bytes = 24 << 20;
+        c.row_cache_bytes = 8 << 20;
+    })
+    .await;
     mine(&node, 2).await;
     wait_synced(&t.daemon, &node).await;
     // Families with labels appear once a sample exists: one request and one node call are enough.
@@ -227,6 +232,9 @@ async fn monitoring_examples_pass_promtool_and_chart_only_exported_metrics() {
     let gauge = |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<u64>().ok());
     assert_eq!(gauge("rockscout_rocksdb_block_cache_capacity_bytes"), Some(24 << 20), "{text}");
     assert!(gauge("rockscout_rocksdb_block_cache_bytes").is_some_and(|used| used <= 24 << 20), "{text}");
+    assert_eq!(gauge("rockscout_row_cache_capacity_bytes"), Some(8 << 20), "{text}");
+    // The stats request read rows through the cache (the tip and counters, at least).
+    assert!(gauge("rockscout_row_cache_bytes").is_some_and(|used| used > 0 && used <= 8 << 20), "{text}");
     let exported = exported_names(t.daemon.metrics_addr().unwrap()).await;
     assert!(exported.contains("rockscout_http_request_duration_seconds_bucket"), "{exported:?}");
     assert!(exported.contains("rockscout_rocksdb_pending_compaction_bytes"), "{exported:?}");

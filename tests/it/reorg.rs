@@ -28,6 +28,15 @@ async fn reorg_with_anvil_reorg(depth: u64) {
     let before = stored_hashes(t.daemon.store());
     let tip = *before.keys().last().unwrap();
     let accounts = anvil.addresses();
+    // Pages of the replaced blocks and of the payees-to-be, read before the reorg, are in the row cache: after it
+    // the API must answer from the new branch, not from the cache.
+    let addr = t.daemon.addr();
+    let api = move |path: String| async move { http::get(addr, &path).await.json() };
+    let counted = |seed: u8| format!("/api/v2/addresses/{}/counters", newcomer(seed));
+    for n in tip - depth + 1..=tip {
+        assert_eq!(api(format!("/api/v2/blocks/{n}")).await["hash"], json!(format!("{:#x}", before[&n])));
+    }
+    assert_eq!(api(counted(0xa1)).await["transactions_count"], "0");
     // The new branch pays addresses the old chain never saw, in its first and last block.
     let pairs = json!([
         [{"from": accounts[1], "to": newcomer(0xa1), "value": U256::from(777u64)}, 0],
@@ -46,6 +55,11 @@ async fn reorg_with_anvil_reorg(depth: u64) {
     for seed in [0xa1, 0xa2] {
         let account = t.daemon.store().reader().get::<rockscout::store::tables::Accounts>(&newcomer(seed)).unwrap();
         assert_eq!(account.map(|a| a.tx_count), Some(1), "the new branch's payee {seed:#x} is indexed");
+        assert_eq!(api(counted(seed)).await["transactions_count"], "1", "the API shows payee {seed:#x}");
+    }
+    for n in tip - depth + 1..=tip {
+        let hash = node.get_block_by_number(n.into()).await.unwrap().unwrap().header.hash;
+        assert_eq!(api(format!("/api/v2/blocks/{n}")).await["hash"], json!(format!("{hash:#x}")), "block {n}");
     }
     t.daemon.shutdown().await.unwrap();
 }

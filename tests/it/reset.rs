@@ -19,6 +19,14 @@ async fn reset_with_reindex_policy_rebuilds_from_the_new_chain() {
     let t = start_daemon(&anvil.http_url(), |c| c.indexer.on_reset = ResetPolicy::Reindex).await;
     wait_synced(&t.daemon, &node).await;
     let old: Vec<_> = stored_hashes(t.daemon.store()).into_values().collect();
+    // Read the old chain through the API first, so its rows sit in the row cache when the reset wipes the index.
+    let addr = t.daemon.addr();
+    let api = move |path: String| async move { http::get(addr, &path).await };
+    let old_tx = node.get_block_by_number(1.into()).await.unwrap().unwrap().transactions.hashes().next().unwrap();
+    assert_eq!(api(format!("/api/v2/transactions/{old_tx:#x}")).await.status, 200);
+    for (n, hash) in old.iter().enumerate() {
+        assert_eq!(api(format!("/api/v2/blocks/{n}")).await.json()["hash"], json!(format!("{hash:#x}")));
+    }
 
     let _: serde_json::Value = node.raw_request("anvil_reset".into(), json!([])).await.unwrap();
     let new_chain_id = node.get_chain_id().await.unwrap();
@@ -33,6 +41,25 @@ async fn reset_with_reindex_policy_rebuilds_from_the_new_chain() {
     let now = stored_hashes(t.daemon.store());
     assert!(old.iter().skip(1).all(|h| !now.values().any(|n| n == h)), "no block of the old chain survives");
     assert!(reorged_hashes(t.daemon.store()).is_empty(), "a replaced chain is not a reorg");
+    // The API answers from the new chain: the old chain's first transaction is shown where the new chain has it
+    // (the same sender, nonce and payload give the same hash in a new block), heights past the new tip are gone.
+    let page = api(format!("/api/v2/transactions/{old_tx:#x}")).await;
+    match node.get_transaction_by_hash(old_tx).await.unwrap().and_then(|tx| tx.block_number) {
+        Some(number) => {
+            let tip = node.get_block_number().await.unwrap();
+            assert_eq!(page.json()["block_number"], json!(number), "{}", page.json());
+            assert_eq!(page.json()["confirmations"], json!(tip - number + 1), "{}", page.json());
+        }
+        None => assert_eq!(page.status, 404),
+    }
+    assert!(!now.values().any(|h| *h == old[1]), "block 1 was replaced, so its transaction moved");
+    for n in 0..old.len() as u64 {
+        let page = api(format!("/api/v2/blocks/{n}")).await;
+        match now.get(&n) {
+            Some(hash) => assert_eq!(page.json()["hash"], json!(format!("{hash:#x}")), "block {n}"),
+            None => assert_eq!(page.status, 404, "block {n} is past the new chain's tip"),
+        }
+    }
     t.daemon.shutdown().await.unwrap();
 }
 
