@@ -5,7 +5,10 @@
 //! the blocks already in memory; then the same near the head, where every block also writes undo data and is
 //! synced.
 //!
-//!     cargo bench --bench write_path -- --blocks 1000 --txs 1000 [--erc20-every 4]
+//!     cargo bench --bench write_path -- --blocks 1000 --txs 1000 [--erc20-every 4] [--fill-row-cache 0]
+//!
+//! `--fill-row-cache N` first has API views look up N transaction hashes the chain does not hold, so the row cache
+//! is not empty and every commit pays for removing the keys it writes from it, as when the API is in use.
 
 mod common;
 
@@ -14,6 +17,7 @@ use common::{arg, figure, peak_rss, reset_peak_rss, rss};
 use rockscout::indexer::apply::write_chunk;
 use rockscout::indexer::IndexerConfig;
 use rockscout::store::records::Bundle;
+use rockscout::store::tables::TxHashes;
 use rockscout::store::{Store, StoreOptions};
 use std::time::Instant;
 
@@ -23,6 +27,7 @@ fn run(label: &str, blocks: &[Bundle], at_head: bool) {
     let config = IndexerConfig::default();
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+    fill_row_cache(&store, arg("fill-row-cache", 0u64));
     let txs: usize = blocks.iter().map(|b| b.txs.len()).sum();
     reset_peak_rss();
     let resident_before = rss();
@@ -55,6 +60,17 @@ fn run(label: &str, blocks: &[Bundle], at_head: bool) {
     figure("disk bytes per tx after compaction", disk as f64 / txs as f64, "B/tx");
     figure("peak RSS above the pre-built blocks", peak_growth as f64 / (1 << 20) as f64, "MiB");
     println!("  by table (B/tx): {}", per_table.join(", "));
+    let cache = store.disk_figures().unwrap().row_cache_bytes;
+    println!("  row cache after writing: {:.1} MiB", cache as f64 / (1 << 20) as f64);
+}
+
+/// Caches `count` absent transaction hashes (24 bytes of 0xee, then a counter: not hashes the chain holds).
+fn fill_row_cache(store: &Store, count: u64) {
+    for i in 0..count {
+        let mut hash = [0xeeu8; 32];
+        hash[24..].copy_from_slice(&i.to_be_bytes());
+        assert_eq!(store.view().get::<TxHashes>(&hash.into()).unwrap(), None);
+    }
 }
 
 fn main() {

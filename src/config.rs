@@ -224,8 +224,7 @@ pub struct DaemonArgs {
     #[arg(long = "cache-mb", env = "ROCKSCOUT_CACHE_MB", default_value_t = DEFAULT_CACHE_MB, value_parser = clap::value_parser!(u64).range(8..=1_048_576))]
     pub cache_mb: u64,
     /// MiB of the row cache: the rows API requests read by key (blocks, transactions, accounts, tokens,
-    /// contracts), kept decoded-ready so a page opened again skips the store's lookups. 0 turns it off. A read
-    /// replica (`serve --secondary-of`) has none.
+    /// contracts), so a page opened again skips the store's lookups. 0 turns it off.
     #[arg(long = "row-cache-mb", env = "ROCKSCOUT_ROW_CACHE_MB", default_value_t = DEFAULT_ROW_CACHE_MB, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
     pub row_cache_mb: u64,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and

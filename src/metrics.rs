@@ -264,7 +264,7 @@ impl Metrics {
             row_cache_capacity_bytes: gauge(
                 &mut r,
                 "row_cache_capacity_bytes",
-                "Size of the row cache (--row-cache-mb; 0 on a read replica)",
+                "Size of the row cache (--row-cache-mb)",
             ),
             node_head_time: AtomicU64::new(0),
             indexed_time: AtomicU64::new(0),

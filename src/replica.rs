@@ -108,6 +108,7 @@ impl Replica {
         let store_options = StoreOptions {
             name_registry: config.name_registry,
             cache_bytes: config.cache_bytes,
+            row_cache_bytes: config.row_cache_bytes,
             read_only: true,
             ..Default::default()
         };

@@ -50,7 +50,7 @@ pub struct StoreOptions {
     pub read_only: bool,
     /// Size of the block cache shared by all column families.
     pub cache_bytes: usize,
-    /// Size of the row cache of API reads (`row_cache`; 0: none). A secondary instance has none.
+    /// Size of the row cache of API reads (`row_cache`; 0: none).
     pub row_cache_bytes: usize,
     /// The ENS-compatible registry whose events feed the name tables (`--name-registry`); none: no names.
     pub name_registry: Option<Address>,
@@ -214,8 +214,7 @@ impl Store {
             writes: std::sync::Mutex::new(()),
             knowledge: Arc::default(),
             name_registry: options.name_registry,
-            // A secondary's state moves under it at every catch-up, which no commit of its own announces.
-            rows: row_cache::RowCache::new(if secondary { 0 } else { options.row_cache_bytes }),
+            rows: row_cache::RowCache::new(options.row_cache_bytes),
         };
         // `closed` stays set until the checks pass, so a refused store is left exactly as it was found.
         store.open_state = store.check_meta()?;
@@ -253,9 +252,17 @@ impl Store {
     /// Moves a secondary instance to the primary's latest committed state (RocksDB's
     /// `TryCatchUpWithPrimary`: new table files and the primary's write-ahead log since the last call). Every
     /// batch of the primary becomes visible whole. Does nothing on a primary.
+    ///
+    /// To the row cache a catch-up is a commit of unknown keys: it empties the cache when it moved the state.
     pub fn catch_up(&self) -> StoreResult<()> {
         if self.secondary {
-            self.db.try_catch_up_with_primary()?;
+            let mut commit = self.rows.commit(row_cache::Written::default());
+            let before = self.db.latest_sequence_number();
+            let caught_up = self.db.try_catch_up_with_primary();
+            if caught_up.is_err() || self.db.latest_sequence_number() != before {
+                commit.empties();
+            }
+            caught_up?;
         }
         Ok(())
     }
@@ -485,7 +492,7 @@ pub struct DiskFigures {
     pub block_cache_capacity: u64,
     /// Bytes the row cache's entries weigh now.
     pub row_cache_bytes: u64,
-    /// The row cache's size (`--row-cache-mb`; 0 on a read replica).
+    /// The row cache's size (`--row-cache-mb`).
     pub row_cache_capacity: u64,
 }
 
@@ -941,8 +948,33 @@ mod tests {
             assert!(store.rows.bytes() > 0, "the views filled the cache");
         }
 
+        /// A replica's state moves at each catch-up, which no commit of its own announces: a catch-up that brings
+        /// new writes empties its cache, and one that brings none keeps it.
         #[test]
-        fn indexer_readers_and_replicas_leave_the_cache_alone() {
+        fn a_replica_serves_what_it_caught_up_with_not_what_it_cached() {
+            let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let primary = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+            write(&primary, |b| b.put::<BlockHashes>(&key(1), &1).unwrap());
+            let replica = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
+            assert_eq!(replica.view().get::<BlockHashes>(&key(1)).unwrap(), Some(1));
+            assert_eq!(replica.view().get::<BlockHashes>(&key(2)).unwrap(), None);
+            replica.catch_up().unwrap();
+            assert!(replica.rows.bytes() > 0, "a catch-up with nothing new keeps the cache");
+            for value in 2..5u64 {
+                write(&primary, |b| {
+                    b.put::<BlockHashes>(&key(1), &value).unwrap();
+                    b.put::<BlockHashes>(&key(2), &value).unwrap();
+                });
+                assert_eq!(replica.view().get::<BlockHashes>(&key(1)).unwrap(), Some(value - 1), "not caught up yet");
+                replica.catch_up().unwrap();
+                let view = replica.view();
+                assert_eq!(view.get::<BlockHashes>(&key(1)).unwrap(), Some(value));
+                assert_eq!(view.multi_get::<BlockHashes>(&[key(2)]).unwrap(), vec![Some(value)]);
+            }
+        }
+
+        #[test]
+        fn indexer_readers_leave_the_cache_alone() {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
             write(&store, |b| b.put::<BlockHashes>(&key(1), &7).unwrap());
@@ -952,8 +984,8 @@ mod tests {
             assert!(store.rows.bytes() > 0, "a view's read is kept");
             let own = tempfile::tempdir().unwrap();
             let replica = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
-            assert_eq!(replica.view().get::<BlockHashes>(&key(1)).unwrap(), Some(7));
-            assert_eq!((replica.rows.bytes(), replica.rows.capacity()), (0, 0));
+            assert_eq!(replica.reader().get::<BlockHashes>(&key(1)).unwrap(), Some(7));
+            assert_eq!(replica.rows.bytes(), 0, "a replica's indexer-side read is not kept either");
             let off = tempfile::tempdir().unwrap();
             let off = Store::open(off.path(), &StoreOptions { row_cache_bytes: 0, ..Default::default() }).unwrap();
             write(&off, |b| b.put::<BlockHashes>(&key(1), &7).unwrap());

@@ -12,7 +12,8 @@
 //!
 //! So an entry a reader sees matches the state its snapshot holds, and a value read before a commit never outlives
 //! the commit's removals. Indexer readers ([`super::Store::reader`]) never touch the cache: the writer's own lookups
-//! would fill it with rows nobody asks for.
+//! would fill it with rows nobody asks for. On a read replica a catch-up that moved the state counts as a commit
+//! that empties the cache.
 
 use quick_cache::sync::Cache;
 use quick_cache::{Equivalent, Weighter};
@@ -75,6 +76,13 @@ impl std::fmt::Debug for RowCache {
 pub(super) struct Commit<'c> {
     cache: &'c RowCache,
     written: Written,
+}
+
+impl Commit<'_> {
+    /// Makes the commit empty the cache, for writes whose keys are not known (a replica's catch-up).
+    pub fn empties(&mut self) {
+        self.written.everything = true;
+    }
 }
 
 impl Drop for Commit<'_> {
