@@ -1075,6 +1075,54 @@ mod tests {
         assert!(store.reader().transfers_in_logs(5, 2..2).unwrap().is_empty());
     }
 
+    /// ERC-20 logs (one item), ERC-1155 batches (several), logs without transfers and the blocks around: reading a
+    /// transaction's logs by key gives exactly what a scan of them gives, through the row cache or not.
+    #[test]
+    fn transfers_in_logs_by_key_match_the_scan() {
+        use keys::TransferPos;
+        use records::{TokenKind, TokenTransferRecord};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let record = |kind: TokenKind, amount: u64| TokenTransferRecord {
+            token: alloy::primitives::Address::with_last_byte(1),
+            from: alloy::primitives::Address::with_last_byte(2),
+            to: alloy::primitives::Address::with_last_byte(3),
+            kind,
+            token_id: (kind == TokenKind::Erc1155).then(|| alloy::primitives::U256::from(amount)),
+            amount: alloy::primitives::U256::from(amount),
+            tx_index: 0,
+            tx_hash: alloy::primitives::B256::ZERO,
+        };
+        let mut all = Vec::new();
+        for block in 4..=6u64 {
+            for log in 0..12u32 {
+                let (kind, items) = match log % 3 {
+                    0 => (TokenKind::Erc20, 1),
+                    1 => continue,
+                    _ => (TokenKind::Erc1155, (log % 4) as u16 + 1),
+                };
+                for item in 0..items {
+                    all.push((TransferPos { block, log, item }, record(kind, all.len() as u64)));
+                }
+            }
+        }
+        let mut batch = store.batch();
+        for (pos, transfer) in &all {
+            batch.put::<tables::Transfers>(pos, transfer).unwrap();
+        }
+        store.write(batch, Durability::Sync).unwrap();
+        for start in 0..=12u32 {
+            for end in start..=12u32 {
+                let expected: Vec<_> =
+                    all.iter().filter(|(p, _)| p.block == 5 && (start..end).contains(&p.log)).cloned().collect();
+                for reader in [store.reader(), store.view(), store.view()] {
+                    assert_eq!(reader.transfers_in_logs(5, start..end).unwrap(), expected, "logs {start}..{end}");
+                    assert_eq!(reader.scan_transfers_in_logs(5, start..end).unwrap(), expected);
+                }
+            }
+        }
+    }
+
     #[test]
     fn open_state_tells_clean_from_unclean() {
         let dir = tempfile::tempdir().unwrap();

@@ -7,7 +7,9 @@ use super::keys::{
     AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, CoinRankKey, DayKey,
     HolderRankKey, InstanceKey, Key, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
 };
-use super::records::{BlockRecord, Bundle, InternalCreation, LogRecord, PendingTxRecord, TraceSummary, TxRecord};
+use super::records::{
+    BlockRecord, Bundle, InternalCreation, LogRecord, PendingTxRecord, TokenKind, TraceSummary, TxRecord,
+};
 use super::tables::{
     AddressInternal, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, Daily, Headers, HolderRanks,
     InternalCreations, InternalTxs, Logs, NftInstances, Pending, PendingByTime, Reorged, TokenBalances, TokenRanks,
@@ -30,6 +32,9 @@ pub enum Order {
 
 /// Most reorged rows examined when looking one up by hash.
 const REORGED_LOOKUP_BUDGET: usize = 100_000;
+
+/// Most logs whose token transfers [`Reader::transfers_in_logs`] reads by key; more are scanned.
+const TRANSFER_LOGS_READ_BY_KEY: usize = 64;
 
 /// A transaction found by hash: mined and indexed, or still waiting in the node's pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,8 +285,35 @@ impl Reader<'_> {
         self.scan(after(cursor), Direction::Forward)
     }
 
-    /// The transfers decoded from logs `logs` of block `block`, in log order.
+    /// The transfers decoded from logs `logs` of block `block`, in log and item order.
+    ///
+    /// A few logs (a transaction's) are read by key: only an ERC-1155 log can hold more than its item 0, so the
+    /// first items of all logs come in one `multi_get` (which the row cache answers for pages opened again) and
+    /// only ERC-1155 logs are scanned. An iterator costs more than several point reads.
     pub fn transfers_in_logs(
+        &self,
+        block: u64,
+        logs: Range<u32>,
+    ) -> StoreResult<Vec<(TransferPos, super::records::TokenTransferRecord)>> {
+        if logs.len() > TRANSFER_LOGS_READ_BY_KEY {
+            return self.scan_transfers_in_logs(block, logs);
+        }
+        let firsts: Vec<TransferPos> = logs.map(|log| TransferPos { block, log, item: 0 }).collect();
+        let found = self.multi_get::<Transfers>(&firsts)?;
+        let mut out = Vec::new();
+        for (pos, first) in firsts.into_iter().zip(found) {
+            match first {
+                Some(record) if record.kind == TokenKind::Erc1155 => {
+                    out.extend(self.scan_transfers_in_logs(block, pos.log..pos.log + 1)?)
+                }
+                Some(record) => out.push((pos, record)),
+                None => {}
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn scan_transfers_in_logs(
         &self,
         block: u64,
         logs: Range<u32>,

@@ -105,7 +105,7 @@ tables! {
     /// (number newest first, hash) → record of a block that lost consensus.
     Reorged = 9 "reorged": ReorgedKey => BlockRecord, Ordered;
     /// (block, log, item), newest first → token transfer.
-    Transfers = 10 "transfers": TransferPos => TokenTransferRecord, Ordered;
+    Transfers = 10 "transfers": TransferPos => TokenTransferRecord, Ordered, cached;
     /// holder ‖ (block, log, item) newest first → direction bits (1 sent, 2 received).
     AddressTransfers = 11 "address_transfers": AddressTransferPos => u8, AddressHistory;
     /// token ‖ (block, log, item) newest first → nothing.
