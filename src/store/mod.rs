@@ -601,6 +601,11 @@ fn decode_value<T: Table>(key: &[u8], bytes: &[u8]) -> StoreResult<T::Value> {
     codec::decode(bytes).map_err(|source| StoreError::Decode { table: T::NAME, key: alloy::hex::encode(key), source })
 }
 
+/// A row read by key, decoded when present.
+fn decode_row<T: Table>(key: &[u8], row: Option<&[u8]>) -> StoreResult<Option<T::Value>> {
+    row.map(|bytes| decode_value::<T>(key, bytes)).transpose()
+}
+
 impl<'a> Reader<'a> {
     /// The store's contract knowledge (see [`Store::knowledge`]).
     pub fn knowledge(&self) -> &'a Knowledge {
@@ -633,12 +638,12 @@ impl<'a> Reader<'a> {
         let key = key.as_ref();
         let epoch = self.epoch.filter(|_| T::CACHED);
         if let Some(row) = self.store.rows.get(epoch, T::ID, key) {
-            return row.map(|bytes| decode_value::<T>(key, &bytes)).transpose();
+            return decode_row::<T>(key, row.as_deref());
         }
         let cf = self.store.cf(T::NAME);
         let row = self.store.db.get_pinned_cf_opt(cf, key, &self.read_options())?;
         self.store.rows.insert(epoch, T::ID, key, row.as_deref());
-        row.map(|bytes| decode_value::<T>(key, &bytes)).transpose()
+        decode_row::<T>(key, row.as_deref())
     }
 
     /// One already encoded row of the table with stable id `table`.
@@ -653,9 +658,10 @@ impl<'a> Reader<'a> {
         let epoch = self.epoch.filter(|_| T::CACHED);
         let cached: Vec<_> = encoded.iter().map(|key| self.store.rows.get(epoch, T::ID, key.as_ref())).collect();
         let missed = encoded.iter().zip(&cached).filter(|(_, row)| row.is_none()).map(|(key, _)| key.as_ref());
-        let mut found = match cached.iter().any(Option::is_none) {
-            true => self.store.db.batched_multi_get_cf_opt(self.store.cf(T::NAME), missed, false, &self.read_options()),
-            false => Vec::new(),
+        let mut found = if cached.iter().any(Option::is_none) {
+            self.store.db.batched_multi_get_cf_opt(self.store.cf(T::NAME), missed, false, &self.read_options())
+        } else {
+            Vec::new()
         }
         .into_iter();
         encoded
@@ -663,15 +669,12 @@ impl<'a> Reader<'a> {
             .zip(cached)
             .map(|(key, cached)| {
                 let key = key.as_ref();
-                match cached {
-                    Some(row) => row.map(|bytes| decode_value::<T>(key, &bytes)).transpose(),
-                    None => {
-                        let row =
-                            found.next().ok_or_else(|| StoreError::Inconsistent("a key went unread".into()))??;
-                        self.store.rows.insert(epoch, T::ID, key, row.as_deref());
-                        row.map(|bytes| decode_value::<T>(key, &bytes)).transpose()
-                    }
+                if let Some(row) = cached {
+                    return decode_row::<T>(key, row.as_deref());
                 }
+                let row = found.next().ok_or_else(|| StoreError::Inconsistent("a key went unread".into()))??;
+                self.store.rows.insert(epoch, T::ID, key, row.as_deref());
+                decode_row::<T>(key, row.as_deref())
             })
             .collect()
     }
