@@ -5,7 +5,7 @@ use super::error::{StoreError, StoreResult};
 use super::keys::{BlockKey, Key, MetaKey};
 use super::records::Meta;
 use super::row_cache::Written;
-use super::tables::{self, MetaTable, Table, UndoLog};
+use super::tables::{self, Cached, MetaTable, Table, UndoLog};
 use super::Store;
 use rocksdb::WriteBatch;
 
@@ -22,8 +22,8 @@ pub enum Durability {
 /// A point put (`Some`) or delete (`None`) waiting to be sorted into the write batch.
 struct PointOp {
     table: &'static str,
-    /// The table's id, when its rows are cached (the key is then listed in [`Written`]).
-    cached: Option<u8>,
+    /// The table's id and what the row cache keeps of it (the cache entry the key stales is listed in [`Written`]).
+    cache: (u8, Cached),
     key: Vec<u8>,
     value: Option<Vec<u8>>,
 }
@@ -74,8 +74,9 @@ impl<'a> Batch<'a> {
                 Some(value) => self.inner.put_cf(cf, &op.key, value),
                 None => self.inner.delete_cf(cf, &op.key),
             }
-            if let Some(table) = op.cached {
-                self.written.keys.push((table, op.key));
+            let (table, cache) = op.cache;
+            if let Some(entry) = cache.entry_of(&op.key) {
+                self.written.keys.push((table, entry.to_vec()));
             }
         }
     }
@@ -101,7 +102,7 @@ impl<'a> Batch<'a> {
         let bytes = codec::encode(value).map_err(|source| StoreError::Encode { table: T::NAME, source })?;
         self.pending.push(PointOp {
             table: T::NAME,
-            cached: cached::<T>(),
+            cache: (T::ID, T::CACHE),
             key: key.encode().as_ref().to_vec(),
             value: Some(bytes),
         });
@@ -123,7 +124,7 @@ impl<'a> Batch<'a> {
     pub fn delete<T: Table>(&mut self, key: &T::Key) {
         self.pending.push(PointOp {
             table: T::NAME,
-            cached: cached::<T>(),
+            cache: (T::ID, T::CACHE),
             key: key.encode().as_ref().to_vec(),
             value: None,
         });
@@ -132,7 +133,7 @@ impl<'a> Batch<'a> {
     /// Deletes every row of `T` with a key in `[from, to)`, after the operations added before it.
     fn delete_range<T: Table>(&mut self, from: &T::Key, to: &T::Key) {
         self.flush_pending();
-        self.written.everything |= T::CACHED;
+        self.written.everything |= T::CACHE != Cached::No;
         self.inner.delete_range_cf(self.store.cf(T::NAME), from.encode(), to.encode());
     }
 
@@ -147,8 +148,8 @@ impl<'a> Batch<'a> {
     pub(super) fn set_raw(&mut self, table: u8, key: &[u8], value: Option<&[u8]>) -> StoreResult<()> {
         let def = tables::by_id(table)
             .ok_or_else(|| StoreError::Inconsistent(format!("undo data names table {table}, which does not exist")))?;
-        let cached = def.cached.then_some(def.id);
-        self.pending.push(PointOp { table: def.name, cached, key: key.to_vec(), value: value.map(<[u8]>::to_vec) });
+        let cache = (def.id, def.cache);
+        self.pending.push(PointOp { table: def.name, cache, key: key.to_vec(), value: value.map(<[u8]>::to_vec) });
         Ok(())
     }
 
@@ -177,16 +178,11 @@ impl<'a> Batch<'a> {
         let past_every_key = vec![0xff; tables::max_key_len() + 1];
         self.flush_pending();
         for def in tables::ALL.iter().filter(|t| t.name != MetaTable::NAME && !tables::is_account_data(t)) {
-            self.written.everything |= def.cached;
+            self.written.everything |= def.cache != Cached::No;
             self.inner.delete_range_cf(self.store.cf(def.name), [].as_slice(), past_every_key.as_slice());
         }
         for key in [MetaKey::ChainId, MetaKey::Genesis, MetaKey::Tip, MetaKey::Counters, MetaKey::TraceTip] {
             self.delete_meta(key);
         }
     }
-}
-
-/// `T`'s id when its rows are cached.
-fn cached<T: Table>() -> Option<u8> {
-    T::CACHED.then_some(T::ID)
 }

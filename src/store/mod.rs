@@ -35,7 +35,7 @@ use rocksdb::{
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use tables::{Access, MetaTable, Table, TableDef};
+use tables::{Access, Cached, MetaTable, Table, TableDef};
 
 /// One stored row as raw bytes: table name, key, value.
 pub type RawRow = (&'static str, Vec<u8>, Vec<u8>);
@@ -636,7 +636,7 @@ impl<'a> Reader<'a> {
     pub fn get<T: Table>(&self, key: &T::Key) -> StoreResult<Option<T::Value>> {
         let key = key.encode();
         let key = key.as_ref();
-        let epoch = self.epoch.filter(|_| T::CACHED);
+        let epoch = self.epoch.filter(|_| T::CACHE == Cached::Rows);
         if let Some(row) = self.store.rows.get(epoch, T::ID, key) {
             return decode_row::<T>(key, row.as_deref());
         }
@@ -655,7 +655,7 @@ impl<'a> Reader<'a> {
     /// Several rows of one table in one call, in the order of `keys`.
     pub fn multi_get<T: Table>(&self, keys: &[T::Key]) -> StoreResult<Vec<Option<T::Value>>> {
         let encoded: Vec<_> = keys.iter().map(|k| k.encode()).collect();
-        let epoch = self.epoch.filter(|_| T::CACHED);
+        let epoch = self.epoch.filter(|_| T::CACHE == Cached::Rows);
         let cached: Vec<_> = encoded.iter().map(|key| self.store.rows.get(epoch, T::ID, key.as_ref())).collect();
         let missed = encoded.iter().zip(&cached).filter(|(_, row)| row.is_none()).map(|(key, _)| key.as_ref());
         let mut found = if cached.iter().any(Option::is_none) {
@@ -677,6 +677,20 @@ impl<'a> Reader<'a> {
                 decode_row::<T>(key, row.as_deref())
             })
             .collect()
+    }
+
+    /// Whether `T` holds any row under `address` (every key of `T` starts with an address). The answer is kept in
+    /// the row cache, so pages asking it of the same addresses again (an address's tabs, the contract flags of
+    /// a list's addresses) skip the iterator.
+    pub fn holds_any<T: Table>(&self, address: &Address) -> StoreResult<bool> {
+        let prefix = address.as_slice();
+        let epoch = self.epoch.filter(|_| T::CACHE == Cached::Presence);
+        if let Some(entry) = self.store.rows.get(epoch, T::ID, prefix) {
+            return Ok(entry.is_some());
+        }
+        let found = self.scan::<T>(KeyRange::prefix(prefix), Direction::Forward).next().transpose()?.is_some();
+        self.store.rows.insert(epoch, T::ID, prefix, found.then_some(&[][..]));
+        Ok(found)
     }
 
     /// Iterates the rows of `range` in `direction`.
@@ -822,14 +836,21 @@ mod tests {
     mod row_cache {
         use super::super::*;
         use alloy::primitives::B256;
+        use alloy::primitives::U256;
+        use keys::BalanceKey;
         use proptest::prelude::*;
-        use std::collections::BTreeMap;
-        use tables::BlockHashes;
+        use records::Amount;
+        use std::collections::{BTreeMap, BTreeSet};
+        use tables::{BlockHashes, TokenBalances};
 
         #[derive(Debug, Clone)]
         enum Op {
             Put(u8, u64),
             Delete(u8),
+            /// A token balance row of holder `.0` in token `.1` (a table whose presence under an address is cached).
+            Hold(u8, u8),
+            /// Deletes that balance row; `true`: through `set_raw`, as a revert from undo data does.
+            Release(u8, u8, bool),
             /// The chain reset's range deletion over every chain table.
             ClearIndex,
             /// A new view, kept open beside the two before it.
@@ -842,6 +863,8 @@ mod tests {
             prop_oneof![
                 3 => (0u8..6, any::<u64>()).prop_map(|(k, v)| Op::Put(k, v)),
                 1 => (0u8..6).prop_map(Op::Delete),
+                2 => (0u8..3, 0u8..2).prop_map(|(h, t)| Op::Hold(h, t)),
+                2 => (0u8..3, 0u8..2, any::<bool>()).prop_map(|(h, t, raw)| Op::Release(h, t, raw)),
                 1 => Just(Op::ClearIndex),
                 2 => Just(Op::View),
                 4 => Just(Op::Read),
@@ -852,36 +875,61 @@ mod tests {
             B256::with_last_byte(k)
         }
 
+        fn balance(holder: u8, token: u8) -> BalanceKey {
+            let address = |b: u8| Address::with_last_byte(b);
+            BalanceKey { holder: address(holder), token: address(100 + token), id: U256::ZERO }
+        }
+
         fn write(store: &Store, fill: impl FnOnce(&mut Batch<'_>)) {
             let mut batch = store.batch();
             fill(&mut batch);
             store.write(batch, Durability::Buffered).unwrap();
         }
 
+        /// What the store holds: rows of one cached table, and which (holder, token) balance rows exist.
+        #[derive(Debug, Clone, Default)]
+        struct Model {
+            rows: BTreeMap<u8, u64>,
+            holdings: BTreeSet<(u8, u8)>,
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(48))]
 
             /// Every view reads what its snapshot holds, through the cache or not, after any mix of puts, deletes
-            /// and resets: a model of the table at each view's creation is the expected answer.
+            /// and resets: a model of the tables at each view's creation is the expected answer, for rows read
+            /// by key and for whether an address has any row.
             #[test]
             fn views_read_their_snapshot_through_the_row_cache(ops in proptest::collection::vec(op(), 1..60)) {
                 let dir = tempfile::tempdir().unwrap();
                 let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
-                let mut model: BTreeMap<u8, u64> = BTreeMap::new();
-                let mut views: Vec<(Reader<'_>, BTreeMap<u8, u64>)> = vec![(store.view(), model.clone())];
+                let mut model = Model::default();
+                let mut views: Vec<(Reader<'_>, Model)> = vec![(store.view(), model.clone())];
                 for op in ops {
                     match op {
                         Op::Put(k, v) => {
                             write(&store, |b| b.put::<BlockHashes>(&key(k), &v).unwrap());
-                            model.insert(k, v);
+                            model.rows.insert(k, v);
                         }
                         Op::Delete(k) => {
                             write(&store, |b| b.delete::<BlockHashes>(&key(k)));
-                            model.remove(&k);
+                            model.rows.remove(&k);
+                        }
+                        Op::Hold(h, t) => {
+                            write(&store, |b| b.put::<TokenBalances>(&balance(h, t), &Amount(U256::from(1))).unwrap());
+                            model.holdings.insert((h, t));
+                        }
+                        Op::Release(h, t, raw) => {
+                            let key = balance(h, t);
+                            write(&store, |b| match raw {
+                                true => b.set_raw(TokenBalances::ID, key.encode().as_ref(), None).unwrap(),
+                                false => b.delete::<TokenBalances>(&key),
+                            });
+                            model.holdings.remove(&(h, t));
                         }
                         Op::ClearIndex => {
                             write(&store, |b| b.clear_index());
-                            model.clear();
+                            model = Model::default();
                         }
                         Op::View => {
                             views.push((store.view(), model.clone()));
@@ -893,16 +941,45 @@ mod tests {
                             let keys: Vec<B256> = (0u8..6).map(key).collect();
                             for (view, seen) in &views {
                                 for k in 0u8..6 {
-                                    prop_assert_eq!(view.get::<BlockHashes>(&key(k)).unwrap(), seen.get(&k).copied());
+                                    prop_assert_eq!(view.get::<BlockHashes>(&key(k)).unwrap(), seen.rows.get(&k).copied());
                                 }
                                 let all = view.multi_get::<BlockHashes>(&keys).unwrap();
-                                let expected: Vec<Option<u64>> = (0u8..6).map(|k| seen.get(&k).copied()).collect();
+                                let expected: Vec<Option<u64>> = (0u8..6).map(|k| seen.rows.get(&k).copied()).collect();
                                 prop_assert_eq!(all, expected);
+                                for h in 0u8..3 {
+                                    let holds = view.holds_any::<TokenBalances>(&balance(h, 0).holder).unwrap();
+                                    prop_assert_eq!(holds, seen.holdings.iter().any(|(holder, _)| *holder == h), "holder {}", h);
+                                }
                             }
                         }
                     }
                 }
             }
+        }
+
+        /// The presence of an address's rows, once cached, follows each way a row comes and goes: a put, a delete,
+        /// a revert's raw delete from undo data, a reset.
+        #[test]
+        fn presence_follows_puts_deletes_reverts_and_resets() {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+            let (first, second) = (balance(1, 0), balance(1, 1));
+            let holds = || store.view().holds_any::<TokenBalances>(&first.holder).unwrap();
+            let one = Amount(U256::from(1));
+            assert!(!holds());
+            write(&store, |b| b.put::<TokenBalances>(&first, &one).unwrap());
+            assert!(holds(), "a put");
+            write(&store, |b| b.put::<TokenBalances>(&second, &one).unwrap());
+            write(&store, |b| b.delete::<TokenBalances>(&first));
+            assert!(holds(), "one row of two deleted");
+            write(&store, |b| b.set_raw(TokenBalances::ID, second.encode().as_ref(), None).unwrap());
+            assert!(!holds(), "a revert's raw delete");
+            let encoded = codec::encode(&one).unwrap();
+            write(&store, |b| b.set_raw(TokenBalances::ID, first.encode().as_ref(), Some(&encoded)).unwrap());
+            assert!(holds(), "a revert's raw put");
+            assert!(store.rows.bytes() > 0, "the answers were cached");
+            write(&store, |b| b.clear_index());
+            assert!(!holds(), "a reset");
         }
 
         /// Writers and readers race: each commit writes one value to two keys, so a view that sees the two keys

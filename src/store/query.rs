@@ -245,11 +245,6 @@ impl Reader<'_> {
         self.history(&address, cursor, Order::NewestFirst)
     }
 
-    /// Whether an address emitted any log.
-    pub fn has_logs(&self, address: Address) -> StoreResult<bool> {
-        Ok(self.address_logs(address, None).next().transpose()?.is_some())
-    }
-
     /// The token transfers an address sent or received (direction bits), newest first, after `after`.
     pub fn address_transfers(&self, address: Address, after: Option<TransferPos>) -> Scan<'_, AddressTransfers> {
         let cursor = after.map(|pos| AddressTransferPos { address, pos });
@@ -262,10 +257,15 @@ impl Reader<'_> {
         self.history(&address, cursor, Order::NewestFirst)
     }
 
-    /// How a contract was created inside transactions, newest first.
-    pub fn internal_creations(&self, address: Address) -> impl Iterator<Item = StoreResult<InternalCreation>> + '_ {
+    /// How a contract was created inside transactions, newest first. Most addresses were not: the row cache
+    /// answers that for them without an iterator.
+    pub fn internal_creations(&self, address: Address) -> StoreResult<Vec<InternalCreation>> {
+        if !self.holds_any::<InternalCreations>(&address)? {
+            return Ok(Vec::new());
+        }
         self.scan::<InternalCreations>(KeyRange::prefix(address.as_slice()), Direction::Forward)
             .map(|row| row.map(|(_, creation)| creation))
+            .collect()
     }
 
     /// A holder's token balances (one row per token and id), in token order, after `after`.
@@ -273,9 +273,9 @@ impl Reader<'_> {
         self.scan(prefixed_after(&holder, after), Direction::Forward)
     }
 
-    /// Whether an address holds any token.
+    /// Whether an address holds any token (answered from the row cache when it can be).
     pub fn has_tokens(&self, holder: Address) -> StoreResult<bool> {
-        Ok(self.balances(holder, None).next().transpose()?.is_some())
+        self.holds_any::<TokenBalances>(&holder)
     }
 
     // Token transfers and tokens.

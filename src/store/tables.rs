@@ -26,8 +26,34 @@ pub trait Table {
     type Key: Key;
     /// Value type (encoded by `codec`).
     type Value: Serialize + DeserializeOwned;
-    /// Whether API readers keep the rows they read by key in the row cache (see `row_cache`).
-    const CACHED: bool;
+    /// What API readers keep of the table in the row cache (see `row_cache`).
+    const CACHE: Cached;
+}
+
+/// What the row cache keeps of a table for API readers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cached {
+    /// Nothing.
+    No,
+    /// Rows read by key, and keys found absent.
+    Rows,
+    /// Whether any row starts with a given 20-byte address ([`super::Reader::holds_any`]); only for tables keyed
+    /// by address first.
+    Presence,
+}
+
+/// Length of the address that leads the keys of [`Cached::Presence`] tables.
+const PRESENCE_PREFIX: usize = 20;
+
+impl Cached {
+    /// The part of a written `key` whose cache entry the write makes stale, if the table is cached.
+    pub fn entry_of(self, key: &[u8]) -> Option<&[u8]> {
+        match self {
+            Cached::No => None,
+            Cached::Rows => Some(key),
+            Cached::Presence => key.get(..PRESENCE_PREFIX),
+        }
+    }
 }
 
 /// How a column family is read, which decides its RocksDB options.
@@ -56,14 +82,15 @@ pub struct TableDef {
     pub key_len: usize,
     /// Read pattern.
     pub access: Access,
-    /// See [`Table::CACHED`].
-    pub cached: bool,
+    /// See [`Table::CACHE`].
+    pub cache: Cached,
 }
 
 macro_rules! tables {
-    (@cached) => { false };
-    (@cached cached) => { true };
-    ($( $(#[$doc:meta])* $ty:ident = $id:literal $name:literal : $key:ty => $value:ty, $access:ident $(, $cached:ident)?; )*) => {
+    (@cache) => { Cached::No };
+    (@cache cached) => { Cached::Rows };
+    (@cache presence) => { Cached::Presence };
+    ($( $(#[$doc:meta])* $ty:ident = $id:literal $name:literal : $key:ty => $value:ty, $access:ident $(, $cache:ident)?; )*) => {
         $(
             $(#[$doc])*
             #[derive(Debug, Clone, Copy)]
@@ -73,12 +100,12 @@ macro_rules! tables {
                 const NAME: &'static str = $name;
                 type Key = $key;
                 type Value = $value;
-                const CACHED: bool = tables!(@cached $($cached)?);
+                const CACHE: Cached = tables!(@cache $($cache)?);
             }
         )*
         /// Every column family of the schema, in id order.
         pub const ALL: &[TableDef] = &[
-            $( TableDef { id: $id, name: $name, key_len: <$key as Key>::LEN, access: Access::$access, cached: tables!(@cached $($cached)?) }, )*
+            $( TableDef { id: $id, name: $name, key_len: <$key as Key>::LEN, access: Access::$access, cache: tables!(@cache $($cache)?) }, )*
         ];
     };
 }
@@ -115,7 +142,7 @@ tables! {
     /// (holders, most first, ‖ token) → nothing: the token list order (derived).
     TokenRanks = 14 "token_ranks": TokenRankKey => (), Ordered;
     /// holder ‖ token ‖ id → amount (derived).
-    TokenBalances = 15 "token_balances": BalanceKey => Amount, AddressRows;
+    TokenBalances = 15 "token_balances": BalanceKey => Amount, AddressRows, presence;
     /// token ‖ holder → the holder's total (derived).
     TokenHolders = 16 "token_holders": HolderKey => Amount, AddressRows;
     /// token ‖ (amount, largest first) ‖ holder → nothing: holders in display order (derived).
@@ -131,7 +158,7 @@ tables! {
     /// address ‖ (block, transaction, call) newest first → role bits (from / to / created), calls below the top.
     AddressInternal = 22 "address_internal": AddressTracePos => u8, AddressHistory;
     /// created contract ‖ (block, transaction, call) → who created it inside a transaction.
-    InternalCreations = 23 "internal_creations": AddressTracePos => InternalCreation, AddressHistory;
+    InternalCreations = 23 "internal_creations": AddressTracePos => InternalCreation, AddressHistory, presence;
     /// Block number (newest first) → per-transaction internal call counts and error flags of a traced block.
     TraceBlocks = 24 "trace_blocks": BlockKey => TraceSummary, Ordered, cached;
     /// UTC day (newest first) → blocks, transactions and gas of the day (derived).
@@ -274,6 +301,24 @@ mod tests {
         assert_eq!(kept, accounts.map(|(_, n)| n), "exactly the account tables survive a reindex");
         assert_eq!(<UndoLog as Table>::ID, 28);
         assert_eq!(<Accounts as Table>::ID, 8);
+    }
+
+    /// A presence entry is keyed by the address that leads every key of its table, and a shorter key than any row's,
+    /// so it never stands for a row.
+    #[test]
+    fn presence_is_cached_only_for_tables_keyed_by_address_first() {
+        for def in ALL.iter().filter(|t| t.cache == Cached::Presence) {
+            assert!(
+                matches!(def.access, Access::AddressHistory | Access::AddressRows),
+                "{} is not keyed by address",
+                def.name
+            );
+            assert!(def.key_len > PRESENCE_PREFIX, "{}", def.name);
+        }
+        let key: Vec<u8> = (0..32).collect();
+        assert_eq!(Cached::Presence.entry_of(&key), Some(&key[..20]));
+        assert_eq!(Cached::Rows.entry_of(&key), Some(&key[..]));
+        assert_eq!(Cached::No.entry_of(&key), None);
     }
 
     #[test]

@@ -120,6 +120,28 @@ async fn assert_tokens_match_node(
     let info = get(addr, &format!("/api/v2/tokens/{}", t.erc1155)).await;
     assert_eq!(info["holders_count"], holders.len().to_string());
     assert_eq!(info["total_supply"], supply.to_string());
+    assert_address_flags(addr, node, t, parties).await;
+}
+
+/// `has_tokens` and `has_logs` of the address objects (answered from the row cache once asked, so asking again
+/// after more blocks checks that it followed them): a holder the contracts give a balance has tokens, and
+/// `has_tokens` says whether `/token-balances` lists anything; an address has logs when the node's `eth_getLogs`
+/// finds any it emitted.
+async fn assert_address_flags(addr: SocketAddr, node: &RootProvider, t: &Tokens, parties: &[Address]) {
+    for address in parties.iter().chain([&t.erc20, &t.erc721, &t.erc1155, &t.liar]) {
+        let object = get(addr, &format!("/api/v2/addresses/{address}")).await;
+        let listed = get(addr, &format!("/api/v2/addresses/{address}/token-balances")).await;
+        let listed = !listed.as_array().unwrap().is_empty();
+        assert_eq!(object["has_tokens"], json!(listed), "has_tokens of {address}");
+        let mut held = false;
+        for token in [t.erc20, t.liar, t.erc721] {
+            held |= !call_u256(node, token, DemoToken::balanceOfCall::new((*address,)).abi_encode()).await.is_zero();
+        }
+        assert!(listed || !held, "{address} holds tokens on the node");
+        let filter = json!([{"address": address, "fromBlock": "0x0", "toBlock": "latest"}]);
+        let logs: Vec<Value> = node.raw_request("eth_getLogs".into(), filter).await.unwrap();
+        assert_eq!(object["has_logs"], json!(!logs.is_empty()), "has_logs of {address}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

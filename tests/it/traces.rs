@@ -365,6 +365,10 @@ async fn internal_transactions_match_the_node_and_reorg_away() {
     ws.send(&json!(["1", "1", "blocks:indexing_internal_transactions", "phx_join", {}])).await;
     assert_eq!(ws.frame().await[4]["status"], "ok");
     gate.hold();
+    // Block 5 also creates a contract inside a transaction, at a fresh address; its page is opened before the trace
+    // pass reaches it.
+    let late_spawn =
+        send_call(&node, a[1], factory, DemoFactory::spawn2Call { salt: B256::repeat_byte(9) }.abi_encode(), 0).await;
     for (n, ratio, rest_ratio, finished) in
         [(5, "0.8333", 0.83, true), (6, "0.7143", 0.71, true), (7, "0.6250", 0.62, false)]
     {
@@ -377,8 +381,16 @@ async fn internal_transactions_match_the_node_and_reorg_away() {
         assert_eq!(rest["indexed_internal_transactions_ratio"], json!(rest_ratio), "block {n}");
         assert_eq!(rest["finished_indexing"], json!(finished), "block {n}");
     }
+    let created = |frames: Vec<Frame>| frames.into_iter().find_map(|f| f.created).unwrap();
+    let late_child = created(node_frames(&node, late_spawn).await);
+    let late_page = format!("/api/v2/addresses/{late_child}");
+    assert_eq!(get(addr, &late_page).await["creation_transaction_hash"], Value::Null, "not traced yet");
     gate.release();
     wait_traced(addr, &node).await;
+    // What that page's reads left in the row cache does not hide the creation the trace pass found since.
+    let page = get(addr, &late_page).await;
+    assert_eq!(page["creator_address_hash"], json!(factory.to_checksum(None)));
+    assert_eq!(page["creation_transaction_hash"], json!(format!("{late_spawn:#x}")));
 
     // Reorg block 4 away: its internal transactions go, and the trace tables equal a fresh index of the new chain
     // (longer than the old one, which reached block 7).
@@ -397,6 +409,10 @@ async fn internal_transactions_match_the_node_and_reorg_away() {
     let new_block4 = node_frames(&node, respawn).await;
     assert_eq!(api_frames(addr, "/api/v2/blocks/4/internal-transactions").await, new_block4);
     assert_eq!(get(addr, "/api/v2/blocks/4").await["internal_transactions_count"], json!(new_block4.len()));
+    // Block 5 went with the reorg: the late child has the creation the new chain gave it, if any.
+    let recreated = created(node_frames(&node, respawn).await) == late_child;
+    let want = if recreated { json!(format!("{respawn:#x}")) } else { Value::Null };
+    assert_eq!(get(addr, &late_page).await["creation_transaction_hash"], want, "recreated: {recreated}");
     let fresh = start_daemon(&anvil.http_url(), |c| c.tracing = true).await;
     wait_synced(&fresh.daemon, &node).await;
     wait_traced(fresh.daemon.addr(), &node).await;

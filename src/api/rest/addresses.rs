@@ -31,10 +31,9 @@ fn account(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<Account
 /// block), creation, and what the address has.
 pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
     // Every stored fact comes from one view; the node is asked for the balance after it is dropped.
-    let (record, has_logs, has_tokens, token, tip, internal, info) = {
+    let (record, has_tokens, token, tip, internal, info) = {
         let reader = state.store.view();
         let record = account(&reader, &address)?;
-        let has_logs = reader.has_logs(address)?;
         let has_tokens = reader.has_tokens(address)?;
         let token = super::tokens::token_json(&reader, &address)?;
         let internal = match record.as_ref().and_then(|r| r.creation) {
@@ -42,7 +41,7 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
             None => super::traces::internal_creation(&reader, address)?,
         };
         let info = super::smart_contracts::contract_info(&reader, &address)?;
-        (record, has_logs, has_tokens, token, reader.tip()?.map(|t| t.number), internal, info)
+        (record, has_tokens, token, reader.tip()?.map(|t| t.number), internal, info)
     };
     let on_chain = match tip {
         Some(tip) => {
@@ -67,7 +66,8 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
         "coin_balance": on_chain.as_ref().map(|s| s.balance.to_string()),
         "exchange_rate": null,
         "block_number_balance_updated_at": on_chain.as_ref().and(tip),
-        "has_logs": has_logs,
+        // Every log the index holds counts in its emitter's account (and leaves with it when its block is reverted).
+        "has_logs": record.as_ref().is_some_and(|r| r.log_count > 0),
         "has_tokens": has_tokens,
         "has_token_transfers": record.as_ref().is_some_and(|r| r.token_transfer_count > 0),
         "has_validated_blocks": record.as_ref().is_some_and(|r| r.blocks_mined > 0),

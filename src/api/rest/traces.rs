@@ -37,8 +37,7 @@ const BALANCE_CALLS: usize = 8;
 /// else the newest attempt.
 pub fn internal_creation(reader: &Reader<'_>, address: Address) -> StoreResult<Option<InternalCreation>> {
     let mut newest = None;
-    for creation in reader.internal_creations(address) {
-        let creation = creation?;
+    for creation in reader.internal_creations(address)? {
         if creation.success {
             return Ok(Some(creation));
         }
