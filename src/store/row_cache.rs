@@ -1,6 +1,8 @@
 //! The row cache: rows that API readers ([`super::Store::view`]) found by key in the tables declared `cached`, kept
 //! in memory so the pages people open again and again (recent blocks and transactions, busy addresses) skip
-//! RocksDB's filter, index and block lookups. Absent rows are kept too (an address with no contract row).
+//! RocksDB's filter, index and block lookups. Absent rows are kept too (an address with no contract row). For the
+//! tables declared `presence` it keeps, under the bare address, whether any row starts with that address: a write
+//! to such a table names that address's entry as the key it wrote.
 //!
 //! RocksDB's own row cache would do this, but RocksDB then refuses every write batch holding a range deletion, and
 //! the chain reset is one (docs/benchmarks.md §3). This one stays correct under any write by two rules:
