@@ -74,9 +74,12 @@ impl<'a> Batch<'a> {
                 Some(value) => self.inner.put_cf(cf, &op.key, value),
                 None => self.inner.delete_cf(cf, &op.key),
             }
+            // The key itself names the stale entry, cut to the address for a presence table: no copy.
             let (table, cache) = op.cache;
-            if let Some(entry) = cache.entry_of(&op.key) {
-                self.written.keys.push((table, entry.to_vec()));
+            if let Some(len) = cache.entry_of(&op.key).map(<[u8]>::len) {
+                let mut entry = op.key;
+                entry.truncate(len);
+                self.written.keys.push((table, entry));
             }
         }
     }

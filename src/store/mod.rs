@@ -835,8 +835,7 @@ mod tests {
 
     mod row_cache {
         use super::super::*;
-        use alloy::primitives::B256;
-        use alloy::primitives::U256;
+        use alloy::primitives::{B256, U256};
         use keys::BalanceKey;
         use proptest::prelude::*;
         use records::Amount;

@@ -313,6 +313,7 @@ impl Reader<'_> {
         Ok(out)
     }
 
+    /// [`Self::transfers_in_logs`] by one scan over the logs' range (wide ranges, ERC-1155 logs).
     pub(super) fn scan_transfers_in_logs(
         &self,
         block: u64,
