@@ -53,7 +53,9 @@ async function main() {
   async function visit(name, url) {
     const response = await page.goto(input.base + url, { waitUntil: "load" });
     check(response.status() === 200, `${name}: ${url} answers 200 (got ${response.status()})`);
-    await page.screenshot({ path: path.join(input.shots, name + ".png"), fullPage: true });
+    // Headless Chromium's capture can fail once on a loaded machine ("Unable to capture screenshot"): one retry.
+    const shot = { path: path.join(input.shots, name + ".png"), fullPage: true };
+    await page.screenshot(shot).catch(() => page.screenshot(shot));
     await page.evaluate(axeSource);
     const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
     const serious = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
