@@ -274,10 +274,12 @@ async fn metrics_listener_is_separate_counts_websockets_and_refusals_and_a_taken
 
     // WebSocket connections and subscriptions are read at scrape time.
     let mut ws = WsClient::connect(t.daemon.addr(), "/socket/v2/websocket?vsn=2.0.0").await;
+    // A block's event may arrive between the two joins: each join's reply is picked out by its ref.
+    let reply_to = |reference: &'static str| move |f: &serde_json::Value| f[1] == reference && f[3] == "phx_reply";
     ws.send(&serde_json::json!(["1", "1", "blocks:new_block", "phx_join", {}])).await;
-    assert_eq!(ws.frame().await[4]["status"], "ok");
+    assert_eq!(ws.until(Duration::from_secs(10), reply_to("1")).await[4]["status"], "ok");
     ws.send(&serde_json::json!(["2", "2", "transactions:new_transaction", "phx_join", {}])).await;
-    assert_eq!(ws.frame().await[4]["status"], "ok");
+    assert_eq!(ws.until(Duration::from_secs(10), reply_to("2")).await[4]["status"], "ok");
     let text = http::metrics_text(metrics).await;
     assert!(text.contains("\nrockscout_ws_connections 1\n"), "{text}");
     assert!(text.contains("\nrockscout_ws_subscriptions 2\n"), "{text}");
