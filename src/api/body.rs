@@ -65,6 +65,9 @@ impl hyper::body::Body for Body {
 /// `application/json; charset=utf-8`.
 pub const JSON: HeaderValue = HeaderValue::from_static("application/json; charset=utf-8");
 
+/// The buffer a JSON answer starts with.
+const JSON_CAPACITY: usize = 4096;
+
 /// A JSON response with `status`.
 pub fn json_response<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Body> {
     if VALUES_WANTED.get() {
@@ -76,8 +79,10 @@ pub fn json_response<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Re
             return response;
         }
     }
-    // Serializing our own DTOs and `serde_json::Value`s cannot fail.
-    let bytes = serde_json::to_vec(value).expect("response values serialize");
+    // Room for a single object's answer up front (a transaction's is ~1.5 KB), so it is written without copying
+    // it through four reallocations. Serializing our own DTOs and `serde_json::Value`s cannot fail.
+    let mut bytes = Vec::with_capacity(JSON_CAPACITY);
+    serde_json::to_writer(&mut bytes, value).expect("response values serialize");
     raw_json_response(status, Bytes::from(bytes))
 }
 

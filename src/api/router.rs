@@ -82,20 +82,25 @@ fn page<C: Cursor>(q: &Query) -> Result<Page<C>, ApiError> {
 
 /// Parses a 32-byte `0x` hash.
 pub fn parse_hash(raw: &str, param: &'static str) -> Result<B256, ApiError> {
-    let valid = raw.len() == 66 && raw.starts_with("0x") && raw[2..].bytes().all(|b| b.is_ascii_hexdigit());
-    if !valid {
-        return Err(ApiError::invalid(param, "Invalid format. Expected ~r/^0x([A-Fa-f0-9]{64})$/"));
-    }
-    raw.parse().map_err(|_| ApiError::invalid(param, "Invalid format. Expected ~r/^0x([A-Fa-f0-9]{64})$/"))
+    hex_bytes(raw)
+        .map(B256::new)
+        .ok_or_else(|| ApiError::invalid(param, "Invalid format. Expected ~r/^0x([A-Fa-f0-9]{64})$/"))
 }
 
 /// Parses a 20-byte `0x` address (any letter case).
 pub fn parse_address(raw: &str, param: &'static str) -> Result<Address, ApiError> {
-    let valid = raw.len() == 42 && raw.starts_with("0x") && raw[2..].bytes().all(|b| b.is_ascii_hexdigit());
-    if !valid {
-        return Err(ApiError::invalid(param, "Invalid format. Expected ~r/^0x([A-Fa-f0-9]{40})$/"));
-    }
-    raw.parse().map_err(|_| ApiError::invalid(param, "Invalid format. Expected ~r/^0x([A-Fa-f0-9]{40})$/"))
+    hex_bytes(raw)
+        .map(Address::new)
+        .ok_or_else(|| ApiError::invalid(param, "Invalid format. Expected ~r/^0x([A-Fa-f0-9]{40})$/"))
+}
+
+/// The `N` bytes of `0x` followed by exactly `2 * N` hex digits (any letter case).
+fn hex_bytes<const N: usize>(raw: &str) -> Option<[u8; N]> {
+    let digits = raw.strip_prefix("0x")?;
+    let mut bytes = [0; N];
+    (digits.len() == 2 * N).then_some(())?;
+    alloy::hex::decode_to_slice(digits, &mut bytes).ok()?;
+    Some(bytes)
 }
 
 fn parse_block_id(raw: &str) -> Result<BlockId, ApiError> {
@@ -1281,6 +1286,16 @@ mod tests {
             ("/api/v2/transactions/0x1234", "transaction_hash_param"),
             ("/api/v2/transactions/0xzz", "transaction_hash_param"),
             ("/api/v2/addresses/0xnothex", "address_hash_param"),
+            ("/api/v2/addresses/0x000000000000000000000000000000000000dEaG", "address_hash_param"),
+            ("/api/v2/addresses/0X000000000000000000000000000000000000dEaD", "address_hash_param"),
+            ("/api/v2/addresses/0x0x0000000000000000000000000000000000dEaD", "address_hash_param"),
+            ("/api/v2/addresses/00000000000000000000000000000000000000dEaD", "address_hash_param"),
+            ("/api/v2/addresses/0x000000000000000000000000000000000000dEé", "address_hash_param"),
+            ("/api/v2/addresses/0x000000000000000000000000000000000000dEaDD", "address_hash_param"),
+            (
+                "/api/v2/transactions/0xabababababababababababababababababababababababababababababababag",
+                "transaction_hash_param",
+            ),
             ("/api/v2/blocks?items_count=0", "items_count"),
             ("/api/v2/blocks?items_count=101", "items_count"),
             ("/api/v2/blocks?items_count=abc", "items_count"),

@@ -122,9 +122,10 @@ impl Abi {
 
     /// `decoded_input` of a call: the selected function's parameters, when they decode.
     pub fn decode_input(&self, input: &[u8]) -> Option<Value> {
-        let function = self.function(input)?;
+        let selector = selector(input)?;
+        let function = self.functions.get(&selector)?;
         let values = function.abi_decode_input(&input[4..]).ok()?;
-        Some(decoded(&function.name, function.selector().0, &named(&function.inputs), &values, None))
+        Some(decoded(&function.name, selector, &named(&function.inputs), &values, None))
     }
 
     /// `decoded` of a log: the first event with this topic 0 whose parameters decode.

@@ -23,8 +23,36 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, RwLock};
 
-/// A cached row: the table's stable id and the encoded key.
-type RowKey = (u8, Box<[u8]>);
+/// Longest key a cached table has (a hash); a longer one is never cached.
+const MAX_KEY: usize = 32;
+
+/// A cached row: the table's stable id and the encoded key, held inline so that a lookup compares keys without
+/// following a pointer (a transaction page makes about ten lookups, most of them in memory no CPU cache holds).
+#[derive(Clone, PartialEq, Eq)]
+struct RowKey {
+    table: u8,
+    len: u8,
+    bytes: [u8; MAX_KEY],
+}
+
+impl RowKey {
+    fn new(table: u8, key: &[u8]) -> Option<RowKey> {
+        let mut bytes = [0; MAX_KEY];
+        bytes.get_mut(..key.len())?.copy_from_slice(key);
+        Some(RowKey { table, len: key.len() as u8, bytes })
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl Hash for RowKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        RowRef(self.table, self.key()).hash(state)
+    }
+}
+
 /// The encoded value, or `None` for a key the table does not hold.
 type RowValue = Option<Arc<[u8]>>;
 
@@ -34,7 +62,7 @@ struct RowRef<'k>(u8, &'k [u8]);
 
 impl Equivalent<RowKey> for RowRef<'_> {
     fn equivalent(&self, key: &RowKey) -> bool {
-        self.0 == key.0 && self.1 == &*key.1
+        self.0 == key.table && self.1 == key.key()
     }
 }
 
@@ -45,8 +73,8 @@ const ENTRY_OVERHEAD: u64 = 64;
 struct RowWeight;
 
 impl Weighter<RowKey, RowValue> for RowWeight {
-    fn weight(&self, key: &RowKey, value: &RowValue) -> u64 {
-        (key.1.len() + value.as_ref().map_or(0, |v| v.len())) as u64 + ENTRY_OVERHEAD
+    fn weight(&self, _key: &RowKey, value: &RowValue) -> u64 {
+        (MAX_KEY + value.as_ref().map_or(0, |v| v.len())) as u64 + ENTRY_OVERHEAD
     }
 }
 
@@ -144,8 +172,8 @@ impl RowCache {
             return;
         };
         let _shared = self.removals.read().unwrap_or_else(|p| p.into_inner());
-        if self.started.load(SeqCst) == epoch {
-            rows.insert((table, key.into()), value.map(Arc::from));
+        if let Some(key) = RowKey::new(table, key).filter(|_| self.started.load(SeqCst) == epoch) {
+            rows.insert(key, value.map(Arc::from));
         }
     }
 
@@ -202,6 +230,17 @@ mod tests {
         assert_eq!(cache.get(after, 3, b"x"), None, "a value read before the commit is not kept");
         assert_eq!(cache.get(before, 3, b"kept"), None);
         assert_eq!(cache.get(after, 3, b"kept"), Some(Some(Arc::from(&b"v"[..]))), "untouched keys stay");
+    }
+
+    #[test]
+    fn every_cached_tables_entries_fit_inline() {
+        for def in super::super::tables::ALL {
+            let key = vec![7; def.key_len];
+            if let Some(entry) = def.cache.entry_of(&key) {
+                assert!(RowKey::new(def.id, entry).is_some(), "{}: {}-byte entries", def.name, entry.len());
+            }
+        }
+        assert!(RowKey::new(1, &[0; MAX_KEY + 1]).is_none(), "a longer key is not cached");
     }
 
     #[test]
