@@ -21,7 +21,7 @@ use crate::node::{Node, NodeError};
 use crate::status::{Status, Writer};
 use crate::store::keys::{BeaconProxyKey, BlockKey};
 use crate::store::records::{Bundle, ContractRecord, ProxyKind, ProxyRecord};
-use crate::store::tables::{Accounts, BeaconProxies, Code, Contracts, Headers, TxHashes};
+use crate::store::tables::{Accounts, BeaconProxies, Code, Contracts, Headers};
 use crate::store::{Durability, LateRows, Reader, Store, StoreResult};
 use alloy::primitives::{keccak256, Address, Bytes, B256};
 use std::collections::BTreeSet;
@@ -327,7 +327,7 @@ impl CodeWriter {
             if reader.get::<Contracts>(&address)?.is_some() {
                 continue;
             }
-            let Some(pos) = reader.get::<TxHashes>(&creation.tx)? else { continue };
+            let Some((pos, _)) = reader.tx(creation.tx)? else { continue };
             let Some(header) = reader.block(pos.block)? else { continue };
             missing.insert(NewContract {
                 block: pos.block,

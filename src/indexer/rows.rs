@@ -10,7 +10,7 @@
 use crate::chain::{block_transfers, transfer_parties, tx_participants};
 use crate::store::keys::{
     AddressPos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, CoinRankKey, DayKey, HolderKey, HolderRankKey,
-    InstanceKey, MetaKey, TokenRankKey,
+    InstanceKey, MetaKey, TokenRankKey, TxHashKey,
 };
 use crate::store::records::{
     role, AccountRecord, Amount, Bundle, CoinBalance, Counters, Creation, DayStats, InstanceRecord, Meta, Seen,
@@ -61,7 +61,7 @@ pub fn block_rows(block: &Bundle, sink: &mut impl RowSink) -> StoreResult<()> {
     for (index, tx) in block.txs.iter().enumerate() {
         let pos = BlockPos { block: number, index: index as u32 };
         sink.row::<Transactions>(&pos, tx)?;
-        sink.row::<TxHashes>(&tx.hash, &pos)?;
+        sink.row::<TxHashes>(&TxHashKey::new(&tx.hash, pos), &())?;
         for (address, roles) in tx_participants(tx) {
             sink.row::<AddressTxs>(&AddressPos { address, pos }, &roles)?;
         }

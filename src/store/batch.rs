@@ -5,7 +5,7 @@ use super::error::{StoreError, StoreResult};
 use super::keys::{BlockKey, Key, MetaKey};
 use super::records::Meta;
 use super::row_cache::Written;
-use super::tables::{self, Cached, MetaTable, Table, UndoLog};
+use super::tables::{self, Access, Cached, MetaTable, Table, UndoLog};
 use super::Store;
 use rocksdb::WriteBatch;
 
@@ -22,8 +22,9 @@ pub enum Durability {
 /// A point put (`Some`) or delete (`None`) waiting to be sorted into the write batch.
 struct PointOp {
     table: &'static str,
-    /// The table's id and what the row cache keeps of it (the cache entry the key stales is listed in [`Written`]).
-    cache: (u8, Cached),
+    /// The table's id, what the row cache keeps of it and how it is read (the cache entry the key stales is listed
+    /// in [`Written`]).
+    cache: (u8, Cached, Access),
     key: Vec<u8>,
     value: Option<Vec<u8>>,
 }
@@ -74,9 +75,9 @@ impl<'a> Batch<'a> {
                 Some(value) => self.inner.put_cf(cf, &op.key, value),
                 None => self.inner.delete_cf(cf, &op.key),
             }
-            // The key itself names the stale entry, cut to the address for a presence table: no copy.
-            let (table, cache) = op.cache;
-            if let Some(len) = cache.entry_of(&op.key).map(<[u8]>::len) {
+            // The key itself names the stale entry, cut to its prefix for a prefix entry: no copy.
+            let (table, cache, access) = op.cache;
+            if let Some(len) = cache.entry_of(access, &op.key).map(<[u8]>::len) {
                 let mut entry = op.key;
                 entry.truncate(len);
                 self.written.keys.push((table, entry));
@@ -105,7 +106,7 @@ impl<'a> Batch<'a> {
         let bytes = codec::encode(value).map_err(|source| StoreError::Encode { table: T::NAME, source })?;
         self.pending.push(PointOp {
             table: T::NAME,
-            cache: (T::ID, T::CACHE),
+            cache: (T::ID, T::CACHE, T::ACCESS),
             key: key.encode().as_ref().to_vec(),
             value: Some(bytes),
         });
@@ -127,7 +128,7 @@ impl<'a> Batch<'a> {
     pub fn delete<T: Table>(&mut self, key: &T::Key) {
         self.pending.push(PointOp {
             table: T::NAME,
-            cache: (T::ID, T::CACHE),
+            cache: (T::ID, T::CACHE, T::ACCESS),
             key: key.encode().as_ref().to_vec(),
             value: None,
         });
@@ -151,7 +152,7 @@ impl<'a> Batch<'a> {
     pub(super) fn set_raw(&mut self, table: u8, key: &[u8], value: Option<&[u8]>) -> StoreResult<()> {
         let def = tables::by_id(table)
             .ok_or_else(|| StoreError::Inconsistent(format!("undo data names table {table}, which does not exist")))?;
-        let cache = (def.id, def.cache);
+        let cache = (def.id, def.cache, def.access);
         self.pending.push(PointOp { table: def.name, cache, key: key.to_vec(), value: value.map(<[u8]>::to_vec) });
         Ok(())
     }

@@ -187,6 +187,48 @@ impl Key for BlockPos {
     }
 }
 
+/// Bytes of a transaction hash that key the `tx_hashes` table.
+pub const TX_HASH_PREFIX: usize = 8;
+
+/// Where a transaction is, filed under the first [`TX_HASH_PREFIX`] bytes of its hash: `hash[..8] ‖ !be64(block) ‖
+/// !be32(index)`. The rest of the hash is stored once, in the `txs` row the key points to, which a lookup reads
+/// anyway and compares; transactions whose hashes share the 8 bytes are each a key of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TxHashKey {
+    /// The first bytes of the hash.
+    pub prefix: [u8; TX_HASH_PREFIX],
+    /// The transaction's place.
+    pub pos: BlockPos,
+}
+
+impl TxHashKey {
+    /// The key of the transaction `hash` at `pos`.
+    pub fn new(hash: &B256, pos: BlockPos) -> Self {
+        TxHashKey { prefix: Self::prefix_of(hash), pos }
+    }
+
+    /// The bytes of `hash` that lead its keys.
+    pub fn prefix_of(hash: &B256) -> [u8; TX_HASH_PREFIX] {
+        hash.0[..TX_HASH_PREFIX].try_into().expect("a hash is longer than its prefix")
+    }
+}
+
+impl Key for TxHashKey {
+    const LEN: usize = TX_HASH_PREFIX + BlockPos::LEN;
+    type Bytes = [u8; 20];
+    fn encode(&self) -> [u8; 20] {
+        let mut out = [0u8; 20];
+        out[..TX_HASH_PREFIX].copy_from_slice(&self.prefix);
+        out[TX_HASH_PREFIX..].copy_from_slice(&self.pos.encode());
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, KeyError> {
+        let b = exact::<20>("TxHashKey", bytes)?;
+        let prefix = b[..TX_HASH_PREFIX].try_into().expect("8 bytes");
+        Ok(TxHashKey { prefix, pos: BlockPos::decode(&b[TX_HASH_PREFIX..])? })
+    }
+}
+
 /// A row of an address's history: `addr20 ‖ position`, the address's rows together and, within them, in the
 /// position's own order (newest first). One generic for transactions, transfers and internal calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -731,6 +773,11 @@ mod tests {
         assert_eq!(&search.text[..12], "éther-token".as_bytes());
         assert_eq!(search_text(&"x".repeat(40)).1, 32);
         assert_eq!(hex(DayKey(19_000).encode()), "ffffb5c7");
+        let tx = B256::from_slice(&(1..=32).collect::<Vec<u8>>());
+        assert_eq!(
+            hex(TxHashKey::new(&tx, BlockPos { block: 5, index: 2 }).encode()),
+            "0102030405060708fffffffffffffffafffffffd"
+        );
         assert_eq!(DayKey::of_timestamp(86_400 * 3 + 5), DayKey(3));
     }
 
@@ -752,6 +799,8 @@ mod tests {
         assert!(AddressPos::decode(&[]).is_err());
         assert!(ReorgedKey::decode(&[0; 39]).is_err());
         assert!(B256::decode(&[0; 31]).is_err());
+        assert!(TxHashKey::decode(&[0; 19]).is_err());
+        assert!(TxHashKey::decode(&[0; 21]).is_err());
         assert!(<Address as Key>::decode(&[0; 21]).is_err());
         assert!(MetaKey::decode(&[0]).is_err());
         assert!(MetaKey::decode(&[1, 2]).is_err());
@@ -817,6 +866,16 @@ mod tests {
             let expected = a1.cmp(&a2).then(p1.newest_first(&p2));
             prop_assert_eq!(k1.encode().as_ref().cmp(k2.encode().as_ref()), expected);
             prop_assert!(k1.encode().as_ref().starts_with(a1.as_slice()));
+        }
+
+        #[test]
+        fn tx_hash_key_round_trips_and_groups_by_hash_prefix(h1: [u8; 32], p1 in pos(), h2: [u8; 32], p2 in pos()) {
+            let (h1, h2) = (B256::from(h1), B256::from(h2));
+            let (k1, k2) = (TxHashKey::new(&h1, p1), TxHashKey::new(&h2, p2));
+            prop_assert_eq!(TxHashKey::decode(&k1.encode()).unwrap(), k1);
+            let expected = h1[..TX_HASH_PREFIX].cmp(&h2[..TX_HASH_PREFIX]).then(p1.newest_first(&p2));
+            prop_assert_eq!(k1.encode().cmp(&k2.encode()), expected);
+            prop_assert!(k1.encode().starts_with(&h1[..TX_HASH_PREFIX]));
         }
 
         #[test]

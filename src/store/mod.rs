@@ -41,7 +41,7 @@ use tables::{Access, Cached, MetaTable, Table, TableDef};
 pub type RawRow = (&'static str, Vec<u8>, Vec<u8>);
 
 /// Version of the on-disk layout; bump on any change to keys, values or the rows a block writes.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// How to open the store.
 #[derive(Debug, Clone)]
@@ -145,12 +145,13 @@ fn table_options(def: &TableDef, cache: &Cache) -> Options {
             opts.set_memtable_whole_key_filtering(true);
             opts.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO);
         }
-        Access::AddressHistory | Access::AddressRows => {
-            opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(20));
+        Access::AddressHistory | Access::AddressRows | Access::HashPrefix => {
+            let prefix = def.access.prefix_len().expect("these kinds are read by prefix");
+            opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(prefix));
             block.set_bloom_filter(10.0, false);
             // The filter holds the prefixes; whole keys too where rows are read one by one.
             block.set_whole_key_filtering(def.access == Access::AddressRows);
-            opts.set_memtable_whole_key_filtering(true);
+            opts.set_memtable_whole_key_filtering(def.access != Access::HashPrefix);
             opts.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO);
         }
         Access::Ordered => {}
@@ -588,6 +589,15 @@ pub struct Reader<'a> {
     epoch: Option<u64>,
 }
 
+/// The first keys of a table under a prefix ([`Reader::under`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Under<K> {
+    /// The keys, in key order.
+    pub keys: Vec<K>,
+    /// Whether more keys follow them.
+    pub more: bool,
+}
+
 /// Rows a scan reads between two looks at the clock.
 const DEADLINE_EVERY: u32 = 256;
 
@@ -683,22 +693,52 @@ impl<'a> Reader<'a> {
     /// the row cache, so pages asking it of the same addresses again (an address's tabs, the contract flags of
     /// a list's addresses) skip the iterator.
     pub fn holds_any<T: Table>(&self, address: &Address) -> StoreResult<bool> {
-        let prefix = address.as_slice();
-        let epoch = self.epoch.filter(|_| T::CACHE == Cached::Presence);
-        if let Some(entry) = self.store.rows.get(epoch, T::ID, prefix) {
-            return Ok(entry.is_some());
+        Ok(!self.under::<T>(address.as_slice())?.keys.is_empty())
+    }
+
+    /// The first keys of `T` under `prefix` (as long as `T`'s prefix extractor cuts), as many as `T`'s
+    /// [`Cached::Prefix`] keeps, and whether there are more. The answer is kept in the row cache: a commit that
+    /// writes any key under the prefix stales it.
+    pub fn under<T: Table>(&self, prefix: &[u8]) -> StoreResult<Under<T::Key>> {
+        let Cached::Prefix { keys: most } = T::CACHE else {
+            return Err(StoreError::Inconsistent(format!("{} keeps no keys by prefix", T::NAME)));
+        };
+        if T::ACCESS.prefix_len() != Some(prefix.len()) {
+            return Err(StoreError::Inconsistent(format!("a {}-byte prefix of {}", prefix.len(), T::NAME)));
         }
-        let found = self.scan::<T>(KeyRange::prefix(prefix), Direction::Forward).next().transpose()?.is_some();
-        self.store.rows.insert(epoch, T::ID, prefix, found.then_some(&[][..]));
-        Ok(found)
+        // An entry: 1 when there are more keys, then the rest of each key after the prefix.
+        let decode = |entry: &[u8]| -> StoreResult<Under<T::Key>> {
+            let (more, rests) = entry.split_first().ok_or_else(|| StoreError::Inconsistent("an empty entry".into()))?;
+            let keys = rests
+                .chunks(T::Key::LEN - prefix.len())
+                .map(|rest| {
+                    T::Key::decode(&[prefix, rest].concat())
+                        .map_err(|source| StoreError::Key { table: T::NAME, source })
+                })
+                .collect::<StoreResult<_>>()?;
+            Ok(Under { keys, more: *more == 1 })
+        };
+        if let Some(Some(entry)) = self.store.rows.get(self.epoch, T::ID, prefix) {
+            return decode(&entry);
+        }
+        let mut entry = vec![0];
+        for (found, row) in self.scan::<T>(KeyRange::prefix(prefix), Direction::Forward).take(most + 1).enumerate() {
+            if found == most {
+                entry[0] = 1;
+                break;
+            }
+            entry.extend_from_slice(&row?.0.encode().as_ref()[prefix.len()..]);
+        }
+        self.store.rows.insert(self.epoch, T::ID, prefix, Some(&entry));
+        decode(&entry)
     }
 
     /// Iterates the rows of `range` in `direction`.
     fn scan<T: Table>(&self, range: KeyRange, direction: Direction) -> Scan<'_, T> {
         let mut opts = self.read_options();
-        // Prefix mode (and its bloom filter) fits forward scans inside one address; a reverse scan starts from
-        // the next prefix, so it needs total order.
-        if range.prefix && range.lower.len() == 20 && direction == Direction::Forward {
+        // Prefix mode (and its bloom filter) fits forward scans inside one prefix; a reverse scan starts from the
+        // next prefix, so it needs total order.
+        if range.prefix && T::ACCESS.prefix_len() == Some(range.lower.len()) && direction == Direction::Forward {
             opts.set_prefix_same_as_start(true);
         } else {
             opts.set_total_order_seek(true);
@@ -979,6 +1019,51 @@ mod tests {
             assert!(store.rows.bytes() > 0, "the answers were cached");
             write(&store, |b| b.clear_index());
             assert!(!holds(), "a reset");
+        }
+
+        /// Transactions are filed under the first 8 bytes of their hash: ones sharing them (here six, more than a
+        /// cached entry keeps) are each found by their whole hash, and the places cached for a prefix follow every
+        /// put, delete, raw revert and reset under it.
+        #[test]
+        fn transactions_sharing_a_hash_prefix_are_each_found() {
+            use keys::{BlockPos, TxHashKey};
+            use tables::{Transactions, TxHashes};
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+            let hash = |i: u8| {
+                let mut bytes = [0x5a; 32];
+                bytes[31] = i;
+                B256::from(bytes)
+            };
+            let pos = |i: u8| BlockPos { block: 10 + u64::from(i % 3), index: u32::from(i) };
+            let file = |b: &mut Batch<'_>, i: u8| {
+                let tx = records::TxRecord {
+                    body: records::TxBody { hash: hash(i), ..golden::sample_tx().body },
+                    ..golden::sample_tx()
+                };
+                b.put::<Transactions>(&pos(i), &tx).unwrap();
+                b.put::<TxHashes>(&TxHashKey::new(&hash(i), pos(i)), &()).unwrap();
+            };
+            let found = |i: u8| store.view().tx(hash(i)).unwrap().map(|(p, tx)| (p, tx.hash));
+            assert_eq!(found(0), None);
+            write(&store, |b| file(b, 0));
+            assert_eq!(found(0), Some((pos(0), hash(0))), "a put stales the cached absence");
+            assert_eq!(found(1), None, "a hash sharing the prefix is not the one stored");
+            write(&store, |b| (1..6).for_each(|i| file(b, i)));
+            for i in 0..6 {
+                assert_eq!(found(i), Some((pos(i), hash(i))), "hash {i} of six under one prefix");
+            }
+            let under = store.view().under::<TxHashes>(&TxHashKey::prefix_of(&hash(0))).unwrap();
+            assert_eq!((under.keys.len(), under.more), (4, true), "an entry keeps four places and says more follow");
+            write(&store, |b| b.delete::<TxHashes>(&TxHashKey::new(&hash(2), pos(2))));
+            assert_eq!(found(2), None, "a delete");
+            assert_eq!(found(5), Some((pos(5), hash(5))));
+            let raw = TxHashKey::new(&hash(2), pos(2)).encode();
+            write(&store, |b| b.set_raw(TxHashes::ID, &raw, Some(&[])).unwrap());
+            assert_eq!(found(2), Some((pos(2), hash(2))), "a revert's raw put");
+            assert!(store.rows.bytes() > 0, "the places were cached");
+            write(&store, |b| b.clear_index());
+            assert_eq!(found(3), None, "a reset");
         }
 
         /// Writers and readers race: each commit writes one value to two keys, so a view that sees the two keys

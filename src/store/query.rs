@@ -5,7 +5,7 @@
 
 use super::keys::{
     AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, CoinRankKey, DayKey,
-    HolderRankKey, InstanceKey, Key, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos,
+    HolderRankKey, InstanceKey, Key, PendingKey, ReorgedKey, SearchKey, TokenRankKey, TracePos, TransferPos, TxHashKey,
 };
 use super::records::{
     BlockRecord, Bundle, InternalCreation, LogRecord, PendingTxRecord, TokenKind, TraceSummary, TxRecord,
@@ -166,12 +166,24 @@ impl Reader<'_> {
 
     // Transactions.
 
-    /// A mined transaction by hash.
+    /// A mined transaction by hash: the places filed under its first bytes, then the one whose row holds the
+    /// whole hash (nearly always the only place).
     pub fn tx(&self, hash: B256) -> StoreResult<Option<(BlockPos, TxRecord)>> {
-        let Some(pos) = self.get::<TxHashes>(&hash)? else {
-            return Ok(None);
+        let prefix = TxHashKey::prefix_of(&hash);
+        let under = self.under::<TxHashes>(&prefix)?;
+        let places: Vec<BlockPos> = if under.more {
+            self.scan::<TxHashes>(KeyRange::prefix(&prefix), Direction::Forward)
+                .map(|row| row.map(|(key, ())| key.pos))
+                .collect::<StoreResult<_>>()?
+        } else {
+            under.keys.iter().map(|key| key.pos).collect()
         };
-        Ok(self.get::<Transactions>(&pos)?.map(|tx| (pos, tx)))
+        for pos in places {
+            if let Some(tx) = self.get::<Transactions>(&pos)?.filter(|tx| tx.hash == hash) {
+                return Ok(Some((pos, tx)));
+            }
+        }
+        Ok(None)
     }
 
     /// A transaction by hash: the chain first, else the pool.
@@ -200,7 +212,7 @@ impl Reader<'_> {
 
     /// Whether a transaction with this hash is mined and indexed.
     pub fn is_mined(&self, hash: B256) -> StoreResult<bool> {
-        Ok(self.get::<TxHashes>(&hash)?.is_some())
+        Ok(self.tx(hash)?.is_some())
     }
 
     /// Every transaction, newest first, after `after`.

@@ -1,8 +1,9 @@
 //! The row cache: rows that API readers ([`super::Store::view`]) found by key in the tables declared `cached`, kept
 //! in memory so the pages people open again and again (recent blocks and transactions, busy addresses) skip
 //! RocksDB's filter, index and block lookups. Absent rows are kept too (an address with no contract row). For the
-//! tables declared `presence` it keeps, under the bare address, whether any row starts with that address: a write
-//! to such a table names that address's entry as the key it wrote.
+//! tables declared `presence` or `places` it keeps, under a bare key prefix (an address, the first bytes of a
+//! transaction hash), the first keys found under it: a write to such a table names that prefix's entry as the key
+//! it wrote.
 //!
 //! RocksDB's own row cache would do this, but RocksDB then refuses every write batch holding a range deletion, and
 //! the chain reset is one (docs/benchmarks.md §3). This one stays correct under any write by two rules:
@@ -236,7 +237,7 @@ mod tests {
     fn every_cached_tables_entries_fit_inline() {
         for def in super::super::tables::ALL {
             let key = vec![7; def.key_len];
-            if let Some(entry) = def.cache.entry_of(&key) {
+            if let Some(entry) = def.cache.entry_of(def.access, &key) {
                 assert!(RowKey::new(def.id, entry).is_some(), "{}: {}-byte entries", def.name, entry.len());
             }
         }

@@ -5,7 +5,7 @@
 use super::keys::{
     AddressNodeKey, AddressPos, AddressTracePos, AddressTransferPos, BalanceKey, BeaconProxyKey, BlockKey, BlockPos,
     CoinRankKey, DayKey, HolderKey, HolderRankKey, InstanceKey, ItemKey, Key, MetaKey, NameSearchKey, PendingKey,
-    ReorgedKey, SearchKey, SerialKey, TokenRankKey, TracePos, TransferPos,
+    ReorgedKey, SearchKey, SerialKey, TokenRankKey, TracePos, TransferPos, TxHashKey,
 };
 use super::records::{
     AccountItem, AccountRecord, Amount, BlockRecord, CoinBalance, ContractRecord, CredentialRecord, DayStats,
@@ -26,6 +26,8 @@ pub trait Table {
     type Key: Key;
     /// Value type (encoded by `codec`).
     type Value: Serialize + DeserializeOwned;
+    /// How the table is read (its RocksDB options and prefix length).
+    const ACCESS: Access;
     /// What API readers keep of the table in the row cache (see `row_cache`).
     const CACHE: Cached;
 }
@@ -37,21 +39,29 @@ pub enum Cached {
     No,
     /// Rows read by key, and keys found absent.
     Rows,
-    /// Whether any row starts with a given 20-byte address ([`super::Reader::holds_any`]); only for tables keyed
-    /// by address first.
-    Presence,
+    /// The keys under each prefix (of the table's [`Access::prefix_len`]) readers asked about, at most `keys` of
+    /// them and whether there are more ([`super::Reader::under`]): whether an address holds any row (`keys: 1`),
+    /// or where the transactions whose hashes start with some 8 bytes are.
+    Prefix {
+        /// How many keys an entry keeps.
+        keys: usize,
+    },
 }
 
-/// Length of the address that leads the keys of [`Cached::Presence`] tables.
-const PRESENCE_PREFIX: usize = 20;
+/// Whether any row starts with a given address ([`super::Reader::holds_any`]).
+const PRESENCE: Cached = Cached::Prefix { keys: 1 };
+
+/// Where the transactions under one hash prefix are: one, nearly always.
+const HASH_PLACES: Cached = Cached::Prefix { keys: 4 };
 
 impl Cached {
-    /// The part of a written `key` whose cache entry the write makes stale, if the table is cached.
-    pub fn entry_of(self, key: &[u8]) -> Option<&[u8]> {
+    /// The part of a written `key` of a table read as `access` whose cache entry the write makes stale, if the
+    /// table is cached.
+    pub fn entry_of(self, access: Access, key: &[u8]) -> Option<&[u8]> {
         match self {
             Cached::No => None,
             Cached::Rows => Some(key),
-            Cached::Presence => key.get(..PRESENCE_PREFIX),
+            Cached::Prefix { .. } => key.get(..access.prefix_len()?),
         }
     }
 }
@@ -67,8 +77,22 @@ pub enum Access {
     /// row's prior value, and most such reads miss: a new holder, a new rank): the prefix bloom plus a bloom
     /// filter on the whole key.
     AddressRows,
+    /// Keys led by the first 8 bytes of a hash ([`super::keys::TX_HASH_PREFIX`]), found by a scan of that prefix:
+    /// prefix extractor and prefix bloom.
+    HashPrefix,
     /// Block-ordered rows read by point or range.
     Ordered,
+}
+
+impl Access {
+    /// The length of the prefix RocksDB's prefix extractor and bloom filter work on, if any.
+    pub const fn prefix_len(self) -> Option<usize> {
+        match self {
+            Access::AddressHistory | Access::AddressRows => Some(20),
+            Access::HashPrefix => Some(super::keys::TX_HASH_PREFIX),
+            Access::Lookup | Access::Ordered => None,
+        }
+    }
 }
 
 /// Runtime description of one column family.
@@ -89,7 +113,8 @@ pub struct TableDef {
 macro_rules! tables {
     (@cache) => { Cached::No };
     (@cache cached) => { Cached::Rows };
-    (@cache presence) => { Cached::Presence };
+    (@cache presence) => { PRESENCE };
+    (@cache places) => { HASH_PLACES };
     ($( $(#[$doc:meta])* $ty:ident = $id:literal $name:literal : $key:ty => $value:ty, $access:ident $(, $cache:ident)?; )*) => {
         $(
             $(#[$doc])*
@@ -100,6 +125,7 @@ macro_rules! tables {
                 const NAME: &'static str = $name;
                 type Key = $key;
                 type Value = $value;
+                const ACCESS: Access = Access::$access;
                 const CACHE: Cached = tables!(@cache $($cache)?);
             }
         )*
@@ -119,8 +145,8 @@ tables! {
     BlockHashes = 2 "block_hashes": B256 => u64, Lookup, cached;
     /// (block, index), newest first → transaction with receipt summary.
     Transactions = 3 "txs": BlockPos => TxRecord, Ordered, cached;
-    /// Transaction hash → (block, index).
-    TxHashes = 4 "tx_hashes": B256 => BlockPos, Lookup, cached;
+    /// First 8 bytes of a transaction hash ‖ (block, index) → nothing: where the transaction is.
+    TxHashes = 4 "tx_hashes": TxHashKey => (), HashPrefix, places;
     /// (block, log index), newest first → log.
     Logs = 5 "logs": BlockPos => LogRecord, Ordered;
     /// address ‖ (block, index) newest first → role bits (from / to / created).
@@ -303,22 +329,24 @@ mod tests {
         assert_eq!(<Accounts as Table>::ID, 8);
     }
 
-    /// A presence entry is keyed by the address that leads every key of its table, and a shorter key than any row's,
-    /// so it never stands for a row.
+    /// A prefix entry is keyed by the prefix RocksDB's own prefix extractor cuts, a shorter key than any row's, so it
+    /// never stands for a row; presence is asked of tables keyed by address first.
     #[test]
-    fn presence_is_cached_only_for_tables_keyed_by_address_first() {
-        for def in ALL.iter().filter(|t| t.cache == Cached::Presence) {
-            assert!(
-                matches!(def.access, Access::AddressHistory | Access::AddressRows),
-                "{} is not keyed by address",
-                def.name
-            );
-            assert!(def.key_len > PRESENCE_PREFIX, "{}", def.name);
+    fn prefix_entries_are_cached_only_for_tables_with_a_prefix_extractor() {
+        for def in ALL.iter().filter(|t| matches!(t.cache, Cached::Prefix { .. })) {
+            let len = def.access.prefix_len().unwrap_or_else(|| panic!("{} has no prefix", def.name));
+            assert!(def.key_len > len, "{}", def.name);
+            if def.cache == PRESENCE {
+                assert_eq!(len, 20, "{} is not keyed by address", def.name);
+            }
         }
+        assert_eq!(<TxHashes as Table>::CACHE, HASH_PLACES);
         let key: Vec<u8> = (0..32).collect();
-        assert_eq!(Cached::Presence.entry_of(&key), Some(&key[..20]));
-        assert_eq!(Cached::Rows.entry_of(&key), Some(&key[..]));
-        assert_eq!(Cached::No.entry_of(&key), None);
+        assert_eq!(PRESENCE.entry_of(Access::AddressRows, &key), Some(&key[..20]));
+        assert_eq!(HASH_PLACES.entry_of(Access::HashPrefix, &key), Some(&key[..8]));
+        assert_eq!(PRESENCE.entry_of(Access::Lookup, &key), None);
+        assert_eq!(Cached::Rows.entry_of(Access::Lookup, &key), Some(&key[..]));
+        assert_eq!(Cached::No.entry_of(Access::Lookup, &key), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use alloy::eips::BlockNumberOrTag;
 use alloy::network::{ReceiptResponse, TransactionResponse};
 use alloy::primitives::{Address, B256};
 use alloy::providers::{Provider, RootProvider};
-use rockscout::store::keys::{BlockKey, BlockPos};
+use rockscout::store::keys::{BlockKey, BlockPos, TxHashKey};
 use rockscout::store::records::role;
 use rockscout::store::tables::{
     Accounts, AddressLogs, AddressTxs, BlockHashes, Headers, Logs, Reorged, Transactions, TxHashes,
@@ -78,7 +78,9 @@ pub async fn assert_store_matches_node(store: &Store, node: &RootProvider) -> Co
             assert_eq!(stx.gas_used, receipt.gas_used(), "tx {n}/{i} gas used");
             assert_eq!(stx.effective_gas_price, receipt.effective_gas_price(), "tx {n}/{i} price");
             assert_eq!(stx.created, receipt.contract_address(), "tx {n}/{i} created");
-            assert_eq!(reader.get::<TxHashes>(&stx.hash).unwrap(), Some(want_pos), "tx {n}/{i} hash lookup");
+            assert_eq!(reader.tx(stx.hash).unwrap().map(|(pos, _)| pos), Some(want_pos), "tx {n}/{i} hash lookup");
+            let filed = TxHashKey::new(&stx.hash, want_pos);
+            assert_eq!(reader.get::<TxHashes>(&filed).unwrap(), Some(()), "tx {n}/{i} filed under its hash");
             assert_eq!(stx.first_log, log_index, "tx {n}/{i} first log");
             assert_eq!(stx.log_count as usize, receipt.inner.logs().len(), "tx {n}/{i} log count");
             for log in receipt.inner.logs() {
