@@ -17,6 +17,9 @@ const DEFAULT_CACHE_MB: u64 = (crate::store::DEFAULT_CACHE_BYTES >> 20) as u64;
 /// The row cache's default size in MiB (`--row-cache-mb`).
 const DEFAULT_ROW_CACHE_MB: u64 = (crate::store::DEFAULT_ROW_CACHE_BYTES >> 20) as u64;
 
+/// The memtables' default budget in MiB (`--memtable-mb`).
+const DEFAULT_MEMTABLE_MB: u64 = (crate::store::DEFAULT_MEMTABLE_BYTES >> 20) as u64;
+
 /// rockscout: an EVM block explorer backend in one binary. Follows an execution node, indexes the chain into an
 /// embedded RocksDB and serves Blockscout-compatible REST (/api/v2), JSON-RPC (/api/eth) and WebSocket
 /// (/socket/v2) APIs.
@@ -227,6 +230,10 @@ pub struct DaemonArgs {
     /// contracts), so a page opened again skips the store's lookups. 0 turns it off.
     #[arg(long = "row-cache-mb", env = "ROCKSCOUT_ROW_CACHE_MB", default_value_t = DEFAULT_ROW_CACHE_MB, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
     pub row_cache_mb: u64,
+    /// MiB the memtables of every table may hold together: rows written and not yet flushed to table files.
+    /// Catching up waits for flushes past it. Less memory costs more compaction (docs/operations.md).
+    #[arg(long = "memtable-mb", env = "ROCKSCOUT_MEMTABLE_MB", default_value_t = DEFAULT_MEMTABLE_MB, value_parser = clap::value_parser!(u64).range(32..=65_536))]
+    pub memtable_mb: u64,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
     /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
     #[arg(long, env = "ROCKSCOUT_TRACING")]
@@ -447,6 +454,8 @@ pub struct Config {
     pub cache_bytes: usize,
     /// Bytes of the store's row cache (`--row-cache-mb`; 0: none).
     pub row_cache_bytes: usize,
+    /// Bytes the store's memtables may hold together (`--memtable-mb`).
+    pub memtable_bytes: usize,
 }
 
 impl Config {
@@ -472,6 +481,7 @@ impl Config {
             name_registry: None,
             cache_bytes: crate::store::DEFAULT_CACHE_BYTES,
             row_cache_bytes: crate::store::DEFAULT_ROW_CACHE_BYTES,
+            memtable_bytes: crate::store::DEFAULT_MEMTABLE_BYTES,
         }
     }
 
@@ -502,6 +512,7 @@ impl Config {
             name_registry: args.name_registry,
             cache_bytes: usize::try_from(args.cache_mb << 20).unwrap_or(usize::MAX),
             row_cache_bytes: usize::try_from(args.row_cache_mb << 20).unwrap_or(usize::MAX),
+            memtable_bytes: usize::try_from(args.memtable_mb << 20).unwrap_or(usize::MAX),
             rpc_timeout,
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),
@@ -582,6 +593,14 @@ mod tests {
         assert_eq!(run_config(&["--cache-mb", "256"]).unwrap().cache_bytes, 256 << 20);
         assert!(run_config(&["--cache-mb", "4"]).is_err(), "below 8 MiB is refused");
         assert!(run_config(&["--cache-mb", "lots"]).is_err());
+    }
+
+    #[test]
+    fn the_memtable_budget_comes_from_memtable_mb_within_its_range() {
+        assert_eq!(run_config(&[]).unwrap().memtable_bytes, 128 << 20);
+        assert_eq!(run_config(&["--memtable-mb", "64"]).unwrap().memtable_bytes, 64 << 20);
+        assert!(run_config(&["--memtable-mb", "16"]).is_err(), "below 32 MiB is refused");
+        assert!(run_config(&["--memtable-mb", "plenty"]).is_err());
     }
 
     #[test]

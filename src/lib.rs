@@ -116,6 +116,7 @@ impl Daemon {
                     name_registry: config.name_registry,
                     cache_bytes: config.cache_bytes,
                     row_cache_bytes: config.row_cache_bytes,
+                    memtable_bytes: config.memtable_bytes,
                     ..StoreOptions::default()
                 },
             )

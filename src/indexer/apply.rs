@@ -83,6 +83,10 @@ pub fn write_chunk(store: &Store, chunk: &[Bundle], head: u64, undo_depth: u64) 
     let durability = if last + 2 >= head { Durability::Sync } else { Durability::Buffered };
     let bytes = batch.size_in_bytes();
     store.write(batch, durability)?;
+    // Far behind the head, writing outruns flushing on a busy machine: the next chunk waits for the memtables.
+    if durability == Durability::Buffered {
+        store.wait_for_memtables()?;
+    }
     Ok(bytes)
 }
 

@@ -30,7 +30,7 @@ use keys::{Key, MetaKey};
 use records::{Counters, DbState, Meta, Tip};
 use rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType,
-    DataBlockIndexType, Options, ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
+    DataBlockIndexType, FlushOptions, Options, ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -57,6 +57,9 @@ pub struct StoreOptions {
     /// Collect RocksDB's statistics (tickers such as compaction bytes and stall time, read through
     /// [`Store::rocksdb_property`] `rocksdb.options-statistics`); off by default, benchmarks turn it on.
     pub statistics: bool,
+    /// What every table's memtables may hold together: RocksDB flushes the largest as they near it, and the
+    /// catch-up writer waits for flushes past it ([`Store::wait_for_memtables`]).
+    pub memtable_bytes: usize,
 }
 
 /// The block cache's default size (the daemon's `--cache-mb`).
@@ -64,6 +67,9 @@ pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
 /// The row cache's default size (the daemon's `--row-cache-mb`).
 pub const DEFAULT_ROW_CACHE_BYTES: usize = 32 << 20;
+
+/// The memtables' default budget (the daemon's `--memtable-mb`).
+pub const DEFAULT_MEMTABLE_BYTES: usize = 128 << 20;
 
 impl Default for StoreOptions {
     fn default() -> Self {
@@ -73,6 +79,7 @@ impl Default for StoreOptions {
             row_cache_bytes: DEFAULT_ROW_CACHE_BYTES,
             name_registry: None,
             statistics: false,
+            memtable_bytes: DEFAULT_MEMTABLE_BYTES,
         }
     }
 }
@@ -102,6 +109,8 @@ pub struct Store {
     knowledge: Arc<Knowledge>,
     name_registry: Option<Address>,
     rows: row_cache::RowCache,
+    /// See [`StoreOptions::memtable_bytes`].
+    memtable_budget: u64,
 }
 
 impl Drop for Store {
@@ -187,9 +196,9 @@ impl Store {
         db_opts.set_max_background_jobs(2);
         db_opts.set_keep_log_file_num(4);
         db_opts.set_bytes_per_sync(1 << 20);
-        // All memtables together stay under 128 MiB (the largest is flushed early): without a shared limit each busy
-        // table fills its own 64 MiB pair, and catching up a million transactions peaked 90 MiB higher.
-        db_opts.set_db_write_buffer_size(128 << 20);
+        // All memtables share one budget (the largest is flushed early): without a shared limit each busy table
+        // fills its own 64 MiB pair, and catching up a million transactions peaked 90 MiB higher.
+        db_opts.set_db_write_buffer_size(options.memtable_bytes);
         if options.statistics {
             db_opts.enable_statistics();
         }
@@ -216,6 +225,7 @@ impl Store {
             knowledge: Arc::default(),
             name_registry: options.name_registry,
             rows: row_cache::RowCache::new(options.row_cache_bytes),
+            memtable_budget: options.memtable_bytes as u64,
         };
         // `closed` stays set until the checks pass, so a refused store is left exactly as it was found.
         store.open_state = store.check_meta()?;
@@ -378,6 +388,31 @@ impl Store {
         let (batch, written) = batch.into_parts();
         let _commit = self.rows.commit(written);
         self.db.write_opt(batch, &opts)?;
+        Ok(())
+    }
+
+    /// Blocks until the memtables hold no more than their budget, flushing the tables whose memtables are largest
+    /// (each at most once) and waiting for them: the catch-up writer calls it after each chunk. RocksDB's budget
+    /// only starts flushes; on a machine whose cores are busy, flushing fell behind writing and the memtables
+    /// waiting for it grew to nearly twice the budget (docs/benchmarks.md §6). Waiting here turns that backlog
+    /// into the writer's time. Not for a thread that must not block.
+    pub fn wait_for_memtables(&self) -> StoreResult<()> {
+        let memtables = |name: &'static str| -> StoreResult<u64> {
+            Ok(self.db.property_int_value_cf(self.cf(name), "rocksdb.cur-size-all-mem-tables")?.unwrap_or(0))
+        };
+        let mut sizes =
+            tables::ALL.iter().map(|def| Ok((memtables(def.name)?, def.name))).collect::<StoreResult<Vec<_>>>()?;
+        let mut total: u64 = sizes.iter().map(|(size, _)| size).sum();
+        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        let mut flush = FlushOptions::default();
+        flush.set_wait(true);
+        for (size, name) in sizes {
+            if total <= self.memtable_budget {
+                break;
+            }
+            self.db.flush_cf_opt(self.cf(name), &flush)?;
+            total = total - size + memtables(name)?;
+        }
         Ok(())
     }
 
@@ -864,6 +899,31 @@ mod tests {
     use super::*;
     use keys::BlockKey;
     use tables::Headers;
+
+    /// However much a catch-up write adds, the writer's wait leaves the memtables within their budget (without it
+    /// they run past it while flushes catch up).
+    #[test]
+    fn waiting_for_memtables_keeps_them_within_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = 32 << 20;
+        let store = Store::open(dir.path(), &StoreOptions { memtable_bytes: budget, ..Default::default() }).unwrap();
+        let memtables = || store.rocksdb_property_sum("rocksdb.cur-size-all-mem-tables").unwrap();
+        let blob = alloy::primitives::Bytes::from(vec![0x5a; 16 << 10]);
+        let mut over_before_waiting = 0;
+        for round in 0..8u32 {
+            let mut batch = store.batch();
+            for i in 0..1_000u32 {
+                let mut key = [0u8; 32];
+                key[..8].copy_from_slice(&(u64::from(round) << 32 | u64::from(i)).to_be_bytes());
+                batch.put::<tables::Code>(&key.into(), &blob).unwrap();
+            }
+            store.write(batch, Durability::Buffered).unwrap();
+            over_before_waiting += usize::from(memtables() > budget as u64);
+            store.wait_for_memtables().unwrap();
+            assert!(memtables() <= budget as u64, "round {round}: {} bytes in memtables", memtables());
+        }
+        assert!(over_before_waiting > 0, "the writes went past the budget, so the wait had work to do");
+    }
 
     #[test]
     fn every_table_uses_the_block_cache_of_the_size_asked_for() {
