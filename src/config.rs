@@ -230,9 +230,10 @@ pub struct DaemonArgs {
     /// contracts), so a page opened again skips the store's lookups. 0 turns it off.
     #[arg(long = "row-cache-mb", env = "ROCKSCOUT_ROW_CACHE_MB", default_value_t = DEFAULT_ROW_CACHE_MB, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
     pub row_cache_mb: u64,
-    /// MiB the memtables of every table may hold together: rows written and not yet flushed to table files.
-    /// Catching up waits for flushes past it. Less memory costs more compaction (docs/operations.md).
-    #[arg(long = "memtable-mb", env = "ROCKSCOUT_MEMTABLE_MB", default_value_t = DEFAULT_MEMTABLE_MB, value_parser = clap::value_parser!(u64).range(32..=65_536))]
+    /// MiB the memtables of every table may hold together: rows written and not yet flushed to table files (about
+    /// 20 of them are the empty memtables' bloom filters). Catching up waits for flushes past it. Less memory costs
+    /// more compaction (docs/operations.md).
+    #[arg(long = "memtable-mb", env = "ROCKSCOUT_MEMTABLE_MB", default_value_t = DEFAULT_MEMTABLE_MB, value_parser = clap::value_parser!(u64).range(64..=65_536))]
     pub memtable_mb: u64,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
     /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
@@ -599,7 +600,7 @@ mod tests {
     fn the_memtable_budget_comes_from_memtable_mb_within_its_range() {
         assert_eq!(run_config(&[]).unwrap().memtable_bytes, 128 << 20);
         assert_eq!(run_config(&["--memtable-mb", "64"]).unwrap().memtable_bytes, 64 << 20);
-        assert!(run_config(&["--memtable-mb", "16"]).is_err(), "below 32 MiB is refused");
+        assert!(run_config(&["--memtable-mb", "32"]).is_err(), "below 64 MiB is refused");
         assert!(run_config(&["--memtable-mb", "plenty"]).is_err());
     }
 

@@ -70,6 +70,13 @@ pub fn revert_block(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle) 
 /// within `undo_depth` of the node's `head`, older undo pruned, synced to disk only near the head. Returns the
 /// batch's size in bytes.
 pub fn write_chunk(store: &Store, chunk: &[Bundle], head: u64, undo_depth: u64) -> StoreResult<usize> {
+    let last = chunk.last().map(|b| b.number()).unwrap_or_default();
+    let durability = if last + 2 >= head { Durability::Sync } else { Durability::Buffered };
+    // Far behind the head, writing outruns flushing on a busy machine: a chunk waits for the memtables the earlier
+    // ones filled (before it writes, so that a failed wait never reports a chunk that landed as failed).
+    if durability == Durability::Buffered {
+        store.wait_for_memtables()?;
+    }
     let reader = store.reader();
     let mut batch = store.batch();
     let mut overlay = Overlay::default();
@@ -78,15 +85,9 @@ pub fn write_chunk(store: &Store, chunk: &[Bundle], head: u64, undo_depth: u64) 
         let keep_undo = block.number() + undo_depth > head;
         apply_block(&mut batch, &reader, &mut overlay, block, keep_undo)?;
     }
-    let last = chunk.last().map(|b| b.number()).unwrap_or_default();
     prune_undo(&mut batch, last, undo_depth);
-    let durability = if last + 2 >= head { Durability::Sync } else { Durability::Buffered };
     let bytes = batch.size_in_bytes();
     store.write(batch, durability)?;
-    // Far behind the head, writing outruns flushing on a busy machine: the next chunk waits for the memtables.
-    if durability == Durability::Buffered {
-        store.wait_for_memtables()?;
-    }
     Ok(bytes)
 }
 

@@ -392,10 +392,11 @@ impl Store {
     }
 
     /// Blocks until the memtables hold no more than their budget, flushing the tables whose memtables are largest
-    /// (each at most once) and waiting for them: the catch-up writer calls it after each chunk. RocksDB's budget
+    /// (each at most once) and waiting for them: the catch-up writer calls it before each chunk. RocksDB's budget
     /// only starts flushes; on a machine whose cores are busy, flushing fell behind writing and the memtables
     /// waiting for it grew to nearly twice the budget (docs/benchmarks.md §6). Waiting here turns that backlog
-    /// into the writer's time. Not for a thread that must not block.
+    /// into the writer's time. A flush itself first waits until it would not stall writes (level 0 is not full),
+    /// so this can also wait for compaction. Not for a thread that must not block.
     pub fn wait_for_memtables(&self) -> StoreResult<()> {
         let memtables = |name: &'static str| -> StoreResult<u64> {
             Ok(self.db.property_int_value_cf(self.cf(name), "rocksdb.cur-size-all-mem-tables")?.unwrap_or(0))
@@ -728,7 +729,8 @@ impl<'a> Reader<'a> {
     /// the row cache, so pages asking it of the same addresses again (an address's tabs, the contract flags of
     /// a list's addresses) skip the iterator.
     pub fn holds_any<T: Table>(&self, address: &Address) -> StoreResult<bool> {
-        Ok(!self.under::<T>(address.as_slice())?.keys.is_empty())
+        let under = self.under::<T>(address.as_slice())?;
+        Ok(under.more || !under.keys.is_empty())
     }
 
     /// The first keys of `T` under `prefix` (as long as `T`'s prefix extractor cuts), as many as `T`'s

@@ -40,8 +40,8 @@ pub enum Cached {
     /// Rows read by key, and keys found absent.
     Rows,
     /// The keys under each prefix (of the table's [`Access::prefix_len`]) readers asked about, at most `keys` of
-    /// them and whether there are more ([`super::Reader::under`]): whether an address holds any row (`keys: 1`),
-    /// or where the transactions whose hashes start with some 8 bytes are.
+    /// them and whether there are more ([`super::Reader::under`]): whether an address holds any row (`keys: 0`,
+    /// only whether there are more), or where the transactions whose hashes start with some 8 bytes are.
     Prefix {
         /// How many keys an entry keeps.
         keys: usize,
@@ -49,7 +49,7 @@ pub enum Cached {
 }
 
 /// Whether any row starts with a given address ([`super::Reader::holds_any`]).
-const PRESENCE: Cached = Cached::Prefix { keys: 1 };
+const PRESENCE: Cached = Cached::Prefix { keys: 0 };
 
 /// Where the transactions under one hash prefix are: one, nearly always.
 const HASH_PLACES: Cached = Cached::Prefix { keys: 4 };

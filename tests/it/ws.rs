@@ -128,7 +128,8 @@ async fn faults_and_limits_are_contained() {
     // Each reply is picked out by its ref: a block's event on a channel joined first can come between them.
     let mut statuses = Vec::new();
     for i in 0..3 {
-        let reply = many.until(Duration::from_secs(30), |f| f[3] == "phx_reply" && f[1] == i.to_string()).await;
+        let reference = i.to_string();
+        let reply = many.until(Duration::from_secs(30), |f| f[3] == "phx_reply" && f[1] == reference.as_str()).await;
         statuses.push(reply[4]["status"].as_str().unwrap().to_owned());
     }
     assert_eq!(statuses, ["ok", "ok", "error"]);
