@@ -260,7 +260,7 @@ pub struct DaemonArgs {
     #[arg(long, env = "ROCKSCOUT_FETCH_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub fetch_concurrency: u16,
     /// Most blocks asked for in one JSON-RPC batch while catching up (fewer when blocks carry many transactions:
-    /// a batch aims at about 2,000). 1 asks for one block per request.
+    /// a batch aims at about 800). 1 asks for one block per request.
     #[arg(long, env = "ROCKSCOUT_FETCH_BATCH", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub fetch_batch: u16,
     /// Index native balances: fetch the balance of every address a block names (miner, senders, recipients,

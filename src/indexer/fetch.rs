@@ -19,8 +19,10 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// Transactions one batch aims at (its blocks' transactions as last seen): bounds what one answer holds.
-pub const BATCH_TXS: u64 = 2_000;
+/// Transactions one batch aims at (its blocks' transactions as last seen): bounds what one answer holds. A node
+/// answers a batch's calls one after the other, so smaller batches keep more of its cores busy: against anvil,
+/// 200-transaction blocks caught up at 0.94-0.95 of the raw per-block fetch four to a batch, 0.86-0.89 ten to one.
+pub const BATCH_TXS: u64 = 800;
 
 /// What the fetch task delivers, in block order.
 pub(super) enum Fetched {
