@@ -134,11 +134,13 @@ pub fn render(rows_path: &Path, rest_path: Option<&Path>, svg_path: &Path) {
     println!("\nwrote {}", svg_path.display());
 }
 
-const WIDTH: f64 = 760.0;
+const WIDTH: f64 = 880.0;
 const PANEL: f64 = 170.0;
 const LEFT: f64 = 70.0;
-const RIGHT: f64 = 150.0;
-const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
+const RIGHT: f64 = 260.0;
+/// One colour per series of a panel: the REST panel has nine endpoints.
+const COLORS: [&str; 10] =
+    ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 
 /// A dashed line across a panel: value and label.
 type Target = (f64, &'static str);
