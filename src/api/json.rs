@@ -15,7 +15,7 @@ use crate::store::records::{
     AuthorizationRecord, BlockRecord, InternalTxRecord, LogRecord, PendingTxRecord, TokenKind, TokenMetadata,
     TokenRecord, TokenTransferRecord, TxBody, TxRecord,
 };
-use alloy::primitives::{Address, Bytes, B256, U256};
+use alloy::primitives::{Address, AddressChecksumBuffer, Bytes, B256, U256};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -94,6 +94,30 @@ pub fn checksum(address: &Address) -> String {
     address.to_checksum(None)
 }
 
+/// An EIP-55 checksummed address held inline (no allocation), serialised as a JSON string: the `hash` of an
+/// address object, computed once per address of a response (one Keccak each) however often the address appears.
+#[derive(Clone)]
+pub struct ChecksumHex(AddressChecksumBuffer);
+
+impl ChecksumHex {
+    /// The checksummed form of `address`.
+    pub fn of(address: &Address) -> Self {
+        ChecksumHex(address.to_checksum_buffer(None))
+    }
+}
+
+impl std::fmt::Debug for ChecksumHex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.as_str())
+    }
+}
+
+impl Serialize for ChecksumHex {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0.as_str())
+    }
+}
+
 /// Lowercase `0x` hex of a hash.
 pub fn hash_hex(hash: &B256) -> String {
     format!("{hash:#x}")
@@ -147,7 +171,8 @@ impl ContractInfo {
 /// Whether each address holds a contract, as far as the index knows, and what is known about those contracts.
 #[derive(Debug, Default, Clone)]
 pub struct Contracts {
-    flags: HashMap<Address, bool>,
+    /// Per address: whether it holds a contract, and its checksummed form.
+    flags: HashMap<Address, (bool, ChecksumHex)>,
     known: HashMap<Address, ContractInfo>,
     names: HashMap<Address, String>,
 }
@@ -155,6 +180,7 @@ pub struct Contracts {
 impl Contracts {
     /// Contract flags and knowledge of some addresses.
     pub fn new(flags: HashMap<Address, bool>, known: HashMap<Address, ContractInfo>) -> Self {
+        let flags = flags.into_iter().map(|(address, flag)| (address, (flag, ChecksumHex::of(&address)))).collect();
         Contracts { flags, known, names: HashMap::new() }
     }
 
@@ -171,7 +197,7 @@ impl Contracts {
 
     /// Whether `address` is a contract.
     pub fn is_contract(&self, address: &Address) -> bool {
-        self.flags.get(address).copied().unwrap_or(false)
+        self.flags.get(address).is_some_and(|(flag, _)| *flag)
     }
 
     /// What is known about the contract at `address`.
@@ -202,16 +228,18 @@ impl Contracts {
 
     /// The address object for `address`.
     pub fn address(&self, address: &Address) -> AddressJson {
-        AddressJson::new(address, self.is_contract(address))
-            .with_info(self.known.get(address))
-            .with_ens(self.name_of(address))
+        let object = match self.flags.get(address) {
+            Some((is_contract, hash)) => AddressJson::with_hash(hash.clone(), *is_contract),
+            None => AddressJson::new(address, false),
+        };
+        object.with_info(self.known.get(address)).with_ens(self.name_of(address))
     }
 }
 
 /// The address object embedded wherever an address appears (Blockscout's `Address`).
 #[derive(Debug, Clone, Serialize)]
 pub struct AddressJson {
-    hash: String,
+    hash: ChecksumHex,
     is_contract: bool,
     is_verified: Option<bool>,
     name: Option<String>,
@@ -229,8 +257,13 @@ pub struct AddressJson {
 impl AddressJson {
     /// An address object.
     pub fn new(address: &Address, is_contract: bool) -> Self {
+        AddressJson::with_hash(ChecksumHex::of(address), is_contract)
+    }
+
+    /// An address object with its address already checksummed.
+    fn with_hash(hash: ChecksumHex, is_contract: bool) -> Self {
         AddressJson {
-            hash: checksum(address),
+            hash,
             is_contract,
             is_verified: if is_contract { Some(false) } else { None },
             name: None,
@@ -755,6 +788,20 @@ impl<T> Envelope<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn address_objects_carry_the_eip55_form_whether_known_or_not() {
+        // EIP-55's own test vectors.
+        let mixed = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed";
+        let other = "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359";
+        let (known, unknown): (Address, Address) = (mixed.parse().unwrap(), other.parse().unwrap());
+        let contracts = Contracts::new(HashMap::from([(known, true)]), HashMap::new());
+        let shown = serde_json::to_value(contracts.address(&known)).unwrap();
+        assert_eq!((shown["hash"].as_str(), shown["is_contract"].as_bool()), (Some(mixed), Some(true)));
+        let shown = serde_json::to_value(contracts.address(&unknown)).unwrap();
+        assert_eq!((shown["hash"].as_str(), shown["is_contract"].as_bool()), (Some(other), Some(false)));
+        assert_eq!(format!("{:?}", ChecksumHex::of(&known)), mixed);
+    }
 
     #[test]
     fn timestamps_are_iso_utc_with_microseconds() {
