@@ -247,12 +247,15 @@ fn panel(out: &mut String, top: f64, title: &str, series: &[Series], target: Opt
             .unwrap();
     }
     if let Some((value, label)) = target {
+        // Inside the plot, right-aligned (the legend has the space right of it): under its line, or over it when
+        // the line runs along the axis.
+        let under = y(value) + 12.0;
+        let label_y = if under > plot_bottom - 2.0 { y(value) - 4.0 } else { under };
         writeln!(
             out,
-            r##"<line x1="{plot_left}" x2="{plot_right}" y1="{0:.1}" y2="{0:.1}" stroke="#999" stroke-dasharray="5,4"/><text x="{1}" y="{2:.1}" fill="#777">{label}</text>"##,
+            r##"<line x1="{plot_left}" x2="{plot_right}" y1="{0:.1}" y2="{0:.1}" stroke="#999" stroke-dasharray="5,4"/><text x="{1}" y="{label_y:.1}" text-anchor="end" fill="#777">{label}</text>"##,
             y(value),
-            plot_right + 4.0,
-            y(value) + 4.0
+            plot_right - 4.0,
         )
         .unwrap();
     }
