@@ -19,7 +19,7 @@ use alloy::primitives::{Address, AddressChecksumBuffer, Bytes, B256, U256};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// `2024-05-01T12:34:56.000000Z` from Unix seconds (proleptic Gregorian, UTC).
 pub fn iso_timestamp(seconds: u64) -> String {
@@ -95,7 +95,8 @@ pub fn checksum(address: &Address) -> String {
 }
 
 /// An EIP-55 checksummed address held inline (no allocation), serialised as a JSON string: the `hash` of an
-/// address object, computed once per address of a response (one Keccak each) however often the address appears.
+/// address object, computed once per address of a response (one Keccak each), when it is first shown, however often
+/// the address appears.
 #[derive(Clone)]
 pub struct ChecksumHex(AddressChecksumBuffer);
 
@@ -171,8 +172,9 @@ impl ContractInfo {
 /// Whether each address holds a contract, as far as the index knows, and what is known about those contracts.
 #[derive(Debug, Default, Clone)]
 pub struct Contracts {
-    /// Per address: whether it holds a contract, and its checksummed form.
-    flags: HashMap<Address, (bool, ChecksumHex)>,
+    /// Per address: whether it holds a contract, and its checksummed form once an address object shows it (pages
+    /// that only ask whether addresses are contracts compute none).
+    flags: HashMap<Address, (bool, OnceLock<ChecksumHex>)>,
     known: HashMap<Address, ContractInfo>,
     names: HashMap<Address, String>,
 }
@@ -180,7 +182,7 @@ pub struct Contracts {
 impl Contracts {
     /// Contract flags and knowledge of some addresses.
     pub fn new(flags: HashMap<Address, bool>, known: HashMap<Address, ContractInfo>) -> Self {
-        let flags = flags.into_iter().map(|(address, flag)| (address, (flag, ChecksumHex::of(&address)))).collect();
+        let flags = flags.into_iter().map(|(address, flag)| (address, (flag, OnceLock::new()))).collect();
         Contracts { flags, known, names: HashMap::new() }
     }
 
@@ -229,7 +231,9 @@ impl Contracts {
     /// The address object for `address`.
     pub fn address(&self, address: &Address) -> AddressJson {
         let object = match self.flags.get(address) {
-            Some((is_contract, hash)) => AddressJson::with_hash(hash.clone(), *is_contract),
+            Some((is_contract, hash)) => {
+                AddressJson::with_hash(hash.get_or_init(|| ChecksumHex::of(address)).clone(), *is_contract)
+            }
             None => AddressJson::new(address, false),
         };
         object.with_info(self.known.get(address)).with_ens(self.name_of(address))

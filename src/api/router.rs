@@ -94,11 +94,11 @@ pub fn parse_address(raw: &str, param: &'static str) -> Result<Address, ApiError
         .ok_or_else(|| ApiError::invalid(param, "Invalid format. Expected ~r/^0x([A-Fa-f0-9]{40})$/"))
 }
 
-/// The `N` bytes of `0x` followed by exactly `2 * N` hex digits (any letter case).
+/// The `N` bytes of `0x` followed by exactly `2 * N` hex digits (any letter case). The length is checked here:
+/// the decoder would take a second `0x` in front of the digits.
 fn hex_bytes<const N: usize>(raw: &str) -> Option<[u8; N]> {
-    let digits = raw.strip_prefix("0x")?;
+    let digits = raw.strip_prefix("0x").filter(|digits| digits.len() == 2 * N)?;
     let mut bytes = [0; N];
-    (digits.len() == 2 * N).then_some(())?;
     alloy::hex::decode_to_slice(digits, &mut bytes).ok()?;
     Some(bytes)
 }
