@@ -243,7 +243,9 @@ fn main() {
     );
     reset_peak_rss();
     let started = Instant::now();
-    let (chunks, generator) = generate(shape, first_block, blocks, blocks_per_segment, &config, 4);
+    // One chunk queued: the generator is ~15 times faster than the writer, so a deeper queue only adds the bench's
+    // own memory to the RSS it reports (four queued chunks cost 20-50 MiB of peak RSS, docs/benchmarks.md section 6).
+    let (chunks, generator) = generate(shape, first_block, blocks, blocks_per_segment, &config, 1);
     let mut written_txs = first_block * txs_per_block as u64;
     let mut segment_started = Instant::now();
     let mut segment_waited = Duration::ZERO;
