@@ -6,7 +6,9 @@
 //! (c) Paradigm's cryo (its PyPI package, installed by `scripts/setup` into `scripts/tools/venv`) extracts the
 //! blocks, transactions and logs datasets of the same range with the same request concurrency, between (a) and
 //! (b). For rockscout it also prints where the time went (the median run's `SyncReport`): the daemon's start, the
-//! round trips before the first fetch, the fetching, the commit after the last block, the requests per block.
+//! round trips before the first fetch, the fetching, the commit after the last block, the requests per block; and,
+//! for the median raw fetch and catch-up, the CPU seconds the node's process and this one used (on shared cores,
+//! what the indexer spends is taken from the node).
 //!
 //!     cargo bench --bench catchup -- --blocks 200 --txs 200 [--erc20-every 4] [--empty 2000] [--concurrency 8]
 //!         [--cryo] [--fetch-batch 32 (most blocks per JSON-RPC batch; 1 = a request per block)]
@@ -19,7 +21,10 @@
 mod common;
 
 use alloy::providers::{Provider, RootProvider};
-use common::{arg, deploy_token, figure, fill_transfers, peak_rss, reset_peak_rss, start_anvil_with};
+use common::{
+    arg, cpu_seconds, deploy_token, figure, fill_transfers, peak_rss, process_cpu_seconds, reset_peak_rss,
+    start_anvil_with,
+};
 use futures_util::StreamExt;
 use rockscout::indexer::SyncReport;
 use rockscout::Config;
@@ -94,9 +99,46 @@ struct Indexed {
     peak_rss_bytes: u64,
     /// Bytes of the data dir's tables after a full compaction.
     disk_bytes: u64,
+    /// CPU the node and this process (the daemon) used until the tip reached the head.
+    cpu: Cpu,
 }
 
-async fn index(url: &str, head: u64, concurrency: usize, fetch_batch: usize, coin_balances: bool) -> Indexed {
+/// CPU seconds the node's process and this one used during a phase.
+#[derive(Debug, Clone, Copy)]
+struct Cpu {
+    node: f64,
+    own: f64,
+}
+
+impl Cpu {
+    /// Both processes' CPU seconds so far.
+    fn now(node_pid: u32) -> Cpu {
+        Cpu { node: process_cpu_seconds(node_pid), own: cpu_seconds() }
+    }
+
+    /// What both used since `start`.
+    fn since(start: Cpu, node_pid: u32) -> Cpu {
+        let now = Cpu::now(node_pid);
+        Cpu { node: now.node - start.node, own: now.own - start.own }
+    }
+
+    /// Prints the split of a phase of `elapsed`, with `own` naming this process's part.
+    fn print(&self, phase: &str, own: &str, elapsed: Duration) {
+        figure(&format!("  {phase}: node CPU"), self.node, "s");
+        figure(&format!("  {phase}: {own} CPU"), self.own, "s");
+        figure(&format!("  {phase}: cores busy (node and {own})"), (self.node + self.own) / elapsed.as_secs_f64(), "");
+        figure(&format!("  {phase}: {own}'s share of that CPU"), 100.0 * self.own / (self.node + self.own), "%");
+    }
+}
+
+async fn index(
+    url: &str,
+    node_pid: u32,
+    head: u64,
+    concurrency: usize,
+    fetch_batch: usize,
+    coin_balances: bool,
+) -> Indexed {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::new(url, dir.path());
     config.listen = "127.0.0.1:0".parse().unwrap();
@@ -105,6 +147,7 @@ async fn index(url: &str, head: u64, concurrency: usize, fetch_batch: usize, coi
     config.indexer.coin_balances = coin_balances;
     config.indexer.poll_interval = Duration::from_millis(5);
     reset_peak_rss();
+    let cpu_start = Cpu::now(node_pid);
     let started = Instant::now();
     let daemon = rockscout::Daemon::start(&config).await.unwrap();
     let daemon_start = started.elapsed();
@@ -115,6 +158,7 @@ async fn index(url: &str, head: u64, concurrency: usize, fetch_batch: usize, coi
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let elapsed = started.elapsed();
+    let cpu = Cpu::since(cpu_start, node_pid);
     let peak_rss_bytes = peak_rss();
     let report = loop {
         match daemon.status().last_sync {
@@ -125,7 +169,7 @@ async fn index(url: &str, head: u64, concurrency: usize, fetch_batch: usize, coi
     daemon.store().compact().unwrap();
     let disk_bytes = daemon.store().disk_usage().unwrap().iter().map(|(_, bytes)| bytes).sum();
     daemon.shutdown().await.unwrap();
-    Indexed { elapsed, daemon_start, began: started, report, peak_rss_bytes, disk_bytes }
+    Indexed { elapsed, daemon_start, began: started, report, peak_rss_bytes, disk_bytes, cpu }
 }
 
 fn main() {
@@ -172,7 +216,9 @@ fn main() {
             // the same two cores.
             let (mut baselines, mut cryos, mut runs) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..repeat {
-                baselines.push(raw_fetch(&node, head, concurrency).await);
+                let cpu_start = Cpu::now(anvil.pid());
+                let fetched = raw_fetch(&node, head, concurrency).await;
+                baselines.push((fetched, Cpu::since(cpu_start, anvil.pid())));
                 if let Some(python) = &cryo_python {
                     let url = anvil.http_url();
                     let python = python.clone();
@@ -180,12 +226,12 @@ fn main() {
                         tokio::task::spawn_blocking(move || cryo(&python, &url, head, concurrency)).await.unwrap(),
                     );
                 }
-                runs.push(index(&anvil.http_url(), head, concurrency, fetch_batch, coin_balances).await);
+                runs.push(index(&anvil.http_url(), anvil.pid(), head, concurrency, fetch_batch, coin_balances).await);
             }
-            baselines.sort();
+            baselines.sort_by_key(|(elapsed, _)| *elapsed);
             cryos.sort();
             runs.sort_by_key(|run| run.elapsed);
-            let baseline = baselines[repeat / 2];
+            let (baseline, baseline_cpu) = baselines[repeat / 2];
             let peak_rss_bytes = runs.iter().map(|run| run.peak_rss_bytes).max().unwrap();
             let indexed = &runs[repeat / 2];
             let blocks_total = (head + 1) as f64;
@@ -206,6 +252,9 @@ fn main() {
                 figure("ratio cryo / baseline", baseline.as_secs_f64() / cryo.as_secs_f64(), "x");
             }
             breakdown(indexed, blocks_total);
+            // Both tools are bound by the node on the same cores: what the indexer spends is taken from the node.
+            baseline_cpu.print("raw fetch", "fetcher", baseline);
+            indexed.cpu.print("catch-up", "rockscout", indexed.elapsed);
             figure("peak RSS while catching up (highest run)", peak_rss_bytes as f64 / (1 << 20) as f64, "MiB");
             if all_txs > 0 {
                 figure("disk bytes per tx after compaction", indexed.disk_bytes as f64 / all_txs as f64, "B/tx");

@@ -145,7 +145,16 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// of 10 ms: meant for runs of seconds). Unlike latency, CPU time per request barely moves when other programs
 /// share the cores.
 pub fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    stat_cpu_seconds("/proc/self/stat")
+}
+
+/// [`cpu_seconds`] of another process (a node the bench started).
+pub fn process_cpu_seconds(pid: u32) -> f64 {
+    stat_cpu_seconds(&format!("/proc/{pid}/stat"))
+}
+
+fn stat_cpu_seconds(path: &str) -> f64 {
+    let stat = std::fs::read_to_string(path).unwrap();
     // Fields after the command name (which is in parentheses and may contain spaces): utime and stime are the 12th
     // and 13th of them.
     let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
