@@ -11,7 +11,8 @@
 //!         [--hot-every 10] [--hot-tail 12] [--store DIR (kept; default a temporary dir)] [--out FILE
 //!         (default STORE/growth.jsonl)] [--compact true] [--deadline-minutes M (stop after the last segment
 //!         that can end within M minutes of the start)] [--resume true (continue a kept store of the same shape
-//!         from its tip; the rows go on from the last row of --out, whose cumulative counters and clock they add to)]
+//!         from its tip, at the end of the last row of --out or inside the segment after it; the rows go on from that
+//!         row, whose cumulative counters and clock they add to)]
 //!
 //! `--plot ROWS.jsonl [--rest REST.jsonl] [--svg docs/growth.svg]` writes no store: it draws the rows of an
 //! earlier run (and `rest_load`'s rows against its store) as an SVG and prints them as a markdown table.
@@ -201,20 +202,29 @@ fn main() {
     let config = IndexerConfig::default();
     let blocks = total / txs_per_block as u64;
     let blocks_per_segment = segment / txs_per_block as u64;
-    // A resumed run starts after the store's tip, at the end of a segment an earlier run recorded.
+    // A resumed run starts after the store's tip: at the end of a segment an earlier run recorded, or inside the
+    // next one when that run was stopped before the segment ended.
     let tip = if resume { store.reader().tip().unwrap() } else { None };
     let first_block = tip.as_ref().map_or(0, |t| t.number + 1);
+    let first_tx = first_block * txs_per_block as u64;
     // The continued chain must hang off the stored one (same shape, nothing else written to the store since).
     let mut expected_parent = tip.map(|t| t.hash);
     let earlier: Option<SegmentRow> = resume
         .then(|| growth_plot::read_rows::<SegmentRow>(&out_path).into_iter().last())
         .flatten()
-        .filter(|row| row.txs == first_block * txs_per_block as u64);
+        .filter(|row| (row.txs..row.txs + segment).contains(&first_tx));
     assert!(
         first_block == 0 || earlier.is_some(),
-        "--resume: the last row of {} does not end at the store's tip (block {first_block})",
+        "--resume: the store's tip (block {first_block}) is not within the segment after the last row of {}",
         out_path.display()
     );
+    let unrecorded = earlier.as_ref().map_or(0, |row| first_tx - row.txs);
+    if unrecorded > 0 {
+        println!(
+            "--resume: {unrecorded} transactions past the last row were written by a run stopped mid-segment; that \
+             segment's tx/s counts this run's writes only, and RocksDB's counters and the clock miss that run's"
+        );
+    }
     let base = earlier.as_ref().map(Counters::of_row).unwrap_or_default();
     let base_elapsed = earlier.as_ref().map_or(0.0, |row| row.elapsed_s);
     let mut out =
@@ -246,7 +256,9 @@ fn main() {
     // One chunk queued: the generator is ~15 times faster than the writer, so a deeper queue only adds the bench's
     // own memory to the RSS it reports (four queued chunks cost 20-50 MiB of peak RSS, docs/benchmarks.md section 6).
     let (chunks, generator) = generate(shape, first_block, blocks, blocks_per_segment, &config, 1);
-    let mut written_txs = first_block * txs_per_block as u64;
+    let mut written_txs = first_tx;
+    // Written by this run in the current segment (less than a segment only in the first one of a resumed run).
+    let mut segment_txs = 0;
     let mut segment_started = Instant::now();
     let mut segment_waited = Duration::ZERO;
     let mut segment_writing = Duration::ZERO;
@@ -269,6 +281,7 @@ fn main() {
         segment_writing += took;
         longest_chunk = longest_chunk.max(took);
         written_txs += chunk_txs;
+        segment_txs += chunk_txs;
         if (last_block + 1) % blocks_per_segment != 0 {
             continue;
         }
@@ -278,8 +291,8 @@ fn main() {
         let live = store.rocksdb_property_sum("rocksdb.live-sst-files-size").unwrap();
         let row = SegmentRow {
             txs: written_txs,
-            tx_per_s: segment as f64 / wall.as_secs_f64(),
-            writer_tx_per_s: segment as f64 / segment_writing.as_secs_f64(),
+            tx_per_s: segment_txs as f64 / wall.as_secs_f64(),
+            writer_tx_per_s: segment_txs as f64 / segment_writing.as_secs_f64(),
             waited_share: segment_waited.as_secs_f64() / wall.as_secs_f64(),
             longest_chunk_ms: longest_chunk.as_secs_f64() * 1e3,
             write_amp_segment: delta.write_amplification(),
@@ -330,8 +343,8 @@ fn main() {
         );
         writeln!(out, "{}", serde_json::to_string(&row).unwrap()).unwrap();
         out.flush().unwrap();
-        // Stop early if the next segment, as long as this one, would end past the deadline.
-        let projected = started.elapsed() + wall;
+        // Stop early if the next segment, at this one's speed, would end past the deadline.
+        let projected = started.elapsed() + wall.mul_f64(segment as f64 / segment_txs.max(1) as f64);
         rows.push(row);
         if projected.as_secs_f64() > deadline_minutes * 60.0 && written_txs < total {
             println!("stopping at {written_txs} transactions: the next segment would end past --deadline-minutes");
@@ -341,6 +354,7 @@ fn main() {
         segment_started = Instant::now();
         segment_waited = Duration::ZERO;
         segment_writing = Duration::ZERO;
+        segment_txs = 0;
         longest_chunk = Duration::ZERO;
     }
     drop(chunks);
