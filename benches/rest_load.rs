@@ -11,7 +11,8 @@
 //!         [--sample-txs 2000 (distinct transactions the transaction endpoints request: the working set)]
 //!
 //! `--store DIR` may also be a store the growth bench wrote (`benches/growth.rs`, recognised by its marker file):
-//! it is served as it is, at whatever height it reached, and the rows are appended to `DIR/rest_load.jsonl`.
+//! it is served as it is, at whatever height it reached, once RocksDB has no compaction pending, and the rows are
+//! appended to `DIR/rest_load.jsonl`.
 
 mod common;
 
@@ -46,6 +47,7 @@ fn build_store(dir: &Path, blocks: u64, shape: Shape) -> Store {
     let store = Store::open(dir, &options).unwrap();
     if dir.join(GROWTH_MARKER).exists() {
         println!("serving the growth bench's store in {} as it is", dir.display());
+        settle(&store);
         return store;
     }
     if store.reader().tip().unwrap().is_some_and(|t| t.number + 1 == blocks) {
@@ -61,6 +63,22 @@ fn build_store(dir: &Path, blocks: u64, shape: Shape) -> Store {
     store.compact().unwrap();
     println!("built the store in {:.1?}", started.elapsed());
     store
+}
+
+/// Waits (at most ten minutes) until RocksDB has no compaction running or pending: a store the growth bench has
+/// just written holds gigabytes of pending compaction, which would run in this process during the measurements and
+/// count in its CPU per request.
+fn settle(store: &Store) {
+    let started = Instant::now();
+    let busy = || {
+        store.rocksdb_property_sum("rocksdb.num-running-compactions").unwrap() > 0
+            || store.rocksdb_property_sum("rocksdb.estimate-pending-compaction-bytes").unwrap() > 0
+    };
+    while busy() && started.elapsed() < Duration::from_secs(600) {
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let state = if busy() { "still compacting after" } else { "no compaction pending after" };
+    println!("{state} {:.1?}", started.elapsed());
 }
 
 /// Cursors (`block_number`, `index`) that start pages of `address`'s history at 1%, 2%, … 99% of its depth.
