@@ -135,13 +135,15 @@ async fn faults_and_limits_are_contained() {
     assert_eq!(statuses, ["ok", "ok", "error"]);
 
     // A subscriber that stops reading is dropped; the healthy one keeps receiving. Big transactions make each
-    // address push megabytes, so the server's socket buffer fills and its writes stall.
+    // address push megabytes, so the server's socket buffer fills and its writes stall. Ten rounds of ten 60 KB
+    // calldatas, well beyond the 4 MiB a send buffer may grow to (`net.ipv4.tcp_wmem`): with four, the slow client
+    // was once never dropped (it read everything after the rounds), likely because the kernel's buffers held it all.
     let target = alloy::primitives::Address::repeat_byte(0x77);
     let mut slow = WsClient::connect_with_small_buffer(addr, PATH).await;
     slow.send(&json!(["1", "1", format!("addresses:{target:#x}"), "phx_join", {}])).await;
     assert_eq!(slow.frame().await[4]["status"], "ok");
     let calldata = alloy::primitives::Bytes::from(vec![0xab; 60_000]);
-    for round in 0..4 {
+    for round in 0..10 {
         // Still talking (so the idle timeout is not what ends it), just not reading.
         slow.send_quietly(&json!([null, format!("hb{round}"), "phoenix", "heartbeat", {}])).await;
         for sender in anvil.addresses() {
