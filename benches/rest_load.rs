@@ -71,8 +71,8 @@ fn build_store(dir: &Path, blocks: u64, shape: Shape) -> Store {
 fn settle(store: &Store) {
     let started = Instant::now();
     let busy = || {
-        store.rocksdb_property_sum("rocksdb.num-running-compactions").unwrap() > 0
-            || store.rocksdb_property_sum("rocksdb.estimate-pending-compaction-bytes").unwrap() > 0
+        let figures = store.disk_figures().unwrap();
+        figures.running_compactions > 0 || figures.pending_compaction_bytes > 0
     };
     while busy() && started.elapsed() < Duration::from_secs(600) {
         std::thread::sleep(Duration::from_millis(250));
