@@ -19,7 +19,7 @@ use alloy::primitives::{Address, AddressChecksumBuffer, Bytes, B256, U256};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// `2024-05-01T12:34:56.000000Z` from Unix seconds (proleptic Gregorian, UTC).
 pub fn iso_timestamp(seconds: u64) -> String {
@@ -91,19 +91,38 @@ pub fn signed_change(after: U256, before: U256) -> String {
 
 /// EIP-55 checksummed address.
 pub fn checksum(address: &Address) -> String {
-    address.to_checksum(None)
+    ChecksumHex::of(address).0.to_string()
+}
+
+/// Slots of each thread's memo of checksummed addresses (62 bytes each, allocated on a thread's first use).
+const CHECKSUM_MEMO_SLOTS: usize = 2048;
+
+thread_local! {
+    /// The checksummed forms this thread computed last, one slot per value of an address's last 11 bits (addresses
+    /// are hashes, so they spread evenly): a checksum costs a Keccak (~0.2 µs), and the same contracts, tokens and
+    /// senders appear in response after response. Unused slots hold the zero address's (correct) checksum.
+    static CHECKSUM_MEMO: std::cell::RefCell<Vec<(Address, AddressChecksumBuffer)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// An EIP-55 checksummed address held inline (no allocation), serialised as a JSON string: the `hash` of an
-/// address object, computed once per address of a response (one Keccak each), when it is first shown, however often
-/// the address appears.
+/// address object.
 #[derive(Clone)]
 pub struct ChecksumHex(AddressChecksumBuffer);
 
 impl ChecksumHex {
-    /// The checksummed form of `address`.
+    /// The checksummed form of `address`, from this thread's memo when it holds it.
     pub fn of(address: &Address) -> Self {
-        ChecksumHex(address.to_checksum_buffer(None))
+        CHECKSUM_MEMO.with_borrow_mut(|memo| {
+            if memo.is_empty() {
+                memo.resize(CHECKSUM_MEMO_SLOTS, (Address::ZERO, Address::ZERO.to_checksum_buffer(None)));
+            }
+            let slot = &mut memo[usize::from(u16::from_be_bytes([address[18], address[19]])) % CHECKSUM_MEMO_SLOTS];
+            if slot.0 != *address {
+                *slot = (*address, address.to_checksum_buffer(None));
+            }
+            ChecksumHex(slot.1.clone())
+        })
     }
 }
 
@@ -172,9 +191,8 @@ impl ContractInfo {
 /// Whether each address holds a contract, as far as the index knows, and what is known about those contracts.
 #[derive(Debug, Default, Clone)]
 pub struct Contracts {
-    /// Per address: whether it holds a contract, and its checksummed form once an address object shows it (pages
-    /// that only ask whether addresses are contracts compute none).
-    flags: HashMap<Address, (bool, OnceLock<ChecksumHex>)>,
+    /// Per address: whether it holds a contract.
+    flags: HashMap<Address, bool>,
     known: HashMap<Address, ContractInfo>,
     names: HashMap<Address, String>,
 }
@@ -182,7 +200,6 @@ pub struct Contracts {
 impl Contracts {
     /// Contract flags and knowledge of some addresses.
     pub fn new(flags: HashMap<Address, bool>, known: HashMap<Address, ContractInfo>) -> Self {
-        let flags = flags.into_iter().map(|(address, flag)| (address, (flag, OnceLock::new()))).collect();
         Contracts { flags, known, names: HashMap::new() }
     }
 
@@ -199,7 +216,7 @@ impl Contracts {
 
     /// Whether `address` is a contract.
     pub fn is_contract(&self, address: &Address) -> bool {
-        self.flags.get(address).is_some_and(|(flag, _)| *flag)
+        self.flags.get(address).is_some_and(|flag| *flag)
     }
 
     /// What is known about the contract at `address`.
@@ -230,13 +247,9 @@ impl Contracts {
 
     /// The address object for `address`.
     pub fn address(&self, address: &Address) -> AddressJson {
-        let object = match self.flags.get(address) {
-            Some((is_contract, hash)) => {
-                AddressJson::with_hash(hash.get_or_init(|| ChecksumHex::of(address)).clone(), *is_contract)
-            }
-            None => AddressJson::new(address, false),
-        };
-        object.with_info(self.known.get(address)).with_ens(self.name_of(address))
+        AddressJson::new(address, self.is_contract(address))
+            .with_info(self.known.get(address))
+            .with_ens(self.name_of(address))
     }
 }
 
@@ -261,13 +274,8 @@ pub struct AddressJson {
 impl AddressJson {
     /// An address object.
     pub fn new(address: &Address, is_contract: bool) -> Self {
-        AddressJson::with_hash(ChecksumHex::of(address), is_contract)
-    }
-
-    /// An address object with its address already checksummed.
-    fn with_hash(hash: ChecksumHex, is_contract: bool) -> Self {
         AddressJson {
-            hash,
+            hash: ChecksumHex::of(address),
             is_contract,
             is_verified: if is_contract { Some(false) } else { None },
             name: None,
@@ -805,6 +813,24 @@ mod tests {
         let shown = serde_json::to_value(contracts.address(&unknown)).unwrap();
         assert_eq!((shown["hash"].as_str(), shown["is_contract"].as_bool()), (Some(other), Some(false)));
         assert_eq!(format!("{:?}", ChecksumHex::of(&known)), mixed);
+    }
+
+    #[test]
+    fn the_checksum_memo_gives_each_address_its_own_form_when_addresses_share_a_slot() {
+        // Same last two bytes, so the same slot; the zero address is what an unused slot holds.
+        let sharing = (0u8..6).map(|first| {
+            let mut bytes = [0xa7; 20];
+            bytes[0] = first;
+            bytes[19] = 0x37;
+            Address::from(bytes)
+        });
+        let addresses: Vec<Address> = sharing.chain([Address::ZERO, Address::with_last_byte(0x37)]).collect();
+        for _ in 0..3 {
+            for address in &addresses {
+                assert_eq!(checksum(address), address.to_checksum(None));
+                assert_eq!(format!("{:?}", ChecksumHex::of(address)), address.to_checksum(None));
+            }
+        }
     }
 
     #[test]
