@@ -92,26 +92,26 @@ impl Knowledge {
     }
 
     /// The facts of code `code_hash`: the artifact it matches (runtime code compared first, then the creation input
-    /// for artifacts that carry creation code only) and the minimal-proxy target. `runtime` and `creation` are only
-    /// called on a cache miss.
-    pub fn facts(
+    /// for artifacts that carry creation code only) and the minimal-proxy target. `runtime` and `creation` read the
+    /// code and the creation input, only on a cache miss; when either fails, so does this, and nothing is cached.
+    pub fn facts<E>(
         &self,
         code_hash: B256,
-        runtime: impl FnOnce() -> Option<Bytes>,
-        creation: impl FnOnce() -> Option<Bytes>,
-    ) -> CodeFacts {
+        runtime: impl FnOnce() -> Result<Option<Bytes>, E>,
+        creation: impl FnOnce() -> Result<Option<Bytes>, E>,
+    ) -> Result<CodeFacts, E> {
         let set = self.artifacts.read().unwrap_or_else(|p| p.into_inner());
         if let Some(hit) = self.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&code_hash) {
-            return hit.clone();
+            return Ok(hit.clone());
         }
-        let code = runtime().unwrap_or_default();
+        let code = runtime()?.unwrap_or_default();
         let known = set.all.iter().find_map(|a| {
             let kind = a.runtime.as_ref()?.matches_runtime(&code)?;
             Some(Known { artifact: a.clone(), kind, verified: None, twin: None })
         });
         let creation_only = || set.all.iter().any(|a| a.runtime.is_none());
         let known = match known {
-            None if creation_only() => creation().and_then(|input| {
+            None if creation_only() => creation()?.and_then(|input| {
                 set.all.iter().filter(|a| a.runtime.is_none()).find_map(|a| {
                     let (kind, _) = a.creation.as_ref()?.matches_creation(&input)?;
                     Some(Known { artifact: a.clone(), kind, verified: None, twin: None })
@@ -125,6 +125,34 @@ impl Knowledge {
             cache.clear();
         }
         cache.insert(code_hash, facts.clone());
-        facts
+        Ok(facts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_read_fails_the_facts_and_leaves_nothing_cached() {
+        let knowledge = Knowledge::default();
+        let code_hash = B256::with_last_byte(1);
+        let target = alloy::primitives::Address::repeat_byte(0x42);
+        // An EIP-1167 minimal proxy's runtime code, whose target the facts name.
+        let proxy_code = Bytes::from(
+            [
+                &alloy::hex!("363d3d373d3d3d363d73")[..],
+                target.as_slice(),
+                &alloy::hex!("5af43d82803e903d91602b57fd5bf3"),
+            ]
+            .concat(),
+        );
+        let failed = knowledge.facts(code_hash, || Err("read failed"), || Ok(None));
+        assert_eq!(failed.unwrap_err(), "read failed");
+        let read = knowledge.facts(code_hash, || Ok::<_, &str>(Some(proxy_code.clone())), || Ok(None)).unwrap();
+        assert_eq!(read.minimal_proxy_of, Some(target));
+        // Now cached: the readers are not called again.
+        let cached = knowledge.facts(code_hash, || Err("called"), || Err("called")).unwrap();
+        assert_eq!(cached.minimal_proxy_of, Some(target));
     }
 }

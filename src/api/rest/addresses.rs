@@ -95,7 +95,7 @@ pub fn transactions(
         Some(Filter::From) => role::FROM,
     };
     let scan = reader.address_txs(address, page.after.map(|c| c.0), order);
-    let rows = take_page(scan, page.size, |_, roles| roles & wanted != 0)?;
+    let rows = take_page(scan, page.size, |_, roles| Ok(roles & wanted != 0))?;
     let positions: Vec<BlockPos> = rows.items.iter().map(|(k, _)| k.pos).collect();
     let txs = reader.multi_get::<Transactions>(&positions)?;
     let items: Vec<(BlockPos, TxRecord)> = positions.into_iter().zip(txs).filter_map(|(p, t)| Some((p, t?))).collect();
@@ -121,13 +121,13 @@ pub fn logs(
     // With a topic filter each candidate log is read once; without one only the page is.
     let mut fetched: Vec<(BlockPos, LogRecord)> = Vec::new();
     let rows = take_page(scan, page.size, |key, _| match topic {
-        None => true,
-        Some(topic) => match reader.get::<Logs>(&key.pos) {
-            Ok(Some(log)) if log.topics.contains(&topic) => {
+        None => Ok(true),
+        Some(topic) => match reader.get::<Logs>(&key.pos)? {
+            Some(log) if log.topics.contains(&topic) => {
                 fetched.push((key.pos, log));
-                true
+                Ok(true)
             }
-            _ => false,
+            _ => Ok(false),
         },
     })?;
     let positions: Vec<BlockPos> = rows.items.iter().map(|(k, ())| k.pos).collect();
@@ -273,7 +273,7 @@ pub fn coin_balance_history_by_day(reader: &Reader<'_>, address: Address) -> Res
 
 /// `GET /api/v2/addresses`: addresses by indexed native balance, richest first, with their transaction counts.
 pub fn top_accounts(reader: &Reader<'_>, page: Page<CoinRankCursor>) -> Result<Response<Body>, ApiError> {
-    let rows = take_page(reader.coin_ranks(page.after.map(|c| c.0)), page.size, |_, ()| true)?;
+    let rows = take_page(reader.coin_ranks(page.after.map(|c| c.0)), page.size, |_, ()| Ok(true))?;
     let keys: Vec<CoinRankKey> = rows.items.iter().map(|(key, ())| *key).collect();
     let addresses: Vec<Address> = keys.iter().map(|k| k.address).collect();
     let contracts = super::contracts(reader, addresses.iter().copied())?;

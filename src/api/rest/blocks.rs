@@ -30,13 +30,13 @@ fn block_items(
 pub fn list(reader: &Reader<'_>, kind: BlockKind, page: Page<ReorgCursor>) -> Result<Response<Body>, ApiError> {
     let envelope = match kind {
         BlockKind::Block => {
-            let rows = take_page(reader.blocks(page.after.map(|c| c.number)), page.size, |_, _| true)?;
+            let rows = take_page(reader.blocks(page.after.map(|c| c.number)), page.size, |_, _| Ok(true))?;
             let blocks: Vec<BlockRecord> = rows.items.into_iter().map(|(_, b)| b).collect();
             let next = rows.next.map(|k| BlockCursor(k.0));
             envelope(block_items(reader, &blocks, kind, false)?, next, page.size, &[])
         }
         BlockKind::Reorg => {
-            let rows = take_page(reader.reorged(page.after.map(|c| (c.number, c.hash))), page.size, |_, _| true)?;
+            let rows = take_page(reader.reorged(page.after.map(|c| (c.number, c.hash))), page.size, |_, _| Ok(true))?;
             let blocks: Vec<BlockRecord> = rows.items.into_iter().map(|(_, b)| b).collect();
             let next = rows.next.map(|k| ReorgCursor { number: k.number, hash: Some(k.hash) });
             envelope(block_items(reader, &blocks, kind, false)?, next, page.size, &[])
@@ -53,7 +53,7 @@ pub fn validated_by(reader: &Reader<'_>, miner: Address, page: Page<BlockCursor>
     if reader.get::<Accounts>(&miner)?.is_none_or(|a| a.blocks_mined == 0) {
         return Ok(ok(&Envelope::<BlockJson>::empty()));
     }
-    let rows = take_page(reader.blocks(page.after.map(|c| c.0)), page.size, |_, b| b.miner == miner)?;
+    let rows = take_page(reader.blocks(page.after.map(|c| c.0)), page.size, |_, b| Ok(b.miner == miner))?;
     let blocks: Vec<BlockRecord> = rows.items.into_iter().map(|(_, b)| b).collect();
     let next = rows.next.map(|k| BlockCursor(k.0));
     Ok(ok(&envelope(block_items(reader, &blocks, BlockKind::Block, false)?, next, page.size, &[])))
@@ -92,14 +92,26 @@ pub fn detail(state: &AppState, id: BlockId) -> Result<Response<Body>, ApiError>
 
 /// Whether a transaction passes a `type` filter (no filter: every transaction); `cache` remembers which
 /// recipients are contracts.
-pub fn types_match(filter: TxTypes, tx: &TxRecord, reader: &Reader<'_>, cache: &mut HashMap<Address, bool>) -> bool {
+pub fn types_match(
+    filter: TxTypes,
+    tx: &TxRecord,
+    reader: &Reader<'_>,
+    cache: &mut HashMap<Address, bool>,
+) -> StoreResult<bool> {
     if filter.is_empty() {
-        return true;
+        return Ok(true);
     }
-    let to_is_contract = tx.to.is_some_and(|to| {
-        *cache.entry(to).or_insert_with(|| reader.get::<Accounts>(&to).ok().flatten().is_some_and(|a| a.is_contract()))
-    });
-    filter.admits(tx, to_is_contract)
+    let to_is_contract = match tx.to {
+        Some(to) => match cache.get(&to) {
+            Some(known) => *known,
+            None => {
+                let is_contract = reader.get::<Accounts>(&to)?.is_some_and(|a| a.is_contract());
+                *cache.entry(to).or_insert(is_contract)
+            }
+        },
+        None => false,
+    };
+    Ok(filter.admits(tx, to_is_contract))
 }
 
 /// `GET /api/v2/blocks/:id/transactions`: the block's transactions in index order.

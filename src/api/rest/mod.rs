@@ -62,16 +62,16 @@ pub struct PageRows<K, V> {
 
 /// Takes up to `size` rows that `keep` accepts. After a full page it looks for one more accepted row, so the last
 /// page has no cursor. At most [`SCAN_BUDGET`] rows are examined; when the budget runs out the cursor is the last
-/// examined key (a filtered page may then be short, never wrong).
+/// examined key (a filtered page may then be short, never wrong). A read that `keep` fails fails the page.
 pub fn take_page<K: Copy, V>(
     rows: impl Iterator<Item = StoreResult<(K, V)>>,
     size: usize,
-    mut keep: impl FnMut(&K, &V) -> bool,
+    mut keep: impl FnMut(&K, &V) -> StoreResult<bool>,
 ) -> StoreResult<PageRows<K, V>> {
     let mut items: Vec<(K, V)> = Vec::with_capacity(size);
     for (examined, row) in rows.enumerate() {
         let (key, value) = row?;
-        let accepted = keep(&key, &value);
+        let accepted = keep(&key, &value)?;
         if accepted && items.len() == size {
             let next = items.last().map(|(k, _)| *k);
             return Ok(PageRows { items, next });

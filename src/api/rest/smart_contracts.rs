@@ -41,40 +41,44 @@ const READ_METHOD_OUTPUT_LIMIT: usize = 256 * 1024;
 const LANGUAGES: &[&str] = &["solidity"];
 
 /// The creation input of the contract created by transaction `tx`, when it was a top-level creation.
-fn creation_input(reader: &Reader<'_>, tx: B256) -> Option<Bytes> {
-    let (_, record) = reader.tx(tx).ok()??;
-    record.to.is_none().then(|| record.body.input.clone())
+fn creation_input(reader: &Reader<'_>, tx: B256) -> StoreResult<Option<Bytes>> {
+    Ok(reader.tx(tx)?.and_then(|(_, record)| record.to.is_none().then(|| record.body.input.clone())))
 }
 
 /// The facts of the contract at `address` with stored `row`: its code's facts (cached by code hash), with a
 /// source the verifier matched for this address (and this code: a reorg may put other code there) taking the
 /// place of any artifact.
-fn facts(reader: &Reader<'_>, address: &Address, row: &ContractRecord) -> CodeFacts {
+fn facts(reader: &Reader<'_>, address: &Address, row: &ContractRecord) -> StoreResult<CodeFacts> {
     let mut facts = reader.knowledge().facts(
         row.code_hash,
-        || reader.get::<Code>(&row.code_hash).ok().flatten(),
+        || reader.get::<Code>(&row.code_hash),
         || creation_input(reader, row.creation_tx),
-    );
-    let verified = reader.get::<VerifiedSources>(address).ok().flatten().filter(|v| v.code_hash == row.code_hash);
+    )?;
+    let verified = reader.get::<VerifiedSources>(address)?.filter(|v| v.code_hash == row.code_hash);
     if let Some(verified) = verified.and_then(Known::from_verified) {
         facts.known = Some(verified);
     } else if facts.known.is_none() {
-        facts.known = similar_match(reader, address, row.code_hash);
+        facts.known = similar_match(reader, address, row.code_hash)?;
     }
-    facts
+    Ok(facts)
 }
 
 /// The verified source of another contract with the same runtime code, while that contract still holds it.
-fn similar_match(reader: &Reader<'_>, address: &Address, code_hash: B256) -> Option<Known> {
-    let twin = reader.get::<VerifiedCode>(&code_hash).ok().flatten().filter(|twin| twin != address)?;
-    let still_there = reader.get::<ContractRows>(&twin).ok().flatten().is_some_and(|row| row.code_hash == code_hash);
-    let source =
-        reader.get::<VerifiedSources>(&twin).ok().flatten().filter(|v| still_there && v.code_hash == code_hash)?;
-    Known::from_verified(source).map(|known| Known { twin: Some(twin), ..known })
+fn similar_match(reader: &Reader<'_>, address: &Address, code_hash: B256) -> StoreResult<Option<Known>> {
+    let Some(twin) = reader.get::<VerifiedCode>(&code_hash)?.filter(|twin| twin != address) else { return Ok(None) };
+    let twin_holds_it = reader.get::<ContractRows>(&twin)?.is_some_and(|row| row.code_hash == code_hash);
+    if !twin_holds_it {
+        return Ok(None);
+    }
+    let source = reader.get::<VerifiedSources>(&twin)?.filter(|v| v.code_hash == code_hash);
+    Ok(source.and_then(Known::from_verified).map(|known| Known { twin: Some(twin), ..known }))
 }
 
 fn implementation(reader: &Reader<'_>, address: Address) -> StoreResult<Implementation> {
-    let known = reader.get::<ContractRows>(&address)?.and_then(|row| facts(reader, &address, &row).known);
+    let known = match reader.get::<ContractRows>(&address)? {
+        Some(row) => facts(reader, &address, &row)?.known,
+        None => None,
+    };
     Ok(Implementation {
         address,
         name: known.as_ref().map(|k| k.artifact.name.clone()),
@@ -114,13 +118,13 @@ pub fn contract_info(reader: &Reader<'_>, address: &Address) -> StoreResult<Opti
     if row.code_hash == KECCAK256_EMPTY {
         return Ok(None);
     }
-    info_of(reader, &facts(reader, address, &row), row.proxy.as_ref()).map(Some)
+    info_of(reader, &facts(reader, address, &row)?, row.proxy.as_ref()).map(Some)
 }
 
 /// The local build artifact the code at `address` matches, if any (full or partial).
 pub fn matched_artifact(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<Known>> {
     let Some(row) = reader.get::<ContractRows>(address)? else { return Ok(None) };
-    Ok(facts(reader, address, &row).known)
+    Ok(facts(reader, address, &row)?.known)
 }
 
 /// How the contract came to be, as far as the index knows: creator, transaction, success.
@@ -262,8 +266,8 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     };
     let reader = state.store.view();
     if let Some((row, code)) = stored.filter(|(_, code)| !code.is_empty()) {
-        let input = creation_input(&reader, row.creation_tx);
-        let facts = facts(&reader, &address, &row);
+        let input = creation_input(&reader, row.creation_tx)?;
+        let facts = facts(&reader, &address, &row)?;
         let json = contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, row.proxy.as_ref())?;
         return Ok(ok(&json));
     }
@@ -276,9 +280,12 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     if code.is_empty() {
         return Err(ApiError::NotFound);
     }
-    let input = created.and_then(|(_, tx, _)| creation_input(&reader, tx));
+    let input = match created {
+        Some((_, tx, _)) => creation_input(&reader, tx)?,
+        None => None,
+    };
     let code_hash = alloy::primitives::keccak256(&code);
-    let facts = reader.knowledge().facts(code_hash, || Some(code.clone()), || input.clone());
+    let facts = reader.knowledge().facts(code_hash, || StoreResult::Ok(Some(code.clone())), || Ok(input.clone()))?;
     Ok(ok(&contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, None)?))
 }
 
@@ -297,14 +304,14 @@ pub fn list(
     let rows = reader.contracts_after(page.after.map(|c| c.0));
     let mut found: Vec<(Address, Known)> = Vec::new();
     let rows = take_page(rows, page.size, |address, row| {
-        let Some(known) = facts(reader, address, row).known else { return false };
+        let Some(known) = facts(reader, address, row)?.known else { return Ok(false) };
         let name_hit = needle.as_ref().is_none_or(|n| {
             known.artifact.name.to_lowercase().contains(n) || format!("{address:#x}").contains(n.as_str())
         });
         if name_hit {
             found.push((*address, known));
         }
-        name_hit
+        Ok(name_hit)
     })?;
     let mut items = Vec::with_capacity(rows.items.len());
     for (address, _) in &rows.items {
@@ -336,7 +343,10 @@ pub fn list(
 /// `GET /api/v2/smart-contracts/counters`: contracts with stored code and those with known source, in total and
 /// created in the last 24 hours (before the newest block's time).
 pub fn counters(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
-    let newest = reader.tip()?.and_then(|t| reader.get::<Headers>(&BlockKey(t.number)).ok().flatten());
+    let newest = match reader.tip()? {
+        Some(tip) => reader.get::<Headers>(&BlockKey(tip.number))?,
+        None => None,
+    };
     let since = newest.as_ref().map_or(0, |h| h.timestamp.saturating_sub(86_400));
     let (mut all, mut verified, mut new_all, mut new_verified) = (0u64, 0u64, 0u64, 0u64);
     let mut block_times = std::collections::HashMap::new();
@@ -345,7 +355,7 @@ pub fn counters(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
         if row.code_hash == KECCAK256_EMPTY {
             continue;
         }
-        let is_verified = facts(reader, &address, &row).known.is_some();
+        let is_verified = facts(reader, &address, &row)?.known.is_some();
         let time = match block_times.get(&row.block) {
             Some(t) => *t,
             None => {

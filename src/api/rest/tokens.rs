@@ -125,7 +125,7 @@ pub fn list(
                 _ => None,
             };
             let rows = take_page(reader.token_ranks(after), page.size, |key, ()| {
-                reader.get::<Tokens>(&key.token).ok().flatten().is_some_and(|r| wanted(&r))
+                Ok(reader.get::<Tokens>(&key.token)?.is_some_and(|r| wanted(&r)))
             })?;
             for (key, ()) in &rows.items {
                 items.extend(token_json(reader, &key.token)?);
@@ -139,9 +139,10 @@ pub fn list(
             };
             let mut seen = BTreeSet::new();
             let rows = take_page(reader.token_search(q, after), page.size, |key, ()| {
-                !seen.contains(&key.token)
-                    && reader.get::<Tokens>(&key.token).ok().flatten().is_some_and(|r| wanted(&r))
-                    && seen.insert(key.token)
+                if seen.contains(&key.token) || !reader.get::<Tokens>(&key.token)?.is_some_and(|r| wanted(&r)) {
+                    return Ok(false);
+                }
+                Ok(seen.insert(key.token))
             })?;
             for (key, ()) in &rows.items {
                 items.extend(token_json(reader, &key.token)?);
@@ -189,7 +190,7 @@ pub fn transfers(reader: &Reader<'_>, token: Address, page: Page<TransferCursor>
     if reader.get::<Tokens>(&token)?.is_none() {
         return Err(ApiError::NotFound);
     }
-    let keys = take_page(reader.token_transfers(token, page.after.map(|c| c.0)), page.size, |_, _| true)?;
+    let keys = take_page(reader.token_transfers(token, page.after.map(|c| c.0)), page.size, |_, _| Ok(true))?;
     let positions: Vec<TransferPos> = keys.items.iter().map(|(k, ())| k.pos).collect();
     let rows: Vec<_> = positions
         .iter()
@@ -260,15 +261,14 @@ pub fn instance_transfers(
 ) -> Result<Response<Body>, ApiError> {
     indexed_instance(reader, token, id)?;
     let mut fetched = HashMap::new();
-    let keys = take_page(reader.token_transfers(token, page.after.map(|c| c.0)), page.size, |key, ()| match reader
-        .get::<Transfers>(
-        &key.pos,
-    ) {
-        Ok(Some(t)) if t.token_id == Some(id) => {
-            fetched.insert(key.pos, t);
-            true
+    let keys = take_page(reader.token_transfers(token, page.after.map(|c| c.0)), page.size, |key, ()| {
+        match reader.get::<Transfers>(&key.pos)? {
+            Some(t) if t.token_id == Some(id) => {
+                fetched.insert(key.pos, t);
+                Ok(true)
+            }
+            _ => Ok(false),
         }
-        _ => false,
     })?;
     let rows: Vec<_> = keys.items.iter().filter_map(|(k, ())| Some((k.pos, fetched.remove(&k.pos)?))).collect();
     let next = keys.next.map(|k| TransferCursor(k.pos));
@@ -337,7 +337,7 @@ pub fn all_transfers(
     page: Page<TransferCursor>,
 ) -> Result<Response<Body>, ApiError> {
     let rows = take_page(reader.transfers(page.after.map(|c| c.0)), page.size, |_, t| {
-        kinds.is_empty() || kinds.contains(&t.kind)
+        Ok(kinds.is_empty() || kinds.contains(&t.kind))
     })?;
     let next = rows.next.map(TransferCursor);
     Ok(ok(&envelope(transfer_items(reader, &rows.items)?, next, page.size, &type_echo(kinds))))
@@ -348,7 +348,7 @@ pub fn holders(reader: &Reader<'_>, token: Address, page: Page<HolderCursor>) ->
     if reader.get::<Tokens>(&token)?.is_none() {
         return Err(ApiError::NotFound);
     }
-    let rows = take_page(reader.holders(token, page.after.map(|c| c.key(token))), page.size, |_, _| true)?;
+    let rows = take_page(reader.holders(token, page.after.map(|c| c.key(token))), page.size, |_, _| Ok(true))?;
     let contracts = contracts(reader, rows.items.iter().map(|(k, ())| k.holder))?;
     let items: Vec<Value> = rows
         .items
@@ -389,11 +389,9 @@ pub fn instances(
     };
     let kind = reader.get::<Tokens>(&token)?.map(|r| r.kind).unwrap_or(TokenKind::Erc20);
     let rows = take_page(reader.instances(token, page.after.map(|c| c.0)), page.size, |key, instance| match holder {
-        None => true,
-        Some(h) => {
-            instance.owner == Some(h)
-                || reader.get::<TokenBalances>(&BalanceKey { holder: h, token, id: key.id }).ok().flatten().is_some()
-        }
+        None => Ok(true),
+        Some(h) => Ok(instance.owner == Some(h)
+            || reader.get::<TokenBalances>(&BalanceKey { holder: h, token, id: key.id })?.is_some()),
     })?;
     let contracts = contracts(reader, rows.items.iter().filter_map(|(_, i)| i.owner))?;
     let items: Vec<Value> = rows
@@ -422,17 +420,17 @@ pub fn of_address(
     let scan = reader.address_transfers(address, page.after.map(|c| c.0));
     let keys = take_page(scan, page.size, |key, bits| {
         if bits & wanted_bits == 0 {
-            return false;
+            return Ok(false);
         }
         if kinds.is_empty() && token.is_none() {
-            return true;
+            return Ok(true);
         }
-        match reader.get::<Transfers>(&key.pos) {
-            Ok(Some(t)) if (kinds.is_empty() || kinds.contains(&t.kind)) && token.is_none_or(|tk| tk == t.token) => {
+        match reader.get::<Transfers>(&key.pos)? {
+            Some(t) if (kinds.is_empty() || kinds.contains(&t.kind)) && token.is_none_or(|tk| tk == t.token) => {
                 fetched.insert(key.pos, t);
-                true
+                Ok(true)
             }
-            _ => false,
+            _ => Ok(false),
         }
     })?;
     let mut rows = Vec::with_capacity(keys.items.len());
@@ -499,10 +497,8 @@ pub fn holdings(
     let after = page.after.map(|c| BalanceKey { holder: address, token: c.token, id: c.id });
     let mut token_kinds: HashMap<Address, Option<TokenKind>> = HashMap::new();
     let rows: PageRows<BalanceKey, _> = take_page(reader.balances(address, after), page.size, |key, _| {
-        let kind = *token_kinds
-            .entry(key.token)
-            .or_insert_with(|| reader.get::<Tokens>(&key.token).ok().flatten().map(|r| r.kind));
-        kind.is_some_and(|k| kinds.is_empty() || kinds.contains(&k))
+        let kind = token_kind(reader, &mut token_kinds, key.token)?;
+        Ok(kind.is_some_and(|k| kinds.is_empty() || kinds.contains(&k)))
     })?;
     let tokens = token_jsons(reader, rows.items.iter().map(|(k, _)| k.token))?;
     let items: Vec<Value> = rows
@@ -540,9 +536,23 @@ fn nft_kind(
     seen: &mut HashMap<Address, Option<TokenKind>>,
     token: Address,
     kinds: &[TokenKind],
-) -> Option<TokenKind> {
-    let kind = *seen.entry(token).or_insert_with(|| reader.get::<Tokens>(&token).ok().flatten().map(|r| r.kind));
-    kind.filter(|k| *k != TokenKind::Erc20 && (kinds.is_empty() || kinds.contains(k)))
+) -> StoreResult<Option<TokenKind>> {
+    let kind = token_kind(reader, seen, token)?;
+    Ok(kind.filter(|k| *k != TokenKind::Erc20 && (kinds.is_empty() || kinds.contains(k))))
+}
+
+/// The kind of `token` (`None`: not a token the index knows), read once per page into `seen`.
+fn token_kind(
+    reader: &Reader<'_>,
+    seen: &mut HashMap<Address, Option<TokenKind>>,
+    token: Address,
+) -> StoreResult<Option<TokenKind>> {
+    if let Some(kind) = seen.get(&token) {
+        return Ok(*kind);
+    }
+    let kind = reader.get::<Tokens>(&token)?.map(|r| r.kind);
+    seen.insert(token, kind);
+    Ok(kind)
 }
 
 /// `GET /api/v2/addresses/:a/nft?type=`: the NFT ids (ERC-721, ERC-1155) the address holds, by collection then id.
@@ -555,7 +565,7 @@ pub fn nfts(
     let after = page.after.map(|c| BalanceKey { holder: address, token: c.token, id: c.id });
     let mut seen = HashMap::new();
     let rows = take_page(reader.balances(address, after), page.size, |key, _| {
-        nft_kind(reader, &mut seen, key.token, kinds).is_some()
+        Ok(nft_kind(reader, &mut seen, key.token, kinds)?.is_some())
     })?;
     let tokens = token_jsons(reader, rows.items.iter().map(|(k, _)| k.token))?;
     let holder = contracts(reader, [address])?.address(&address);
@@ -593,7 +603,7 @@ pub fn nft_collections(
             break;
         }
         last_examined = Some(key.token);
-        let Some(kind) = nft_kind(reader, &mut seen, key.token, kinds) else { continue };
+        let Some(kind) = nft_kind(reader, &mut seen, key.token, kinds)? else { continue };
         if let Some((_, _, ids)) = collections.last_mut().filter(|(token, _, _)| *token == key.token) {
             ids.push((key.id, held.0));
             continue;

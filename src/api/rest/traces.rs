@@ -71,7 +71,7 @@ pub fn of_transaction(reader: &Reader<'_>, hash: B256, page: Page<CallCursor>) -
     let Some((pos, _)) = reader.tx(hash)? else {
         return Err(ApiError::NotFound);
     };
-    let rows = take_page(reader.tx_calls(pos, page.after.map(|c| c.0.index)), page.size, |_, _| true)?;
+    let rows = take_page(reader.tx_calls(pos, page.after.map(|c| c.0.index)), page.size, |_, _| Ok(true))?;
     Ok(ok(&page_of(reader, rows, CallCursor, page.size, &[])?))
 }
 
@@ -87,8 +87,9 @@ pub fn of_address(
         Some(Filter::To) => role::TO | role::CREATED,
         Some(Filter::From) => role::FROM,
     };
-    let keys =
-        take_page(reader.address_calls(address, page.after.map(|c| c.0)), page.size, |_, roles| roles & wanted != 0)?;
+    let keys = take_page(reader.address_calls(address, page.after.map(|c| c.0)), page.size, |_, roles| {
+        Ok(roles & wanted != 0)
+    })?;
     let positions: Vec<TracePos> = keys.items.iter().map(|(k, _)| k.pos).collect();
     let frames = reader.multi_get::<InternalTxs>(&positions)?;
     let rows = PageRows {
@@ -117,7 +118,7 @@ pub fn of_block(
         return Ok(ok(&Envelope::<()>::empty()));
     }
     let keep = |pos: &TracePos, frame: &InternalTxRecord| {
-        pos.index > 0 && kinds.as_ref().is_none_or(|k| k.contains(&frame.kind))
+        Ok(pos.index > 0 && kinds.as_ref().is_none_or(|k| k.contains(&frame.kind)))
     };
     let rows = take_page(reader.block_calls(block.number, page.after.map(|c| c.0)), page.size, keep)?;
     Ok(ok(&page_of(reader, rows, TraceCursor, page.size, &[])?))
@@ -125,7 +126,7 @@ pub fn of_block(
 
 /// `GET /api/v2/internal-transactions`: every stored internal call, newest first.
 pub fn all(reader: &Reader<'_>, page: Page<TraceCursor>) -> Result<Response<Body>, ApiError> {
-    let rows = take_page(reader.calls(page.after.map(|c| c.0)), page.size, |pos, _| pos.index > 0)?;
+    let rows = take_page(reader.calls(page.after.map(|c| c.0)), page.size, |pos, _| Ok(pos.index > 0))?;
     Ok(ok(&page_of(reader, rows, TraceCursor, page.size, &[])?))
 }
 

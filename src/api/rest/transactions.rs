@@ -35,7 +35,7 @@ pub fn list(
     let mut cache = HashMap::new();
     let rows = take_page(reader.txs(page.after.map(|c| c.0)), page.size, |_, tx| {
         let method_ok = methods.as_ref().is_none_or(|m| tx.selector().is_some_and(|s| m.contains(&s)));
-        method_ok && types_match(filter, tx, reader, &mut cache)
+        Ok(method_ok && types_match(filter, tx, reader, &mut cache)?)
     })?;
     Ok(ok(&tx_envelope(reader, rows, page.size, &[])?))
 }
@@ -87,7 +87,7 @@ pub fn pending_items(reader: &Reader<'_>, records: &[PendingTxRecord]) -> StoreR
 
 /// `GET /api/v2/transactions?filter=pending`: the node's pool, newest first.
 pub fn pending(reader: &Reader<'_>, page: Page<PendingCursor>) -> Result<Response<Body>, ApiError> {
-    let rows = take_page(reader.pending(page.after.map(|c| c.0)), page.size, |_, _| true)?;
+    let rows = take_page(reader.pending(page.after.map(|c| c.0)), page.size, |_, _| Ok(true))?;
     let keys: Vec<B256> = rows.items.iter().map(|(k, ())| k.hash).collect();
     let records: Vec<PendingTxRecord> = reader.multi_get::<Pending>(&keys)?.into_iter().flatten().collect();
     let items = pending_items(reader, &records)?;
