@@ -106,7 +106,8 @@ pub fn types_match(
             Some(known) => *known,
             None => {
                 let is_contract = reader.get::<Accounts>(&to)?.is_some_and(|a| a.is_contract());
-                *cache.entry(to).or_insert(is_contract)
+                cache.insert(to, is_contract);
+                is_contract
             }
         },
         None => false,
