@@ -139,14 +139,7 @@ mod tests {
         let code_hash = B256::with_last_byte(1);
         let target = alloy::primitives::Address::repeat_byte(0x42);
         // An EIP-1167 minimal proxy's runtime code, whose target the facts name.
-        let proxy_code = Bytes::from(
-            [
-                &alloy::hex!("363d3d373d3d3d363d73")[..],
-                target.as_slice(),
-                &alloy::hex!("5af43d82803e903d91602b57fd5bf3"),
-            ]
-            .concat(),
-        );
+        let proxy_code = Bytes::from([&proxy::MINIMAL_PREFIX[..], target.as_slice(), &proxy::MINIMAL_SUFFIX].concat());
         let failed = knowledge.facts(code_hash, || Err("read failed"), || Ok(None));
         assert_eq!(failed.unwrap_err(), "read failed");
         let read = knowledge.facts(code_hash, || Ok::<_, &str>(Some(proxy_code.clone())), || Ok(None)).unwrap();

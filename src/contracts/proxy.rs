@@ -37,8 +37,10 @@ pub const EIP1822_PROXIABLE: B256 = b256!("c5f16f0fcc639fa48a6947836d9850f504798
 /// `implementation()` of a beacon.
 pub const IMPLEMENTATION_SELECTOR: [u8; 4] = [0x5c, 0x60, 0xda, 0x1b];
 
-const MINIMAL_PREFIX: [u8; 10] = [0x36, 0x3d, 0x3d, 0x37, 0x3d, 0x3d, 0x3d, 0x36, 0x3d, 0x73];
-const MINIMAL_SUFFIX: [u8; 15] =
+/// An EIP-1167 minimal proxy's runtime code: this prefix, the 20-byte target, [`MINIMAL_SUFFIX`].
+pub(super) const MINIMAL_PREFIX: [u8; 10] = [0x36, 0x3d, 0x3d, 0x37, 0x3d, 0x3d, 0x3d, 0x36, 0x3d, 0x73];
+/// The end of an EIP-1167 minimal proxy's runtime code.
+pub(super) const MINIMAL_SUFFIX: [u8; 15] =
     [0x5a, 0xf4, 0x3d, 0x82, 0x80, 0x3e, 0x90, 0x3d, 0x91, 0x60, 0x2b, 0x57, 0xfd, 0x5b, 0xf3];
 
 /// The implementation of an EIP-1167 minimal proxy, from its runtime code.

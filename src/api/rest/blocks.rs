@@ -14,6 +14,7 @@ use crate::store::tables::{Accounts, Transactions};
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::Address;
 use hyper::Response;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 fn block_items(
@@ -101,16 +102,10 @@ pub fn types_match(
     if filter.is_empty() {
         return Ok(true);
     }
-    let to_is_contract = match tx.to {
-        Some(to) => match cache.get(&to) {
-            Some(known) => *known,
-            None => {
-                let is_contract = reader.get::<Accounts>(&to)?.is_some_and(|a| a.is_contract());
-                cache.insert(to, is_contract);
-                is_contract
-            }
-        },
-        None => false,
+    let Some(to) = tx.to else { return Ok(filter.admits(tx, false)) };
+    let to_is_contract = match cache.entry(to) {
+        Entry::Occupied(known) => *known.get(),
+        Entry::Vacant(slot) => *slot.insert(reader.get::<Accounts>(&to)?.is_some_and(|a| a.is_contract())),
     };
     Ok(filter.admits(tx, to_is_contract))
 }

@@ -20,6 +20,7 @@ use alloy::primitives::{Address, Bytes, B256, U256};
 use futures_util::StreamExt;
 use hyper::Response;
 use serde_json::{json, Value};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 
 /// The token object of `token`, if it is a token.
@@ -547,12 +548,10 @@ fn token_kind(
     seen: &mut HashMap<Address, Option<TokenKind>>,
     token: Address,
 ) -> StoreResult<Option<TokenKind>> {
-    if let Some(kind) = seen.get(&token) {
-        return Ok(*kind);
-    }
-    let kind = reader.get::<Tokens>(&token)?.map(|r| r.kind);
-    seen.insert(token, kind);
-    Ok(kind)
+    Ok(match seen.entry(token) {
+        Entry::Occupied(known) => *known.get(),
+        Entry::Vacant(slot) => *slot.insert(reader.get::<Tokens>(&token)?.map(|r| r.kind)),
+    })
 }
 
 /// `GET /api/v2/addresses/:a/nft?type=`: the NFT ids (ERC-721, ERC-1155) the address holds, by collection then id.
