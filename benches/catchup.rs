@@ -12,6 +12,7 @@
 //!
 //!     cargo bench --bench catchup -- --blocks 200 --txs 200 [--erc20-every 4] [--empty 2000] [--concurrency 8]
 //!         [--cryo] [--fetch-batch 32 (most blocks per JSON-RPC batch; 1 = a request per block)]
+//!         [--chunk-txs N (most transactions committed in one write batch; the follower's default)]
 //!         [--repeat 3 (alternating runs of each; medians)] [--only TEXT (workloads whose label contains TEXT)]
 //!         [--recipients N (cycle through N recipients instead of a fresh one per transfer; for long runs)]
 //!         [--coin-balances false (index without the native balance index, to measure what it costs)]
@@ -137,6 +138,7 @@ async fn index(
     head: u64,
     concurrency: usize,
     fetch_batch: usize,
+    chunk_txs: usize,
     coin_balances: bool,
 ) -> Indexed {
     let dir = tempfile::tempdir().unwrap();
@@ -144,6 +146,7 @@ async fn index(
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.indexer.fetch_concurrency = concurrency;
     config.indexer.fetch_batch = fetch_batch;
+    config.indexer.chunk_txs = chunk_txs;
     config.indexer.coin_balances = coin_balances;
     config.indexer.poll_interval = Duration::from_millis(5);
     reset_peak_rss();
@@ -184,6 +187,7 @@ fn main() {
     let coin_balances: bool = arg("coin-balances", true);
     let keep_states = std::env::args().any(|a| a == "--keep-states");
     let fetch_batch: usize = arg("fetch-batch", 32);
+    let chunk_txs: usize = arg("chunk-txs", rockscout::indexer::IndexerConfig::default().chunk_txs);
     let cryo_python = std::env::args().any(|a| a == "--cryo").then(cryo_python);
     let workloads = [
         ("ether transfers".to_string(), blocks, txs, false),
@@ -226,7 +230,10 @@ fn main() {
                         tokio::task::spawn_blocking(move || cryo(&python, &url, head, concurrency)).await.unwrap(),
                     );
                 }
-                runs.push(index(&anvil.http_url(), anvil.pid(), head, concurrency, fetch_batch, coin_balances).await);
+                runs.push(
+                    index(&anvil.http_url(), anvil.pid(), head, concurrency, fetch_batch, chunk_txs, coin_balances)
+                        .await,
+                );
             }
             baselines.sort_by_key(|(elapsed, _)| *elapsed);
             cryos.sort();

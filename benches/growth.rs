@@ -9,10 +9,11 @@
 //!
 //!     cargo bench --bench growth -- --total 100000000 --segment 10000000 [--txs 1000] [--erc20-every 4]
 //!         [--hot-every 10] [--hot-tail 12] [--store DIR (kept; default a temporary dir)] [--out FILE
-//!         (default STORE/growth.jsonl)] [--compact true] [--deadline-minutes M (stop after the last segment
-//!         that can end within M minutes of the start)] [--resume true (continue a kept store of the same shape
-//!         from its tip, at the end of the last row of --out or inside the segment after it; the rows go on from that
-//!         row, whose cumulative counters and clock they add to)]
+//!         (default STORE/growth.jsonl)] [--compact true] [--chunk-txs N (most transactions in one chunk; the
+//!         follower's default)] [--deadline-minutes M (stop after the last segment that can end within M minutes of
+//!         the start)] [--resume true (continue a kept store of the same shape from its tip, at the end of the
+//!         last row of --out or inside the segment after it; the rows go on from that row, whose cumulative
+//!         counters and clock they add to)]
 //!
 //! `--plot ROWS.jsonl [--rest REST.jsonl] [--svg docs/growth.svg]` writes no store: it draws the rows of an
 //! earlier run (and `rest_load`'s rows against its store) as an SVG and prints them as a markdown table.
@@ -199,7 +200,8 @@ fn main() {
     };
     let store = Store::open(&dir, &StoreOptions { statistics: true, ..StoreOptions::default() }).unwrap();
     std::fs::write(dir.join(GROWTH_MARKER), &marker).unwrap();
-    let config = IndexerConfig::default();
+    let defaults = IndexerConfig::default();
+    let config = IndexerConfig { chunk_txs: arg("chunk-txs", defaults.chunk_txs), ..defaults };
     let blocks = total / txs_per_block as u64;
     let blocks_per_segment = segment / txs_per_block as u64;
     // A resumed run starts after the store's tip: at the end of a segment an earlier run recorded, or inside the

@@ -1,6 +1,6 @@
 //! Write-path ceiling: synthetic blocks (`common::synth`, built in memory before the clock starts) are written to
-//! an empty store through the follower's own write path (`apply::write_chunk`, chunks of up to 256 blocks or
-//! 20,000 transactions), with no node in the loop. Prints transactions/s, the bytes of the write batches per
+//! an empty store through the follower's own write path (`apply::write_chunk`, in the follower's chunks: up to 256
+//! blocks or 10,000 transactions), with no node in the loop. Prints transactions/s, the bytes of the write batches per
 //! transaction, the bytes on disk per transaction after a full compaction and how far the resident set grew above
 //! the blocks already in memory; then the same near the head, where every block also writes undo data and is
 //! synced.
