@@ -10,10 +10,10 @@
 //!     cargo bench --bench growth -- --total 100000000 --segment 10000000 [--txs 1000] [--erc20-every 4]
 //!         [--hot-every 10] [--hot-tail 12] [--store DIR (kept; default a temporary dir)] [--out FILE
 //!         (default STORE/growth.jsonl)] [--compact true] [--chunk-txs N (most transactions in one chunk; the
-//!         follower's default)] [--deadline-minutes M (stop after the last segment that can end within M minutes of
-//!         the start)] [--resume true (continue a kept store of the same shape from its tip, at the end of the
-//!         last row of --out or inside the segment after it; the rows go on from that row, whose cumulative
-//!         counters and clock they add to)]
+//!         follower's default)] [--cache-mb N (the block cache; the daemon's default)] [--deadline-minutes M
+//!         (stop after the last segment that can end within M minutes of the start)] [--resume true (continue a
+//!         kept store of the same shape from its tip, at the end of the last row of --out or inside the segment
+//!         after it; the rows go on from that row, whose cumulative counters and clock they add to)]
 //!
 //! `--plot ROWS.jsonl [--rest REST.jsonl] [--svg docs/growth.svg]` writes no store: it draws the rows of an
 //! earlier run (and `rest_load`'s rows against its store) as an SVG and prints them as a markdown table.
@@ -198,10 +198,12 @@ fn main() {
         path if path.is_empty() => dir.join("growth.jsonl"),
         path => path.into(),
     };
-    let store = Store::open(&dir, &StoreOptions { statistics: true, ..StoreOptions::default() }).unwrap();
+    let defaults = StoreOptions::default();
+    let cache_bytes = arg("cache-mb", defaults.cache_bytes >> 20) << 20;
+    let store = Store::open(&dir, &StoreOptions { statistics: true, cache_bytes, ..defaults }).unwrap();
     std::fs::write(dir.join(GROWTH_MARKER), &marker).unwrap();
-    let defaults = IndexerConfig::default();
-    let config = IndexerConfig { chunk_txs: arg("chunk-txs", defaults.chunk_txs), ..defaults };
+    let config =
+        IndexerConfig { chunk_txs: arg("chunk-txs", IndexerConfig::default().chunk_txs), ..Default::default() };
     let blocks = total / txs_per_block as u64;
     let blocks_per_segment = segment / txs_per_block as u64;
     // A resumed run starts after the store's tip: at the end of a segment an earlier run recorded, or inside the
