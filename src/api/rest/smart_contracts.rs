@@ -271,22 +271,36 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
         let json = contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, row.proxy.as_ref())?;
         return Ok(ok(&json));
     }
-    // Not fetched yet by the code writer (or created before the index started): the node's code at the tip.
-    let Some(tip) = tip else { return Err(ApiError::NotFound) };
+    let unstored = code_from_node(state, &reader, address, tip, created.map(|c| c.1)).await?;
+    let (code, input, facts) = unstored.ok_or(ApiError::NotFound)?;
+    Ok(ok(&contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, None)?))
+}
+
+/// The code at the stored tip `tip`, as the node gives it, with its creation input (from `creation_tx`) and what
+/// the index knows of that code, for a contract the code writer has not stored yet (or code no creation put
+/// there, such as a node's genesis or `anvil_setCode`); `None` when the address holds no code.
+async fn code_from_node(
+    state: &AppState,
+    reader: &Reader<'_>,
+    address: Address,
+    tip: Option<u64>,
+    creation_tx: Option<B256>,
+) -> Result<Option<(Bytes, Option<Bytes>, CodeFacts)>, ApiError> {
+    let Some(tip) = tip else { return Ok(None) };
     let code = match tokio::time::timeout(CODE_TIMEOUT, state.node.code(address, tip)).await {
         Ok(result) => result?,
         Err(_) => return Err(ApiError::NodeUnavailable("the node did not return the code in time".into())),
     };
     if code.is_empty() {
-        return Err(ApiError::NotFound);
+        return Ok(None);
     }
-    let input = match created {
-        Some((_, tx, _)) => creation_input(&reader, tx)?,
+    let input = match creation_tx {
+        Some(tx) => creation_input(reader, tx)?,
         None => None,
     };
     let code_hash = alloy::primitives::keccak256(&code);
     let facts = reader.knowledge().facts(code_hash, || StoreResult::Ok(Some(code.clone())), || Ok(input.clone()))?;
-    Ok(ok(&contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, None)?))
+    Ok(Some((code, input, facts)))
 }
 
 /// `GET /api/v2/smart-contracts`: contracts with known source (matched artifacts), by address; `q` filters by
@@ -457,7 +471,20 @@ pub async fn query_read_method(
     if request.args.len() > READ_METHOD_ARGS {
         return Err(ApiError::invalid("args", format!("At most {READ_METHOD_ARGS} arguments")));
     }
-    let info = contract_info(&state.store.view(), &address)?.ok_or(ApiError::NotFound)?;
+    // The same contract the contract page shows: the stored one, or the node's code while the code writer has not
+    // stored it yet.
+    let info = {
+        let reader = state.store.view();
+        match contract_info(&reader, &address)? {
+            Some(info) => info,
+            None => {
+                let (tip, created) = (reader.tip()?.map(|t| t.number), creation(&reader, &address)?);
+                let unstored = code_from_node(state, &reader, address, tip, created.map(|c| c.1)).await?;
+                let (_, _, facts) = unstored.ok_or(ApiError::NotFound)?;
+                info_of(&reader, &facts, None)?
+            }
+        }
+    };
     let proxy = request.contract_type.as_deref() == Some("proxy");
     let abis: Vec<_> = if proxy { info.abis() } else { info.abi.as_deref().into_iter().collect() };
     let function = abis
