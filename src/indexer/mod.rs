@@ -54,8 +54,9 @@ pub struct IndexerConfig {
     /// Most blocks committed in one batch.
     pub chunk_blocks: usize,
     /// Most transactions committed in one batch (a chunk closes once it reaches this). It bounds how long one write
-    /// takes and the memory a chunk holds; 10,000 wrote as fast as 20,000 with half the longest write and ~40 MiB
-    /// less peak memory, even at 100M transactions (docs/benchmarks.md §6, "Smaller chunks").
+    /// takes and the memory a chunk holds: 10,000 wrote at the rate of 20,000, with the longest write at 0.6–0.95 s
+    /// instead of 1.0–1.15 s past 100M transactions and 45–60 MiB less peak memory (docs/benchmarks.md §6,
+    /// "Smaller chunks").
     pub chunk_txs: usize,
     /// How often to ask for a new head when no WebSocket notification arrives.
     pub poll_interval: Duration,

@@ -292,9 +292,10 @@ async fn contract_reads_are_encoded_called_and_decoded_by_the_server() {
     assert!(expected > U256::ZERO, "the holder received tokens");
     // Right after the sync: the code writer may not have stored the token's code yet, and the read works either way
     // (the server then reads the code from the node, as the contract page does).
-    let balance_of =
-        serde_json::json!({"method_id": selector(DemoToken::balanceOfCall::SELECTOR), "args": [holder.to_string()]});
-    let answer = read(balance_of.clone()).await;
+    let answer = read(
+        serde_json::json!({"method_id": selector(DemoToken::balanceOfCall::SELECTOR), "args": [holder.to_string()]}),
+    )
+    .await;
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
     let answer = answer.json();
     assert_eq!(answer["is_error"], false);

@@ -256,38 +256,34 @@ fn external_libraries(settings: Option<&Value>) -> Vec<Value> {
 
 /// `GET /api/v2/smart-contracts/:hash`: every contract answers, verified or not; an address without code is a 404.
 pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>, ApiError> {
-    let (stored, created, tip) = {
-        let reader = state.store.view();
-        let stored = match reader.get::<ContractRows>(&address)? {
-            Some(row) => reader.get::<Code>(&row.code_hash)?.map(|code| (row, code)),
-            None => None,
-        };
-        (stored, creation(&reader, &address)?, reader.tip()?.map(|t| t.number))
-    };
     let reader = state.store.view();
+    let stored = match reader.get::<ContractRows>(&address)? {
+        Some(row) => reader.get::<Code>(&row.code_hash)?.map(|code| (row, code)),
+        None => None,
+    };
+    let created = creation(&reader, &address)?;
     if let Some((row, code)) = stored.filter(|(_, code)| !code.is_empty()) {
         let input = creation_input(&reader, row.creation_tx)?;
         let facts = facts(&reader, &address, &row)?;
         let json = contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, row.proxy.as_ref())?;
         return Ok(ok(&json));
     }
-    let unstored = code_from_node(state, &reader, address, tip, created.map(|c| c.1)).await?;
+    let unstored = code_from_node(state, &reader, address, created.map(|c| c.1)).await?;
     let (code, input, facts) = unstored.ok_or(ApiError::NotFound)?;
     Ok(ok(&contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, None)?))
 }
 
-/// The code at the stored tip `tip`, as the node gives it, with its creation input (from `creation_tx`) and what
+/// The code at `reader`'s tip, as the node gives it, with its creation input (from `creation_tx`) and what
 /// the index knows of that code, for a contract the code writer has not stored yet (or code no creation put
 /// there, such as a node's genesis or `anvil_setCode`); `None` when the address holds no code.
 async fn code_from_node(
     state: &AppState,
     reader: &Reader<'_>,
     address: Address,
-    tip: Option<u64>,
     creation_tx: Option<B256>,
 ) -> Result<Option<(Bytes, Option<Bytes>, CodeFacts)>, ApiError> {
-    let Some(tip) = tip else { return Ok(None) };
-    let code = match tokio::time::timeout(CODE_TIMEOUT, state.node.code(address, tip)).await {
+    let Some(tip) = reader.tip()? else { return Ok(None) };
+    let code = match tokio::time::timeout(CODE_TIMEOUT, state.node.code(address, tip.number)).await {
         Ok(result) => result?,
         Err(_) => return Err(ApiError::NodeUnavailable("the node did not return the code in time".into())),
     };
@@ -478,8 +474,8 @@ pub async fn query_read_method(
         match contract_info(&reader, &address)? {
             Some(info) => info,
             None => {
-                let (tip, created) = (reader.tip()?.map(|t| t.number), creation(&reader, &address)?);
-                let unstored = code_from_node(state, &reader, address, tip, created.map(|c| c.1)).await?;
+                let created = creation(&reader, &address)?;
+                let unstored = code_from_node(state, &reader, address, created.map(|c| c.1)).await?;
                 let (_, _, facts) = unstored.ok_or(ApiError::NotFound)?;
                 info_of(&reader, &facts, None)?
             }
