@@ -179,9 +179,9 @@ fn block_cache(bytes: usize) -> Cache {
 /// RocksDB's C++ code allocates with glibc's `malloc` (Rust code uses mimalloc). glibc raises its mmap threshold
 /// each time a large mapped block is freed, up to 32 MiB, after which memtable arena blocks and compaction buffers
 /// come from the heap and stay resident once freed. Setting the threshold fixes it (at 1 MiB: 128 KiB kept no less),
-/// so such blocks are mapped and returned to the kernel when freed: 60-80 MiB less resident set while catching up
-/// far behind the head, for 5-9 % of its speed, mostly page faults (`docs/benchmarks.md` §6, "glibc's mmap
-/// threshold").
+/// so such blocks are mapped and returned to the kernel when freed: 50-80 MiB less resident set while catching up
+/// far behind the head, for 6-9 % of its speed past 100M transactions, partly page faults (`docs/benchmarks.md` §6,
+/// "glibc's mmap threshold").
 fn keep_large_allocations_mapped() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets a parameter of glibc's allocator, under its own lock; any thread may call it at any
