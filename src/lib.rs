@@ -30,6 +30,7 @@ pub mod ui;
 
 pub use config::Config;
 
+use indexer::balances::BalanceWriter;
 use indexer::contracts::CodeWriter;
 use indexer::metadata::MetadataFetcher;
 use indexer::pending::PendingFollower;
@@ -191,6 +192,10 @@ impl Daemon {
         helpers.spawn(metadata.run(cancel.clone()));
         let code = CodeWriter::new(store.clone(), node.clone(), status.clone(), events.clone());
         helpers.spawn(code.run(cancel.clone()));
+        if config.indexer.coin_balances {
+            let balances = BalanceWriter::new(store.clone(), node.clone(), status.clone(), events.clone());
+            helpers.spawn(balances.run(cancel.clone()));
+        }
         if !config.artifacts.is_empty() || config.demo_artifacts {
             let builtin = if config.demo_artifacts { dev::contracts::demo_artifacts() } else { Vec::new() };
             let knowledge = store.knowledge().clone();

@@ -19,6 +19,8 @@ pub enum Writer {
     TokenMetadata,
     /// The contract code writer.
     ContractCode,
+    /// The balance writer (`--coin-balances`).
+    Balances,
 }
 
 impl Writer {
@@ -30,6 +32,7 @@ impl Writer {
             Writer::Pending => "pending",
             Writer::TokenMetadata => "token_metadata",
             Writer::ContractCode => "contract_code",
+            Writer::Balances => "balances",
         }
     }
 }
@@ -70,6 +73,10 @@ pub struct StatusSnapshot {
     pub tracing: Option<bool>,
     /// Highest block whose traces are indexed.
     pub traced: Option<u64>,
+    /// Whether native balances are indexed (`--coin-balances`).
+    pub coin_balances: bool,
+    /// Highest block up to which the balance writer asked for every block's native balances.
+    pub balanced: Option<u64>,
     /// When the node last answered a request of the follower.
     pub node_answered_at: Option<Instant>,
     /// When the node's head was first seen at its current number.
@@ -106,6 +113,18 @@ impl StatusSnapshot {
         }
         Some(match (self.indexed, self.traced) {
             (Some(indexed), Some(traced)) => indexed.saturating_sub(traced),
+            (Some(indexed), None) => indexed + 1,
+            (None, _) => 0,
+        })
+    }
+
+    /// Blocks the balance writer is behind the indexed tip (`None` when native balances are not indexed).
+    pub fn balance_lag(&self) -> Option<u64> {
+        if !self.coin_balances {
+            return None;
+        }
+        Some(match (self.indexed, self.balanced) {
+            (Some(indexed), Some(balanced)) => indexed.saturating_sub(balanced),
             (Some(indexed), None) => indexed + 1,
             (None, _) => 0,
         })
@@ -179,6 +198,14 @@ impl Status {
 
     pub(crate) fn set_traced(&self, tip: Option<u64>) {
         self.update(|s| s.traced = tip);
+    }
+
+    pub(crate) fn set_coin_balances(&self, on: bool) {
+        self.update(|s| s.coin_balances = on);
+    }
+
+    pub(crate) fn set_balanced(&self, tip: Option<u64>) {
+        self.update(|s| s.balanced = tip);
     }
 
     /// Records a failed write of `writer`; returns whether this starts a pause (it was not paused).

@@ -102,6 +102,8 @@ pub fn health(state: &AppState) -> Response<Body> {
             "tracing": status.tracing,
             "traced_tip": status.traced,
             "trace_lag": status.trace_lag(),
+            "balanced_tip": status.balanced,
+            "balance_lag": status.balance_lag(),
             "indexer_paused": paused,
             "indexer_error": status.paused.first().map(|p| &p.error),
             "paused_writers": paused_writers,

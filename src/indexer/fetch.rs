@@ -1,5 +1,6 @@
-//! The follower's fetch task: blocks and receipts (and, with the native balance index, balances) of a range,
-//! asked for in JSON-RPC batches of several blocks, several batches in flight, delivered in order.
+//! The follower's fetch task: blocks and receipts (and, with the native balance index, the balances of blocks near
+//! the sync's target: see `balances`) of a range, asked for in JSON-RPC batches of several blocks, several batches
+//! in flight, delivered in order.
 //!
 //! A batch asks for each block's receipts together with the block (one round trip) while the chain's blocks carry
 //! transactions, and for the blocks alone while they are empty, then for the receipts of the few that are not
@@ -7,11 +8,12 @@
 //! [`BATCH_TXS`] transactions per batch, never more than `--fetch-batch` blocks, so a stretch of empty blocks costs
 //! one request per block and a few round trips in all.
 
+use super::balances::{balances_after, INLINE_WINDOW};
 use super::{ask, bundle};
-use crate::node::{Node, NodeError, RawBundle};
+use crate::node::{Node, RawBundle};
 use crate::status::Status;
 use crate::store::records::Bundle;
-use alloy::primitives::{Address, B256, U256};
+use alloy::primitives::{Address, B256};
 use futures_util::StreamExt;
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,7 +85,7 @@ impl Fetcher {
         let fetches = ranges
             .map(|numbers| {
                 let cancel = cancel.clone();
-                async move { this.batch(numbers, &cancel).await }
+                async move { this.batch(numbers, to, &cancel).await }
             })
             .buffered(self.concurrency);
         let mut fetches = std::pin::pin!(fetches);
@@ -115,12 +117,13 @@ impl Fetcher {
         }
     }
 
-    /// One batch of blocks with their receipts (and balances), in order, ending at the first missing or
-    /// inconsistent block; `None` on cancellation.
-    async fn batch(&self, numbers: RangeInclusive<u64>, cancel: &CancellationToken) -> Option<Vec<Fetched>> {
+    /// One batch of blocks with their receipts (and balances, within [`INLINE_WINDOW`] of the sync's target `to`),
+    /// in order, ending at the first missing or inconsistent block; `None` on cancellation.
+    async fn batch(&self, numbers: RangeInclusive<u64>, to: u64, cancel: &CancellationToken) -> Option<Vec<Fetched>> {
         // Receipts ride with the blocks unless the chain was empty at the last look.
         let receipts_with_blocks = self.txs_per_block.load(Ordering::Relaxed) != 0;
         self.counts.batches.fetch_add(1, Ordering::Relaxed);
+        let near_target = to.saturating_sub(*numbers.end()) < INLINE_WINDOW;
         let raws = ask(&self.status, "blocks", cancel, || {
             let requests = if receipts_with_blocks { 1 } else { 2 };
             self.counts.requests.fetch_add(requests, Ordering::Relaxed);
@@ -144,7 +147,7 @@ impl Fetcher {
                 break;
             }
         }
-        if self.coin_balances && !blocks.is_empty() {
+        if self.coin_balances && near_target && !blocks.is_empty() {
             self.add_balances(&mut blocks, cancel).await?;
         }
         let mut items: Vec<Fetched> = blocks.into_iter().map(|block| Fetched::Block(Box::new(block))).collect();
@@ -163,72 +166,20 @@ impl Fetcher {
         }
     }
 
-    /// The native balances after each block of the addresses it names (miner, senders, recipients, created
-    /// contracts), asked for at each block's hash, the whole batch's in shared JSON-RPC batches. With several
-    /// blocks, one address per block is asked first, then the rest for the blocks whose state the node has: a
-    /// node that pruned old states costs one call per block. A block whose balances the node refuses (state
-    /// pruned, the block replaced meanwhile) is kept without balances rather than stopping indexing; transport
-    /// failures are retried like every node call. `None` on cancellation.
+    /// The native balances after each block of the addresses it names. A block whose balances the node refuses
+    /// (state pruned, the block replaced meanwhile) is kept without them rather than stopping indexing; the balance
+    /// writer passes it later. `None` on cancellation.
     async fn add_balances(&self, blocks: &mut [Bundle], cancel: &CancellationToken) -> Option<()> {
-        let named: Vec<Vec<Address>> =
-            blocks.iter().map(|block| crate::chain::balance_addresses(block).into_iter().collect()).collect();
-        // A lone block (at the head, where states are kept) is asked for in one round.
-        let first = if blocks.len() == 1 { usize::MAX } else { 1 };
-        // Each block's addresses split in two: asked for first, and asked for once its state proved there.
-        let split = |addresses: &[Address]| first.min(addresses.len());
-        let queries = |probe: bool, wanted: &[bool]| -> Vec<(Address, B256)> {
-            blocks
-                .iter()
-                .zip(&named)
-                .zip(wanted)
-                .filter(|(_, wanted)| **wanted)
-                .flat_map(|((block, addresses), _)| {
-                    let (probes, rest) = addresses.split_at(split(addresses));
-                    let part = if probe { probes } else { rest };
-                    part.iter().map(|address| (*address, block.header.hash))
-                })
-                .collect()
-        };
-        let probed = self.balances(&queries(true, &vec![true; blocks.len()]), cancel).await?;
-        // Per block: its first answers, or the node's refusal of its state.
-        let mut probed = probed.into_iter();
-        let mut firsts: Vec<Result<Vec<U256>, NodeError>> = Vec::with_capacity(blocks.len());
-        for addresses in &named {
-            let answers: Vec<_> = probed.by_ref().take(split(addresses)).collect();
-            firsts.push(answers.into_iter().collect());
-        }
-        let has_state: Vec<bool> = firsts.iter().map(Result::is_ok).collect();
-        let mut rest = self.balances(&queries(false, &has_state), cancel).await?.into_iter();
-        for ((block, addresses), first) in blocks.iter_mut().zip(named).zip(firsts) {
-            let values = first.and_then(|mut values| {
-                let more: Vec<_> = rest.by_ref().take(addresses.len() - split(&addresses)).collect();
-                values.extend(more.into_iter().collect::<Result<Vec<U256>, NodeError>>()?);
-                Ok(values)
-            });
-            match values {
-                Ok(values) => block.balances = addresses.into_iter().zip(values).collect(),
-                Err(e) => {
-                    tracing::debug!(block = block.number(), error = %e, "node refused balances; block kept without")
-                }
+        let named: Vec<(B256, Vec<Address>)> = blocks
+            .iter()
+            .map(|block| (block.header.hash, crate::chain::balance_addresses(block).into_iter().collect()))
+            .collect();
+        let answers = balances_after(&self.node, &self.status, &self.counts.requests, &named, cancel).await?;
+        for ((block, (_, addresses)), values) in blocks.iter_mut().zip(named).zip(answers) {
+            if let Some(values) = values {
+                block.balances = addresses.into_iter().zip(values).collect();
             }
         }
         Some(())
-    }
-
-    /// `Node::balances_at`, counted and retried; `None` on cancellation.
-    async fn balances(
-        &self,
-        queries: &[(Address, B256)],
-        cancel: &CancellationToken,
-    ) -> Option<Vec<Result<U256, NodeError>>> {
-        if queries.is_empty() {
-            return Some(Vec::new());
-        }
-        ask(&self.status, "balances", cancel, || {
-            let requests = queries.len().div_ceil(crate::node::BALANCE_BATCH) as u64;
-            self.counts.requests.fetch_add(requests, Ordering::Relaxed);
-            self.node.balances_at(queries)
-        })
-        .await
     }
 }

@@ -7,6 +7,7 @@
 //! When the store refuses a write (disk full), the follower pauses (see `pause`) and retries from the stored tip.
 
 pub mod apply;
+pub mod balances;
 pub mod bundle;
 pub mod contracts;
 mod fetch;
@@ -563,6 +564,7 @@ impl Indexer {
             let mut batch = store.batch();
             revert_block(&mut batch, &reader, &block)?;
             traces::revert_traces(&mut batch, &reader, &block)?;
+            balances::revert_balance_tip(&mut batch, &reader, &block)?;
             store.write(batch, Durability::Sync)?;
             Ok(block.header.hash)
         });

@@ -355,9 +355,9 @@ async fn call_balances(
     }
 }
 
-/// The late rows of balances found through calls of block `n`: each history row, and the latest balance and its
-/// ranking unless a newer block already recorded one.
-fn call_balance_rows(reader: &Reader<'_>, n: u64, balances: &[(Address, U256)]) -> StoreResult<LateRows> {
+/// The late rows of native balances after block `n` (found through its calls, or left by catch-up to the balance
+/// writer): each history row, and the latest balance and its ranking unless a newer block already recorded one.
+pub(super) fn coin_balance_rows(reader: &Reader<'_>, n: u64, balances: &[(Address, U256)]) -> StoreResult<LateRows> {
     let mut late = LateRows::default();
     for (address, value) in balances {
         let (address, value) = (*address, *value);
@@ -397,7 +397,7 @@ fn commit(store: &Store, n: u64, hash: B256, traces: &BlockTraces, balances: &[(
     }
     let mut batch = store.batch();
     trace_rows(n, traces, &mut super::rows::PutRows(&mut batch))?;
-    batch.set_late_rows(&reader, n, &call_balance_rows(&reader, n, balances)?)?;
+    batch.set_late_rows(&reader, n, &coin_balance_rows(&reader, n, balances)?)?;
     batch.put_meta(&Meta::TraceTip(Tip { number: n, hash }))?;
     store.write(batch, Durability::Buffered)?;
     Ok(true)

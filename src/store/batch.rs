@@ -167,6 +167,7 @@ impl<'a> Batch<'a> {
             Meta::Tip(_) => MetaKey::Tip,
             Meta::Counters(_) => MetaKey::Counters,
             Meta::TraceTip(_) => MetaKey::TraceTip,
+            Meta::BalanceTip(_) => MetaKey::BalanceTip,
         };
         self.put::<MetaTable>(&key, meta)
     }
@@ -185,7 +186,14 @@ impl<'a> Batch<'a> {
             self.written.everything |= def.cache != Cached::No;
             self.inner.delete_range_cf(self.store.cf(def.name), [].as_slice(), past_every_key.as_slice());
         }
-        for key in [MetaKey::ChainId, MetaKey::Genesis, MetaKey::Tip, MetaKey::Counters, MetaKey::TraceTip] {
+        for key in [
+            MetaKey::ChainId,
+            MetaKey::Genesis,
+            MetaKey::Tip,
+            MetaKey::Counters,
+            MetaKey::TraceTip,
+            MetaKey::BalanceTip,
+        ] {
             self.delete_meta(key);
         }
     }

@@ -69,11 +69,13 @@ pub enum MetaKey {
     Counters = 6,
     /// Highest block whose call traces are stored (number, hash).
     TraceTip = 7,
+    /// Highest block up to which every block's native balances were asked for (number, hash).
+    BalanceTip = 8,
 }
 
 impl MetaKey {
     /// Every tag, in key order.
-    pub const ALL: [MetaKey; 7] = [
+    pub const ALL: [MetaKey; 8] = [
         MetaKey::SchemaVersion,
         MetaKey::DbState,
         MetaKey::ChainId,
@@ -81,6 +83,7 @@ impl MetaKey {
         MetaKey::Tip,
         MetaKey::Counters,
         MetaKey::TraceTip,
+        MetaKey::BalanceTip,
     ];
 }
 

@@ -195,7 +195,9 @@ fn keep_large_allocations_mapped() {
 fn tip_row(key: MetaKey, row: Option<Meta>) -> StoreResult<Option<Tip>> {
     match (key, row) {
         (_, None) => Ok(None),
-        (MetaKey::Tip, Some(Meta::Tip(tip))) | (MetaKey::TraceTip, Some(Meta::TraceTip(tip))) => Ok(Some(tip)),
+        (MetaKey::Tip, Some(Meta::Tip(tip)))
+        | (MetaKey::TraceTip, Some(Meta::TraceTip(tip)))
+        | (MetaKey::BalanceTip, Some(Meta::BalanceTip(tip))) => Ok(Some(tip)),
         (_, Some(other)) => Err(StoreError::Inconsistent(format!("{key:?} row holds {other:?}"))),
     }
 }
@@ -846,6 +848,11 @@ impl<'a> Reader<'a> {
     /// The highest block whose call traces are stored.
     pub fn trace_tip(&self) -> StoreResult<Option<Tip>> {
         tip_row(MetaKey::TraceTip, self.meta(MetaKey::TraceTip)?)
+    }
+
+    /// The highest block up to which every block's native balances were asked for (the balance writer's).
+    pub fn balance_tip(&self) -> StoreResult<Option<Tip>> {
+        tip_row(MetaKey::BalanceTip, self.meta(MetaKey::BalanceTip)?)
     }
 
     /// The indexed tip and the trace tip, in one read.

@@ -617,6 +617,8 @@ pub enum Meta {
     Counters(Counters),
     /// Highest block whose call traces are stored.
     TraceTip(Tip),
+    /// Highest block up to which every block's native balances were asked for.
+    BalanceTip(Tip),
 }
 
 /// An account: an Ethereum address that signed in or was given a token (account data, never chain-derived).

@@ -1,6 +1,6 @@
 //! Catch-up and live following: the store equals the node's chain, block by block and address by address.
 
-use crate::support::compare::assert_store_matches_node;
+use crate::support::compare::{assert_coin_balances_match_node, assert_store_matches_node};
 use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,4 +60,54 @@ async fn an_idle_chain_is_healthy_and_empty_blocks_are_indexed() {
     assert_eq!(reply.status, 200);
     assert_eq!(reply.json()["status"], "ok");
     t.daemon.shutdown().await.unwrap();
+}
+
+/// Blocks far below the node's head are committed without their native balances, and the balance writer reads
+/// them afterwards: the balance index equals the node's, it fills an index built with `--coin-balances false` once
+/// turned on, and a reorg deeper than the blocks that came with their balances removes the writer's rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_balance_writer_fills_old_blocks_and_reverts_with_them() {
+    use alloy::primitives::{Address, U256};
+    use alloy::providers::Provider;
+    use rockscout::indexer::balances::INLINE_WINDOW;
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses();
+    generate_traffic(&node, &accounts, 6, 4).await;
+    mine(&node, INLINE_WINDOW + 20).await;
+    let head = node.get_block_number().await.unwrap();
+
+    // Indexed without balances first: nothing in the balance index, and no balance tip.
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(&anvil.http_url(), dir.path());
+    config.indexer.coin_balances = false;
+    let daemon = rockscout::Daemon::start(&config).await.unwrap();
+    wait_synced(&daemon, &node).await;
+    let reader = daemon.store().reader();
+    assert_eq!(reader.rows::<rockscout::store::tables::CoinBalances>().count(), 0);
+    assert_eq!(reader.balance_tip().unwrap(), None);
+    drop(reader);
+    daemon.shutdown().await.unwrap();
+
+    // Turned on: the writer reads every block's balances, from block 0.
+    config.indexer.coin_balances = true;
+    let daemon = rockscout::Daemon::start(&config).await.unwrap();
+    assert_eq!(wait_synced(&daemon, &node).await, head);
+    assert_coin_balances_match_node(daemon.store(), &node).await;
+    let health = http::get(daemon.addr(), "/health").await.json();
+    assert_eq!((health["balanced_tip"].as_u64(), health["balance_lag"].as_u64()), (Some(head), Some(0)), "{health}");
+
+    // A reorg replaces every block above the first transfers, those the writer filled included; the new branch
+    // pays an address the old one never saw, in a block the writer fills.
+    let newcomer = Address::repeat_byte(0xd1);
+    let depth = head - 3;
+    let pairs = serde_json::json!([[{"from": accounts[5], "to": newcomer, "value": U256::from(4242u64)}, 0]]);
+    let _: serde_json::Value = node.raw_request("anvil_reorg".into(), serde_json::json!([depth, pairs])).await.unwrap();
+    wait_synced(&daemon, &node).await;
+    assert_store_matches_node(daemon.store(), &node).await;
+    assert_coin_balances_match_node(daemon.store(), &node).await;
+    let page = http::get_json(daemon.addr(), &format!("/api/v2/addresses/{newcomer}/coin-balance-history")).await;
+    assert_eq!(page["items"][0]["value"], "4242", "{page}");
+    assert_eq!(page["items"][0]["block_number"], 4, "{page}");
+    daemon.shutdown().await.unwrap();
 }

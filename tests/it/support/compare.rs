@@ -178,3 +178,48 @@ pub fn reorged_hashes(store: &Store) -> BTreeSet<B256> {
 pub fn stored_hashes(store: &Store) -> BTreeMap<u64, B256> {
     store.reader().rows::<Headers>().map(|r| r.map(|(k, h)| (k.0, h.hash)).unwrap()).collect()
 }
+
+/// Asserts that the native balance index holds exactly the node's balance after each block of every address the
+/// block names (miner, senders, recipients, created contracts), that each address's latest balance is its newest
+/// row, and that the ranking holds exactly the non-zero latest balances. Without `--tracing` (no call-found rows).
+pub async fn assert_coin_balances_match_node(store: &Store, node: &RootProvider) {
+    use alloy::primitives::U256;
+    use rockscout::store::tables::{CoinBalanceNow, CoinBalances, CoinRanks};
+    let reader = store.reader();
+    let head = node.get_block_number().await.unwrap();
+    let mut want: BTreeMap<(Address, u64), U256> = BTreeMap::new();
+    for n in 0..=head {
+        let block = node.get_block_by_number(BlockNumberOrTag::Number(n)).full().await.unwrap().expect("node block");
+        let receipts = node.get_block_receipts(n.into()).await.unwrap().expect("node receipts");
+        let mut named = BTreeSet::from([block.header.beneficiary]);
+        for (tx, receipt) in block.transactions.txns().zip(&receipts) {
+            named.extend([Some(tx.from()), tx.to(), receipt.contract_address()].into_iter().flatten());
+        }
+        for address in named {
+            let balance = node.get_balance(address).block_id(block.header.hash.into()).await.unwrap();
+            want.insert((address, n), balance);
+        }
+    }
+    let stored: BTreeMap<(Address, u64), U256> = reader
+        .rows::<CoinBalances>()
+        .map(|row| row.map(|(key, amount)| ((key.address, key.pos.block), amount.0)).unwrap())
+        .collect();
+    assert_eq!(stored, want, "coin balance history rows");
+    let mut latest: BTreeMap<Address, (u64, U256)> = BTreeMap::new();
+    for ((address, n), value) in &want {
+        latest.insert(*address, (*n, *value));
+    }
+    let now: BTreeMap<Address, (u64, U256)> = reader
+        .rows::<CoinBalanceNow>()
+        .map(|row| row.map(|(address, now)| (address, (now.block, now.value))).unwrap())
+        .collect();
+    assert_eq!(now, latest, "latest coin balances");
+    let ranks: BTreeSet<(U256, Address)> =
+        reader.rows::<CoinRanks>().map(|row| row.unwrap().0).map(|k| (k.balance, k.address)).collect();
+    let want_ranks: BTreeSet<(U256, Address)> = latest
+        .iter()
+        .filter(|(_, (_, value))| !value.is_zero())
+        .map(|(address, (_, value))| (*value, *address))
+        .collect();
+    assert_eq!(ranks, want_ranks, "coin balance ranking");
+}

@@ -77,12 +77,15 @@ where
     }
 }
 
-/// Waits until the daemon's stored tip is the node's head (same number and hash).
+/// Waits until the daemon's stored tip is the node's head (same number and hash), and, with the native balance
+/// index, until the balance writer has passed it too.
 pub async fn wait_synced(daemon: &Daemon, node: &RootProvider) -> u64 {
     poll_until("the index to reach the node's head", Duration::from_secs(60), || async {
         let head = node.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.ok()??;
-        let tip = daemon.store().reader().tip().ok()??;
-        (tip.number == head.header.number && tip.hash == head.header.hash).then_some(tip.number)
+        let reader = daemon.store().reader();
+        let tip = reader.tip().ok()??;
+        let balanced = !daemon.status().coin_balances || reader.balance_tip().ok()? == Some(tip);
+        (tip.number == head.header.number && tip.hash == head.header.hash && balanced).then_some(tip.number)
     })
     .await
 }

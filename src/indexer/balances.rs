@@ -1,0 +1,247 @@
+//! The native balance index behind the block path: the balance writer, and the balance reads it shares with the
+//! fetch task.
+//!
+//! With `--coin-balances` (on by default), every block's named addresses (miner, senders, recipients, created
+//! contracts) get their balance after the block, read from the node at the block's hash. Near the node's head the
+//! fetch task asks for them with the block ([`INLINE_WINDOW`]), so a new block's balances are committed with it.
+//! Blocks further behind are committed without them, so catching up is not bound by the node's balance reads
+//! (about one per transaction), and the balance writer asks for them afterwards: it follows the indexed tip from its
+//! own tip (`BalanceTip` in `meta`), one block at a time in order, skipping blocks whose balances came with them,
+//! and writes each block's balances as late rows of that block (`Batch::set_late_rows`, joined to the block's undo
+//! data), so reverting the block removes them. A reorg moves the balance tip below the reverted block.
+
+use super::pause::Pauser;
+use super::{ask, traces::coin_balance_rows};
+use crate::events::EventSender;
+use crate::node::{Node, NodeError, BALANCE_BATCH};
+use crate::status::{Status, Writer};
+use crate::store::keys::{AddressPos, BlockKey, BlockPos, MetaKey};
+use crate::store::records::{Bundle, Meta, Tip};
+use crate::store::tables::{CoinBalances, Headers};
+use crate::store::{Batch, Durability, Reader, Store, StoreError, StoreResult};
+use alloy::primitives::{Address, B256, U256};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+/// Blocks at most this far below a sync's target have their balances fetched with them. Older blocks are left to
+/// the balance writer. 64 is half of the states a full node keeps by default (geth keeps the latest 128), so the
+/// writer reads the states it needs before the node drops them while it keeps up.
+pub const INLINE_WINDOW: u64 = 64;
+/// Blocks the writer looks at per round.
+const ROUND_BLOCKS: u64 = 64;
+/// Balances the writer asks for per round, about (a round holds whole blocks, at least one).
+const ROUND_BALANCES: usize = 8 * BALANCE_BATCH;
+/// How long the writer waits for a new block before it looks at the store again.
+const IDLE_POLL: Duration = Duration::from_secs(1);
+
+/// The balance after each block of the addresses it names, asked for at the block's hash: `blocks` holds each
+/// block's hash and addresses. Per block, the answers in its addresses' order, or `None` when the node refused the
+/// block's state (pruned, or the block was replaced meanwhile). All blocks share JSON-RPC batches. With several
+/// blocks, one address per block is asked first, then the rest only for the blocks whose state proved there, so a
+/// node that pruned old states costs one call per block. Transport failures are retried like every node call;
+/// `requests` counts the HTTP requests. `None` on cancellation.
+pub(super) async fn balances_after(
+    node: &Node,
+    status: &Status,
+    requests: &AtomicU64,
+    blocks: &[(B256, Vec<Address>)],
+    cancel: &CancellationToken,
+) -> Option<Vec<Option<Vec<U256>>>> {
+    // A lone block (at the head, where states are kept) is asked for in one round.
+    let first = if blocks.len() == 1 { usize::MAX } else { 1 };
+    let split = |addresses: &[Address]| first.min(addresses.len());
+    let queries = |probe: bool, wanted: &[bool]| -> Vec<(Address, B256)> {
+        blocks
+            .iter()
+            .zip(wanted)
+            .filter(|(_, wanted)| **wanted)
+            .flat_map(|((hash, addresses), _)| {
+                let (probes, rest) = addresses.split_at(split(addresses));
+                let part = if probe { probes } else { rest };
+                part.iter().map(|address| (*address, *hash))
+            })
+            .collect()
+    };
+    let ask_node = |queries: Vec<(Address, B256)>| async move {
+        if queries.is_empty() {
+            return Some(Vec::new());
+        }
+        ask(status, "balances", cancel, || {
+            requests.fetch_add(queries.len().div_ceil(BALANCE_BATCH) as u64, Ordering::Relaxed);
+            node.balances_at(&queries)
+        })
+        .await
+    };
+    let mut probed = ask_node(queries(true, &vec![true; blocks.len()])).await?.into_iter();
+    // Per block: its first answers, or the node's refusal of its state.
+    let firsts: Vec<Result<Vec<U256>, NodeError>> =
+        blocks.iter().map(|(_, addresses)| probed.by_ref().take(split(addresses)).collect()).collect();
+    let has_state: Vec<bool> = firsts.iter().map(Result::is_ok).collect();
+    let mut rest = ask_node(queries(false, &has_state)).await?.into_iter();
+    let answers = blocks
+        .iter()
+        .zip(firsts)
+        .map(|((hash, addresses), first)| {
+            let values = first.and_then(|mut values| {
+                let more: Result<Vec<U256>, NodeError> =
+                    rest.by_ref().take(addresses.len() - split(addresses)).collect();
+                values.extend(more?);
+                Ok(values)
+            });
+            values.inspect_err(|e| tracing::debug!(block = %hash, error = %e, "node refused balances")).ok()
+        })
+        .collect();
+    Some(answers)
+}
+
+/// Adds the moving of the balance tip below block `block` to its revert batch, when the writer had passed it.
+/// Called with the store's write lock held.
+pub fn revert_balance_tip(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle) -> StoreResult<()> {
+    let number = block.number();
+    if reader.balance_tip()?.is_none_or(|tip| tip.number < number) {
+        return Ok(());
+    }
+    match number.checked_sub(1) {
+        Some(parent) => batch.put_meta(&Meta::BalanceTip(Tip { number: parent, hash: block.header.parent_hash }))?,
+        None => batch.delete_meta(MetaKey::BalanceTip),
+    }
+    Ok(())
+}
+
+/// A block the writer looks at: its addresses, and their balances once read.
+struct Pending {
+    number: u64,
+    hash: B256,
+    addresses: Vec<Address>,
+    /// Whether the block's balances came with it (nothing to ask for).
+    inline: bool,
+    /// The answers; `None` when the node refused the block's state (the block is passed without balances).
+    balances: Option<Vec<U256>>,
+}
+
+/// The balance writer.
+#[derive(Debug)]
+pub struct BalanceWriter {
+    store: Arc<Store>,
+    node: Node,
+    status: Arc<Status>,
+    events: EventSender,
+    requests: AtomicU64,
+}
+
+impl BalanceWriter {
+    /// A balance writer over `store`; `status` shows its progress from now on.
+    pub fn new(store: Arc<Store>, node: Node, status: Arc<Status>, events: EventSender) -> Self {
+        status.set_coin_balances(true);
+        BalanceWriter { store, node, status, events, requests: AtomicU64::new(0) }
+    }
+
+    /// Runs until cancelled.
+    pub async fn run(self, cancel: CancellationToken) {
+        let mut events = self.events.subscribe();
+        let mut pauser = Pauser::new(self.status.clone(), Writer::Balances);
+        loop {
+            let progressed = match self.round(&cancel).await {
+                Ok(progressed) => {
+                    pauser.succeeded();
+                    progressed
+                }
+                Err(e) if e.is_io() => {
+                    if !pauser.wait_after(&e, &cancel).await {
+                        return;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "balance writer failed this round");
+                    false
+                }
+            };
+            if progressed {
+                continue;
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                event = events.recv() => if matches!(event, Err(RecvError::Closed)) { return },
+                _ = tokio::time::sleep(IDLE_POLL) => {}
+            }
+        }
+    }
+
+    /// Reads and writes the balances of the next blocks; returns whether the balance tip moved.
+    async fn round(&self, cancel: &CancellationToken) -> StoreResult<bool> {
+        let Some(mut blocks) = self.next_blocks()? else { return Ok(false) };
+        let wanted: Vec<(B256, Vec<Address>)> =
+            blocks.iter().filter(|b| !b.inline).map(|b| (b.hash, b.addresses.clone())).collect();
+        let Some(answers) = balances_after(&self.node, &self.status, &self.requests, &wanted, cancel).await else {
+            return Ok(false);
+        };
+        let mut answers = answers.into_iter();
+        for block in blocks.iter_mut().filter(|b| !b.inline) {
+            block.balances = answers.next().flatten();
+        }
+        let store = self.store.clone();
+        let done = tokio::task::spawn_blocking(move || commit(&store, &blocks))
+            .await
+            .map_err(|e| StoreError::Inconsistent(format!("balance commit task failed: {e}")))??;
+        if let Some(done) = done {
+            self.status.set_balanced(Some(done));
+        }
+        Ok(done.is_some())
+    }
+
+    /// The blocks above the balance tip to look at in the next round (`None`: caught up with the indexed tip).
+    fn next_blocks(&self) -> StoreResult<Option<Vec<Pending>>> {
+        let reader = self.store.reader();
+        let balanced = reader.balance_tip()?;
+        self.status.set_balanced(balanced.map(|t| t.number));
+        let Some(tip) = reader.tip()? else { return Ok(None) };
+        let from = balanced.map_or(0, |t| t.number + 1);
+        if from > tip.number {
+            return Ok(None);
+        }
+        let mut blocks = Vec::new();
+        let mut balances = 0;
+        for number in from..=tip.number.min(from + ROUND_BLOCKS - 1) {
+            let Some(block) = reader.load_block(number)? else { break };
+            let miner_row = AddressPos { address: block.header.miner, pos: BlockPos { block: number, index: 0 } };
+            // Every block names its miner: a balance of the miner at the block means the block's came with it.
+            let inline = reader.get::<CoinBalances>(&miner_row)?.is_some();
+            let addresses: Vec<Address> = crate::chain::balance_addresses(&block).into_iter().collect();
+            balances += if inline { 0 } else { addresses.len() };
+            blocks.push(Pending { number, hash: block.header.hash, addresses, inline, balances: None });
+            if balances >= ROUND_BALANCES {
+                break;
+            }
+        }
+        Ok(Some(blocks).filter(|b| !b.is_empty()))
+    }
+}
+
+/// Writes each block's balances as late rows of the block and moves the balance tip over it, one block per write
+/// (a block's rows read what the previous block's wrote), while the block is still the stored one and the balance
+/// tip is just below it. Returns the new balance tip, if it moved.
+fn commit(store: &Store, blocks: &[Pending]) -> StoreResult<Option<u64>> {
+    let mut done = None;
+    for block in blocks {
+        let _writes = store.lock_writes();
+        let reader = store.reader();
+        let stored = reader.get::<Headers>(&BlockKey(block.number))?.map(|h| h.hash);
+        let next = reader.balance_tip()?.map_or(0, |t| t.number + 1);
+        if stored != Some(block.hash) || next != block.number {
+            break;
+        }
+        let mut batch = store.batch();
+        if let Some(values) = &block.balances {
+            let balances: Vec<(Address, U256)> = block.addresses.iter().copied().zip(values.iter().copied()).collect();
+            batch.set_late_rows(&reader, block.number, &coin_balance_rows(&reader, block.number, &balances)?)?;
+        }
+        batch.put_meta(&Meta::BalanceTip(Tip { number: block.number, hash: block.hash }))?;
+        store.write(batch, Durability::Buffered)?;
+        done = Some(block.number);
+    }
+    Ok(done)
+}
