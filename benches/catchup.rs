@@ -8,7 +8,9 @@
 //! (b). For rockscout it also prints where the time went (the median run's `SyncReport`): the daemon's start, the
 //! round trips before the first fetch, the fetching, the commit after the last block, the requests per block; and,
 //! for the median raw fetch and catch-up, the CPU seconds the node's process and this one used (on shared cores,
-//! what the indexer spends is taken from the node).
+//! what the indexer spends is taken from the node). With the native balance index on, rockscout's time is until
+//! the block index reaches the head; the balance writer, which reads the balances of blocks caught up from far
+//! behind afterwards, is timed until it passes the head too (the `balances complete` lines).
 //!
 //!     cargo bench --bench catchup -- --blocks 200 --txs 200 [--erc20-every 4] [--empty 2000] [--concurrency 8]
 //!         [--cryo] [--fetch-batch 32 (most blocks per JSON-RPC batch; 1 = a request per block)]
@@ -92,6 +94,8 @@ struct Indexed {
     elapsed: Duration,
     /// How long `Daemon::start` took (opening the store, binding, spawning the tasks).
     daemon_start: Duration,
+    /// From `Daemon::start` until every index, the native balances included, reached the head.
+    complete: Duration,
     /// When the daemon was asked to start.
     began: Instant,
     /// The follower's account of the sync that reached the head.
@@ -162,6 +166,11 @@ async fn index(
     }
     let elapsed = started.elapsed();
     let cpu = Cpu::since(cpu_start, node_pid);
+    // The balance writer reads the balances of blocks caught up from far behind after them.
+    while coin_balances && daemon.store().reader().balance_tip().unwrap().is_none_or(|t| t.number != head) {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let complete = started.elapsed();
     let peak_rss_bytes = peak_rss();
     let report = loop {
         match daemon.status().last_sync {
@@ -172,7 +181,7 @@ async fn index(
     daemon.store().compact().unwrap();
     let disk_bytes = daemon.store().disk_usage().unwrap().iter().map(|(_, bytes)| bytes).sum();
     daemon.shutdown().await.unwrap();
-    Indexed { elapsed, daemon_start, began: started, report, peak_rss_bytes, disk_bytes, cpu }
+    Indexed { elapsed, complete, daemon_start, began: started, report, peak_rss_bytes, disk_bytes, cpu }
 }
 
 fn main() {
@@ -250,6 +259,11 @@ fn main() {
                 figure("rockscout catch-up tx/s", all_txs as f64 / seconds, "tx/s");
             }
             figure("ratio rockscout / baseline", baseline.as_secs_f64() / seconds, "x");
+            if coin_balances {
+                let complete = indexed.complete.as_secs_f64();
+                figure("  then the native balances complete after", complete - seconds, "s");
+                figure("ratio rockscout with balances complete / baseline", baseline.as_secs_f64() / complete, "x");
+            }
             if let Some(cryo) = cryos.get(repeat / 2) {
                 figure("cryo blocks/s", blocks_total / cryo.as_secs_f64(), "blocks/s");
                 if all_txs > 0 {

@@ -5,15 +5,17 @@
 //! contracts) get their balance after the block, read from the node at the block's hash. Near the node's head the
 //! fetch task asks for them with the block ([`INLINE_WINDOW`]), so a new block's balances are committed with it.
 //! Blocks further behind are committed without them, so catching up is not bound by the node's balance reads
-//! (about one per transaction), and the balance writer asks for them afterwards: it follows the indexed tip from its
-//! own tip (`BalanceTip` in `meta`), one block at a time in order, skipping blocks whose balances came with them,
-//! and writes each block's balances as late rows of that block (`Batch::set_late_rows`, joined to the block's undo
-//! data), so reverting the block removes them. A reorg moves the balance tip below the reverted block.
+//! (about one per transaction), and the balance writer asks for them once the follower is back within
+//! [`INLINE_WINDOW`] of the node's head (the node's time goes to the blocks first; a node whose head keeps running
+//! away from the follower leaves the balances waiting). It follows the indexed tip from its own tip (`BalanceTip`
+//! in `meta`), in block order, skipping blocks whose balances came with them, and writes each block's balances as
+//! late rows of that block (`Batch::set_late_rows`, joined to the block's undo data), so reverting the block removes
+//! them. A reorg moves the balance tip below the reverted block.
 
 use super::pause::Pauser;
 use super::{ask, traces::coin_balance_rows};
 use crate::events::EventSender;
-use crate::node::{Node, NodeError, BALANCE_BATCH};
+use crate::node::{Node, NodeError, BALANCE_BATCH, BALANCE_BATCHES_IN_FLIGHT};
 use crate::status::{Status, Writer};
 use crate::store::keys::{AddressPos, BlockKey, BlockPos, MetaKey};
 use crate::store::records::{Bundle, Meta, Tip};
@@ -33,7 +35,7 @@ pub const INLINE_WINDOW: u64 = 64;
 /// Blocks the writer looks at per round.
 const ROUND_BLOCKS: u64 = 64;
 /// Balances the writer asks for per round, about (a round holds whole blocks, at least one).
-const ROUND_BALANCES: usize = 8 * BALANCE_BATCH;
+const ROUND_BALANCES: usize = 4 * BALANCE_BATCHES_IN_FLIGHT * BALANCE_BATCH;
 /// How long the writer waits for a new block before it looks at the store again.
 const IDLE_POLL: Duration = Duration::from_secs(1);
 
@@ -173,6 +175,10 @@ impl BalanceWriter {
 
     /// Reads and writes the balances of the next blocks; returns whether the balance tip moved.
     async fn round(&self, cancel: &CancellationToken) -> StoreResult<bool> {
+        if self.status.snapshot().lag() > INLINE_WINDOW {
+            // The follower is catching up: the node's time goes to the blocks first.
+            return Ok(false);
+        }
         let Some(mut blocks) = self.next_blocks()? else { return Ok(false) };
         let wanted: Vec<(B256, Vec<Address>)> =
             blocks.iter().filter(|b| !b.inline).map(|b| (b.hash, b.addresses.clone())).collect();

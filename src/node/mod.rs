@@ -30,6 +30,8 @@ pub enum CallOutcome {
 
 /// Most `eth_getBalance` calls in one JSON-RPC batch.
 pub const BALANCE_BATCH: usize = 100;
+/// Balance batches of one [`Node::balances_at`] call in flight at once.
+pub const BALANCE_BATCHES_IN_FLIGHT: usize = 4;
 
 /// A failed node request.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -299,30 +301,40 @@ impl Node {
     }
 
     /// The native balance of each `(address, block hash)` after that block, in JSON-RPC batches of at most
-    /// [`BALANCE_BATCH`] calls (so the balances of several blocks share round trips). The outer error is a failed
-    /// batch (transport, timeout); an inner one is the node's refusal of that one call (e.g. a pruned state).
+    /// [`BALANCE_BATCH`] calls (so the balances of several blocks share round trips), [`BALANCE_BATCHES_IN_FLIGHT`]
+    /// at a time. The outer error is a failed batch (transport, timeout); an inner one is the node's refusal of that
+    /// one call (e.g. a pruned state).
     pub async fn balances_at(&self, queries: &[(Address, B256)]) -> Result<Vec<Result<U256, NodeError>>, NodeError> {
+        // Futures are lazy: collected first (a closure in the stream's type defeats the compiler's proof that the
+        // callers' futures are `Send`), they still start only as `buffered` polls them.
+        let batches: Vec<_> = queries.chunks(BALANCE_BATCH).map(|chunk| self.balance_batch(chunk)).collect();
+        let mut batches = futures_util::stream::iter(batches).buffered(BALANCE_BATCHES_IN_FLIGHT);
         let mut out = Vec::with_capacity(queries.len());
-        for chunk in queries.chunks(BALANCE_BATCH) {
-            let started = Instant::now();
-            let mut batch = BatchRequest::new(self.provider.client());
-            let waiters = chunk
-                .iter()
-                .map(|(address, block)| {
-                    batch.add_call::<_, U256>("eth_getBalance", &(address, serde_json::json!({"blockHash": block})))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let answers = async {
-                batch.send().await?;
-                Ok(futures_util::future::join_all(waiters).await)
-            };
-            for answer in self.timed_batch("eth_getBalance", 1, started, answers).await? {
-                match answer.map_err(NodeError::from) {
-                    Err(e @ (NodeError::Transport(_) | NodeError::Timeout(_) | NodeError::Invalid(_))) => {
-                        return Err(e)
-                    }
-                    answer => out.push(answer),
-                }
+        while let Some(answers) = batches.next().await {
+            out.extend(answers?);
+        }
+        Ok(out)
+    }
+
+    /// One JSON-RPC batch of `eth_getBalance` calls of [`Node::balances_at`].
+    async fn balance_batch(&self, chunk: &[(Address, B256)]) -> Result<Vec<Result<U256, NodeError>>, NodeError> {
+        let started = Instant::now();
+        let mut batch = BatchRequest::new(self.provider.client());
+        let waiters = chunk
+            .iter()
+            .map(|(address, block)| {
+                batch.add_call::<_, U256>("eth_getBalance", &(address, serde_json::json!({"blockHash": block})))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let answers = async {
+            batch.send().await?;
+            Ok(futures_util::future::join_all(waiters).await)
+        };
+        let mut out = Vec::with_capacity(chunk.len());
+        for answer in self.timed_batch("eth_getBalance", 1, started, answers).await? {
+            match answer.map_err(NodeError::from) {
+                Err(e @ (NodeError::Transport(_) | NodeError::Timeout(_) | NodeError::Invalid(_))) => return Err(e),
+                answer => out.push(answer),
             }
         }
         Ok(out)
