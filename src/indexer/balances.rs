@@ -2,15 +2,16 @@
 //! fetch task.
 //!
 //! With `--coin-balances` (on by default), every block's named addresses (miner, senders, recipients, created
-//! contracts) get their balance after the block, read from the node at the block's hash. Near the node's head the
-//! fetch task asks for them with the block ([`INLINE_WINDOW`]), so a new block's balances are committed with it.
-//! Blocks further behind are committed without them, so catching up is not bound by the node's balance reads
-//! (about one per transaction), and the balance writer asks for them once the follower is back within
-//! [`INLINE_WINDOW`] of the node's head (the node's time goes to the blocks first; a node whose head keeps running
-//! away from the follower leaves the balances waiting). It follows the indexed tip from its own tip (`BalanceTip`
-//! in `meta`), in block order, skipping blocks whose balances came with them, and writes each block's balances as
-//! late rows of that block (`Batch::set_late_rows`, joined to the block's undo data), so reverting the block removes
-//! them. A reorg moves the balance tip below the reverted block.
+//! contracts) get their balance after the block, read from the node at the block's hash. For live blocks (at most
+//! [`super::LIVE_WINDOW`] below the head a sync runs to) the fetch task asks for them with the block, so a new
+//! block's balances are committed with it. Blocks further behind (catching up, or a burst the follower is working
+//! off) are committed without them, so the block index gets back to the head without waiting for the node's balance
+//! reads (about one per transaction). The balance writer reads them afterwards, while the follower is within
+//! [`YIELD_LAG`] blocks of the node's head (further behind, the node's time goes to the blocks first; a node whose
+//! head keeps running away from the follower leaves the balances waiting). It follows the indexed tip from its own
+//! tip (`BalanceTip` in `meta`), in block order, skipping blocks whose balances came with them, and writes each
+//! block's balances as late rows of that block (`Batch::set_late_rows`, joined to the block's undo data), so
+//! reverting the block removes them. A reorg moves the balance tip below the reverted block.
 
 use super::pause::Pauser;
 use super::{ask, traces::coin_balance_rows};
@@ -28,10 +29,10 @@ use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-/// Blocks at most this far below a sync's target have their balances fetched with them. Older blocks are left to
-/// the balance writer. 64 is half of the states a full node keeps by default (geth keeps the latest 128), so the
-/// writer reads the states it needs before the node drops them while it keeps up.
-pub const INLINE_WINDOW: u64 = 64;
+/// The writer waits while the follower is more than this many blocks behind the node's head (catching up): the
+/// node's time goes to the blocks first. Closer, it reads alongside the follower, in time for the states a full
+/// node keeps by default (geth keeps the latest 128).
+pub const YIELD_LAG: u64 = 64;
 /// Blocks the writer looks at per round.
 const ROUND_BLOCKS: u64 = 64;
 /// Balances the writer asks for per round, about (a round holds whole blocks, at least one).
@@ -175,7 +176,7 @@ impl BalanceWriter {
 
     /// Reads and writes the balances of the next blocks; returns whether the balance tip moved.
     async fn round(&self, cancel: &CancellationToken) -> StoreResult<bool> {
-        if self.status.snapshot().lag() > INLINE_WINDOW {
+        if self.status.snapshot().lag() > YIELD_LAG {
             // The follower is catching up: the node's time goes to the blocks first.
             return Ok(false);
         }

@@ -8,8 +8,8 @@
 //! [`BATCH_TXS`] transactions per batch, never more than `--fetch-batch` blocks, so a stretch of empty blocks costs
 //! one request per block and a few round trips in all.
 
-use super::balances::{balances_after, INLINE_WINDOW};
-use super::{ask, bundle};
+use super::balances::balances_after;
+use super::{ask, bundle, LIVE_WINDOW};
 use crate::node::{Node, RawBundle};
 use crate::status::Status;
 use crate::store::records::Bundle;
@@ -117,13 +117,13 @@ impl Fetcher {
         }
     }
 
-    /// One batch of blocks with their receipts (and balances, within [`INLINE_WINDOW`] of the sync's target `to`),
+    /// One batch of blocks with their receipts (and balances, within [`LIVE_WINDOW`] of the sync's target `to`),
     /// in order, ending at the first missing or inconsistent block; `None` on cancellation.
     async fn batch(&self, numbers: RangeInclusive<u64>, to: u64, cancel: &CancellationToken) -> Option<Vec<Fetched>> {
         // Receipts ride with the blocks unless the chain was empty at the last look.
         let receipts_with_blocks = self.txs_per_block.load(Ordering::Relaxed) != 0;
         self.counts.batches.fetch_add(1, Ordering::Relaxed);
-        let near_target = to.saturating_sub(*numbers.end()) < INLINE_WINDOW;
+        let live = to.saturating_sub(*numbers.end()) <= LIVE_WINDOW;
         let raws = ask(&self.status, "blocks", cancel, || {
             let requests = if receipts_with_blocks { 1 } else { 2 };
             self.counts.requests.fetch_add(requests, Ordering::Relaxed);
@@ -147,7 +147,7 @@ impl Fetcher {
                 break;
             }
         }
-        if self.coin_balances && near_target && !blocks.is_empty() {
+        if self.coin_balances && live && !blocks.is_empty() {
             self.add_balances(&mut blocks, cancel).await?;
         }
         let mut items: Vec<Fetched> = blocks.into_iter().map(|block| Fetched::Block(Box::new(block))).collect();

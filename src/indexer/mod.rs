@@ -35,6 +35,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// Blocks this far (or less) behind the node's head are live: the WebSocket publisher broadcasts them, and the
+/// fetch task reads their native balances with them (older ones are catch-up; see `balances`).
+pub const LIVE_WINDOW: u64 = 10;
+
 /// What to do when the node's chain is not the indexed chain any more (new genesis, e.g. `anvil_reset`), or a
 /// reorg reaches deeper than the kept undo data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -69,12 +69,12 @@ async fn an_idle_chain_is_healthy_and_empty_blocks_are_indexed() {
 async fn the_balance_writer_fills_old_blocks_and_reverts_with_them() {
     use alloy::primitives::{Address, U256};
     use alloy::providers::Provider;
-    use rockscout::indexer::balances::INLINE_WINDOW;
+    use rockscout::indexer::balances::YIELD_LAG;
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
     let accounts = anvil.addresses();
     generate_traffic(&node, &accounts, 6, 4).await;
-    mine(&node, INLINE_WINDOW + 20).await;
+    mine(&node, YIELD_LAG + 20).await;
     let head = node.get_block_number().await.unwrap();
 
     // Indexed without balances first: nothing in the balance index, and no balance tip.
