@@ -77,6 +77,8 @@ pub fn write_chunk(store: &Store, chunk: &[Bundle], head: u64, undo_depth: u64) 
     if durability == Durability::Buffered {
         store.wait_for_memtables()?;
     }
+    // Late-row writers (balances, traces, contract code) read and write derived rows too: one at a time.
+    let _writes = store.lock_writes();
     let reader = store.reader();
     let mut batch = store.batch();
     let mut overlay = Overlay::default();
@@ -93,6 +95,7 @@ pub fn write_chunk(store: &Store, chunk: &[Bundle], head: u64, undo_depth: u64) 
 
 /// Applies blocks in one atomic batch (used by tests; the follower writes through [`write_chunk`]).
 pub fn apply_blocks(store: &Store, blocks: &[Bundle], keep_undo: bool) -> StoreResult<()> {
+    let _writes = store.lock_writes();
     let reader = store.reader();
     let mut batch = store.batch();
     let mut overlay = Overlay::default();

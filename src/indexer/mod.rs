@@ -559,7 +559,7 @@ impl Indexer {
     async fn revert(&self, number: u64) -> Result<Result<B256, RevertError>, IndexerError> {
         let store = self.store.clone();
         let task = tokio::task::spawn_blocking(move || -> Result<B256, RevertError> {
-            // Locked: the trace pass must not commit traces of this block while it is being reverted.
+            // Locked: no late-row writer (traces, balances, code) may commit rows of this block while it is reverted.
             let _writes = store.lock_writes();
             let reader = store.reader();
             let block = reader

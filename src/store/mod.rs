@@ -375,8 +375,8 @@ impl Store {
         Reader { store: self, snapshot, deadline: None, epoch }
     }
 
-    /// Serializes read-check-write sequences of different writers (the follower and the trace pass): a writer
-    /// holds this while it reads what its batch depends on and commits the batch.
+    /// Serializes read-check-write sequences of different writers (the follower, the trace pass, the code and
+    /// balance writers): a writer holds this while it reads what its batch depends on and commits the batch.
     pub fn lock_writes(&self) -> std::sync::MutexGuard<'_, ()> {
         self.writes.lock().unwrap_or_else(|p| p.into_inner())
     }
