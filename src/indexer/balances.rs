@@ -9,9 +9,16 @@
 //! reads (about one per transaction). The balance writer reads them afterwards, while the follower is within
 //! [`YIELD_LAG`] blocks of the node's head (further behind, the node's time goes to the blocks first; a node whose
 //! head keeps running away from the follower leaves the balances waiting). It follows the indexed tip from its own
-//! tip (`BalanceTip` in `meta`), in block order, skipping blocks whose balances came with them, and writes each
-//! block's balances as late rows of that block (`Batch::set_late_rows`, joined to the block's undo data), so
-//! reverting the block removes them. A reorg moves the balance tip below the reverted block.
+//! tip (`BalanceTip` in `meta`), in block order, and writes each block's balances as late rows of that block
+//! (`Batch::set_late_rows`, joined to the block's undo data), so reverting the block removes them. A reorg moves the
+//! balance tip below the reverted block.
+//!
+//! The fetch task's balances are only history rows (`coin_balances`). Each address's latest balance
+//! (`coin_balance_now`) and the ranking (`coin_ranks`) are written by the writer alone, for every block in block
+//! order, from the node's answers or from the history rows a block came with. So each block's undo data holds the
+//! state after the block before it, and reverting blocks newest first restores them exactly, however the follower's
+//! commits and the writer's interleaved. (The trace pass's balances of addresses only calls name still move the
+//! latest balance when no newer block recorded one.)
 
 use super::pause::Pauser;
 use super::{ask, traces::coin_balance_rows};
@@ -119,9 +126,10 @@ struct Pending {
     number: u64,
     hash: B256,
     addresses: Vec<Address>,
-    /// Whether the block's balances came with it (nothing to ask for).
+    /// Whether the block's balances came with it (read from its history rows, not asked for).
     inline: bool,
-    /// The answers; `None` when the node refused the block's state (the block is passed without balances).
+    /// The answers, in `addresses` order; `None` when the node refused the block's state (the block is passed
+    /// without balances).
     balances: Option<Vec<U256>>,
 }
 
@@ -214,12 +222,21 @@ impl BalanceWriter {
         let mut balances = 0;
         for number in from..=tip.number.min(from + ROUND_BLOCKS - 1) {
             let Some(block) = reader.load_block(number)? else { break };
-            let miner_row = AddressPos { address: block.header.miner, pos: BlockPos { block: number, index: 0 } };
+            let named: Vec<Address> = crate::chain::balance_addresses(&block).into_iter().collect();
+            let row = |address: Address| AddressPos { address, pos: BlockPos { block: number, index: 0 } };
             // Every block names its miner: a balance of the miner at the block means the block's came with it.
-            let inline = reader.get::<CoinBalances>(&miner_row)?.is_some();
-            let addresses: Vec<Address> = crate::chain::balance_addresses(&block).into_iter().collect();
-            balances += if inline { 0 } else { addresses.len() };
-            blocks.push(Pending { number, hash: block.header.hash, addresses, inline, balances: None });
+            let inline = reader.get::<CoinBalances>(&row(block.header.miner))?.is_some();
+            let (addresses, values) = if inline {
+                let keys: Vec<AddressPos> = named.iter().map(|a| row(*a)).collect();
+                let stored = reader.multi_get::<CoinBalances>(&keys)?;
+                let found = named.into_iter().zip(stored).filter_map(|(a, v)| Some((a, v?.0)));
+                let (addresses, values): (Vec<Address>, Vec<U256>) = found.unzip();
+                (addresses, Some(values))
+            } else {
+                balances += named.len();
+                (named, None)
+            };
+            blocks.push(Pending { number, hash: block.header.hash, addresses, inline, balances: values });
             if balances >= ROUND_BALANCES {
                 break;
             }

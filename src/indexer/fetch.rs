@@ -123,7 +123,6 @@ impl Fetcher {
         // Receipts ride with the blocks unless the chain was empty at the last look.
         let receipts_with_blocks = self.txs_per_block.load(Ordering::Relaxed) != 0;
         self.counts.batches.fetch_add(1, Ordering::Relaxed);
-        let live = to.saturating_sub(*numbers.end()) <= LIVE_WINDOW;
         let raws = ask(&self.status, "blocks", cancel, || {
             let requests = if receipts_with_blocks { 1 } else { 2 };
             self.counts.requests.fetch_add(requests, Ordering::Relaxed);
@@ -147,8 +146,11 @@ impl Fetcher {
                 break;
             }
         }
-        if self.coin_balances && live && !blocks.is_empty() {
-            self.add_balances(&mut blocks, cancel).await?;
+        // Live blocks (a suffix of the batch) come with their balances; whether a block is live depends on its number
+        // alone, so two indexes of one chain write the same rows.
+        let live = blocks.iter().position(|b| to.saturating_sub(b.number()) <= LIVE_WINDOW).unwrap_or(blocks.len());
+        if self.coin_balances && live < blocks.len() {
+            self.add_balances(&mut blocks[live..], cancel).await?;
         }
         let mut items: Vec<Fetched> = blocks.into_iter().map(|block| Fetched::Block(Box::new(block))).collect();
         items.extend(end.map(Fetched::Missing));

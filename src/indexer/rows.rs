@@ -9,17 +9,17 @@
 
 use crate::chain::{block_transfers, transfer_parties, tx_participants};
 use crate::store::keys::{
-    AddressPos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, CoinRankKey, DayKey, HolderKey, HolderRankKey,
-    InstanceKey, MetaKey, TokenRankKey, TxHashKey,
+    AddressPos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderKey, HolderRankKey, InstanceKey,
+    MetaKey, TokenRankKey, TxHashKey,
 };
 use crate::store::records::{
-    role, AccountRecord, Amount, Bundle, CoinBalance, Counters, Creation, DayStats, InstanceRecord, Meta, Seen,
-    TokenKind, TokenRecord, TokenTransferRecord,
+    role, AccountRecord, Amount, Bundle, Counters, Creation, DayStats, InstanceRecord, Meta, Seen, TokenKind,
+    TokenRecord, TokenTransferRecord,
 };
 use crate::store::tables::{
-    Accounts, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, CoinBalanceNow, CoinBalances, CoinRanks, Daily,
-    Headers, HolderRanks, Logs, MetaTable, NftInstances, Table, TokenBalances, TokenHolders, TokenRanks,
-    TokenTransfers, Tokens, Transactions, Transfers, TxHashes,
+    Accounts, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, CoinBalances, Daily, Headers, HolderRanks, Logs,
+    MetaTable, NftInstances, Table, TokenBalances, TokenHolders, TokenRanks, TokenTransfers, Tokens, Transactions,
+    Transfers, TxHashes,
 };
 use crate::store::Changes;
 use crate::store::{Batch, StoreError, StoreResult};
@@ -155,24 +155,11 @@ pub fn derive(block: &Bundle, changes: &mut Changes<'_>) -> StoreResult<()> {
         apply_transfer(changes, transfer, block.number())?;
     }
 
-    // Native balances the node reported after this block.
+    // Native balances the node reported after this block (their history rows; the latest balance and the ranking
+    // follow in block order from the balance writer).
     for (address, value) in &block.balances {
-        record_coin_balance(changes, *address, *value, block.number())?;
-    }
-    Ok(())
-}
-
-/// Records `address`'s native balance after `block`: its history row, its latest balance, and its place in the
-/// ranking (addresses with nothing are not ranked).
-fn record_coin_balance(changes: &mut Changes<'_>, address: Address, value: U256, block: u64) -> StoreResult<()> {
-    let pos = AddressPos { address, pos: BlockPos { block, index: 0 } };
-    changes.set::<CoinBalances>(&pos, Some(&Amount(value)))?;
-    if let Some(prior) = changes.get::<CoinBalanceNow>(&address)? {
-        changes.set::<CoinRanks>(&CoinRankKey { balance: prior.value, address }, None)?;
-    }
-    changes.set::<CoinBalanceNow>(&address, Some(&CoinBalance { block, value }))?;
-    if !value.is_zero() {
-        changes.set::<CoinRanks>(&CoinRankKey { balance: value, address }, Some(&()))?;
+        let pos = AddressPos { address: *address, pos: BlockPos { block: block.number(), index: 0 } };
+        changes.set::<CoinBalances>(&pos, Some(&Amount(*value)))?;
     }
     Ok(())
 }

@@ -122,7 +122,10 @@ impl Batch<'_> {
             }
             self.set_raw(*table, key, after.as_deref())?;
         }
-        if let (Some(undo), true) = (undo, undo_changed) {
+        if let (Some(mut undo), true) = (undo, undo_changed) {
+            // Late writers (code, balances, traces) run independently: in (table, key) order, the block's undo data
+            // does not depend on which came first (restoring is order-free: one row per key).
+            undo.rows.sort_by(|a, b| (a.table, &a.key).cmp(&(b.table, &b.key)));
             self.put::<UndoLog>(&BlockKey(block), &undo)?;
         }
         Ok(())

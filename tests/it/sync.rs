@@ -64,7 +64,8 @@ async fn an_idle_chain_is_healthy_and_empty_blocks_are_indexed() {
 
 /// Blocks far below the node's head are committed without their native balances, and the balance writer reads
 /// them afterwards: the balance index equals the node's, it fills an index built with `--coin-balances false` once
-/// turned on, and a reorg deeper than the blocks that came with their balances removes the writer's rows.
+/// turned on, a reorg deeper than the blocks that came with their balances removes the writer's rows, and a reorg
+/// of a live block restores the latest balances exactly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_balance_writer_fills_old_blocks_and_reverts_with_them() {
     use alloy::primitives::{Address, U256};
@@ -109,5 +110,15 @@ async fn the_balance_writer_fills_old_blocks_and_reverts_with_them() {
     let page = http::get_json(daemon.addr(), &format!("/api/v2/addresses/{newcomer}/coin-balance-history")).await;
     assert_eq!(page["items"][0]["value"], "4242", "{page}");
     assert_eq!(page["items"][0]["block_number"], 4, "{page}");
+
+    // A live block moves the latest balance of an address the writer filled in older blocks; a reorg of that block
+    // puts back the balance after the block before it, wherever the writer was when the live block was committed.
+    transfer(&node, accounts[1], newcomer, 77).await;
+    mine(&node, 1).await;
+    wait_synced(&daemon, &node).await;
+    let pairs = serde_json::json!([[{"from": accounts[2], "to": newcomer, "value": U256::from(88u64)}, 0]]);
+    let _: serde_json::Value = node.raw_request("anvil_reorg".into(), serde_json::json!([1, pairs])).await.unwrap();
+    wait_synced(&daemon, &node).await;
+    assert_coin_balances_match_node(daemon.store(), &node).await;
     daemon.shutdown().await.unwrap();
 }
