@@ -20,7 +20,7 @@
 //! commits and the writer's interleaved. (The trace pass's balances of addresses only calls name still move the
 //! latest balance when no newer block recorded one.)
 
-use super::pause::Pauser;
+use super::pause::run_rounds;
 use super::{ask, traces::coin_balance_rows};
 use crate::events::EventSender;
 use crate::node::{Node, NodeError, BALANCE_BATCH, BALANCE_BATCHES_IN_FLIGHT};
@@ -33,7 +33,6 @@ use alloy::primitives::{Address, B256, U256};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 /// The writer waits while the follower is more than this many blocks behind the node's head (catching up): the
@@ -152,34 +151,8 @@ impl BalanceWriter {
 
     /// Runs until cancelled.
     pub async fn run(self, cancel: CancellationToken) {
-        let mut events = self.events.subscribe();
-        let mut pauser = Pauser::new(self.status.clone(), Writer::Balances);
-        loop {
-            let progressed = match self.round(&cancel).await {
-                Ok(progressed) => {
-                    pauser.succeeded();
-                    progressed
-                }
-                Err(e) if e.is_io() => {
-                    if !pauser.wait_after(&e, &cancel).await {
-                        return;
-                    }
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "balance writer failed this round");
-                    false
-                }
-            };
-            if progressed {
-                continue;
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                event = events.recv() => if matches!(event, Err(RecvError::Closed)) { return },
-                _ = tokio::time::sleep(IDLE_POLL) => {}
-            }
-        }
+        let (status, events) = (self.status.clone(), &self.events);
+        run_rounds(status, Writer::Balances, events, IDLE_POLL, &cancel, |e| Some(e), || self.round(&cancel)).await;
     }
 
     /// Reads and writes the balances of the next blocks; returns whether the balance tip moved.

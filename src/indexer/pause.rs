@@ -1,16 +1,18 @@
 //! Pausing a store writer while the store refuses writes (disk full, I/O error), instead of stopping the daemon.
 //!
-//! Each writer (follower, trace pass, pending-pool follower, token metadata fetcher) records the pause in
-//! [`Status`] for `/health`, logs once when it pauses and once when it writes again (never per retry), and retries
-//! with capped backoff. A failed RocksDB write leaves nothing behind, and RocksDB recovers from a no-space error by
-//! itself once 64 MiB (its largest memtable) are free (its file manager checks every 5 s), after which the next
-//! attempt succeeds.
+//! Each writer (follower, trace pass, balance writer, pending-pool follower, token metadata fetcher, code writer)
+//! records the pause in [`Status`] for `/health`, logs once when it pauses and once when it writes again (never per
+//! retry), and retries with capped backoff. A failed RocksDB write leaves nothing behind, and RocksDB recovers from a
+//! no-space error by itself once 64 MiB (its largest memtable) are free (its file manager checks every 5 s), after
+//! which the next attempt succeeds. [`run_rounds`] is the loop of the writers that work in rounds behind the tip.
 
+use crate::events::EventSender;
 use crate::node::Backoff;
 use crate::status::{Status, Writer};
 use crate::store::StoreError;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 /// The pause state of one writer.
@@ -54,6 +56,56 @@ impl Pauser {
     /// Records a successful write (ends a pause).
     pub(crate) fn succeeded(&self) {
         resumed(&self.status, self.writer);
+    }
+}
+
+/// Runs a writer that works in rounds behind the indexed tip (the trace pass, the balance writer) until cancelled.
+/// After a round that moved it forward it goes on at once; otherwise it waits for the next chain event, `idle` at
+/// most. A store error that `io` finds in a round's error and that is an I/O error pauses the writer like every
+/// writer; any other error is logged, and the round is tried again after the wait.
+pub(crate) async fn run_rounds<E, F, Fut>(
+    status: Arc<Status>,
+    writer: Writer,
+    events: &EventSender,
+    idle: Duration,
+    cancel: &CancellationToken,
+    io: fn(&E) -> Option<&StoreError>,
+    mut round: F,
+) where
+    E: std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, E>>,
+{
+    let mut events = events.subscribe();
+    let mut pauser = Pauser::new(status, writer);
+    loop {
+        let progressed = match round().await {
+            Ok(progressed) => {
+                // Committed, or nothing to commit (caught up, or the chain moved): nothing waits for the store.
+                pauser.succeeded();
+                progressed
+            }
+            Err(e) => match io(&e).filter(|e| e.is_io()) {
+                Some(e) => {
+                    if !pauser.wait_after(e, cancel).await {
+                        return;
+                    }
+                    continue;
+                }
+                None => {
+                    tracing::warn!(writer = writer.name(), error = %e, "a round failed; trying again");
+                    false
+                }
+            },
+        };
+        if progressed {
+            continue;
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            event = events.recv() => if matches!(event, Err(RecvError::Closed)) { return },
+            _ = tokio::time::sleep(idle) => {}
+        }
     }
 }
 

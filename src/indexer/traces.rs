@@ -7,7 +7,7 @@
 //! is. Trace rows are a pure function of a block's traces ([`trace_rows`]), so reverting a block deletes exactly
 //! what was written, recomputed from the stored call frames; the follower does that inside its revert batch.
 
-use super::pause::Pauser;
+use super::pause::run_rounds;
 use super::rows::RowSink;
 use crate::events::{ChainEvent, EventSender};
 use crate::node::wire::RpcCallFrame;
@@ -26,7 +26,6 @@ use futures_util::StreamExt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 /// Deepest nesting kept from a trace (deeper frames are cut; the EVM allows 1024).
@@ -200,7 +199,6 @@ impl TraceFollower {
 
     /// Runs until cancelled. A node without debug tracing is noted once and left alone.
     pub async fn run(self, cancel: CancellationToken) {
-        let mut events = self.events.subscribe();
         match self.store.reader().trace_tip() {
             Ok(traced) => self.status.set_traced(traced.map(|t| t.number)),
             Err(e) => tracing::warn!(error = %e, "cannot read the trace tip"),
@@ -224,35 +222,8 @@ impl TraceFollower {
         }
         self.status.set_tracing(true);
         tracing::info!("tracing enabled: indexing internal transactions behind the head");
-        let mut pauser = Pauser::new(self.status.clone(), Writer::Traces);
-        loop {
-            let progressed = match self.round(&cancel).await {
-                Ok(progressed) => {
-                    // Committed, or nothing to commit (caught up, or the chain moved): nothing waits for the store.
-                    pauser.succeeded();
-                    progressed
-                }
-                Err(RoundError::Store(e)) if e.is_io() => {
-                    if !pauser.wait_after(&e, &cancel).await {
-                        return;
-                    }
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "trace pass failed this round");
-                    false
-                }
-            };
-            if progressed {
-                continue;
-            }
-            // Caught up (or waiting for the node): wait for a new block, a poll's worth at most.
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                event = events.recv() => if matches!(event, Err(RecvError::Closed)) { return },
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            }
-        }
+        let (status, events, idle) = (self.status.clone(), &self.events, Duration::from_secs(1));
+        run_rounds(status, Writer::Traces, events, idle, &cancel, RoundError::store, || self.round(&cancel)).await;
     }
 
     /// Traces the next blocks; returns whether any was committed.
@@ -326,6 +297,16 @@ enum RoundError {
     /// The commit task failed.
     #[error("trace commit task failed: {0}")]
     Task(String),
+}
+
+impl RoundError {
+    /// The store's error, when the store failed.
+    fn store(&self) -> Option<&StoreError> {
+        match self {
+            RoundError::Store(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// The native balances after block `hash` of the addresses only its calls name: senders, recipients and created

@@ -186,14 +186,8 @@ impl<'a> Batch<'a> {
             self.written.everything |= def.cache != Cached::No;
             self.inner.delete_range_cf(self.store.cf(def.name), [].as_slice(), past_every_key.as_slice());
         }
-        for key in [
-            MetaKey::ChainId,
-            MetaKey::Genesis,
-            MetaKey::Tip,
-            MetaKey::Counters,
-            MetaKey::TraceTip,
-            MetaKey::BalanceTip,
-        ] {
+        // Every meta row but the store's own (schema version, open state) describes the indexed chain.
+        for key in MetaKey::ALL.into_iter().filter(|k| !matches!(k, MetaKey::SchemaVersion | MetaKey::DbState)) {
             self.delete_meta(key);
         }
     }
