@@ -17,8 +17,8 @@
 //! (`coin_balance_now`) and the ranking (`coin_ranks`) are written by the writer alone, for every block in block
 //! order, from the node's answers or from the history rows a block came with. So each block's undo data holds the
 //! state after the block before it, and reverting blocks newest first restores them exactly, however the follower's
-//! commits and the writer's interleaved. (The trace pass's balances of addresses only calls name still move the
-//! latest balance when no newer block recorded one.)
+//! commits and the writer's interleaved. The trace pass's balances of addresses only calls name move a latest
+//! balance too, when no newer block recorded one; it stays behind the writer, so these come in block order as well.
 
 use super::pause::run_rounds;
 use super::{ask, traces::coin_balance_rows};
@@ -139,6 +139,9 @@ pub struct BalanceWriter {
     node: Node,
     status: Arc<Status>,
     events: EventSender,
+    /// Where the writer's node calls record reachability: its own, so that a failed balance read does not make
+    /// `/health` report the follower's node unreachable (nor a balance answer hide a stalled follower).
+    node_status: Status,
     requests: AtomicU64,
 }
 
@@ -146,7 +149,7 @@ impl BalanceWriter {
     /// A balance writer over `store`; `status` shows its progress from now on.
     pub fn new(store: Arc<Store>, node: Node, status: Arc<Status>, events: EventSender) -> Self {
         status.set_coin_balances(true);
-        BalanceWriter { store, node, status, events, requests: AtomicU64::new(0) }
+        BalanceWriter { store, node, status, events, node_status: Status::default(), requests: AtomicU64::new(0) }
     }
 
     /// Runs until cancelled.
@@ -157,6 +160,7 @@ impl BalanceWriter {
 
     /// Reads and writes the balances of the next blocks; returns whether the balance tip moved.
     async fn round(&self, cancel: &CancellationToken) -> StoreResult<bool> {
+        self.status.set_balanced(self.store.reader().balance_tip()?.map(|t| t.number));
         if self.status.snapshot().lag() > YIELD_LAG {
             // The follower is catching up: the node's time goes to the blocks first.
             return Ok(false);
@@ -164,7 +168,7 @@ impl BalanceWriter {
         let Some(mut blocks) = self.next_blocks()? else { return Ok(false) };
         let wanted: Vec<(B256, Vec<Address>)> =
             blocks.iter().filter(|b| !b.inline).map(|b| (b.hash, b.addresses.clone())).collect();
-        let Some(answers) = balances_after(&self.node, &self.status, &self.requests, &wanted, cancel).await else {
+        let Some(answers) = balances_after(&self.node, &self.node_status, &self.requests, &wanted, cancel).await else {
             return Ok(false);
         };
         let mut answers = answers.into_iter();
@@ -185,7 +189,6 @@ impl BalanceWriter {
     fn next_blocks(&self) -> StoreResult<Option<Vec<Pending>>> {
         let reader = self.store.reader();
         let balanced = reader.balance_tip()?;
-        self.status.set_balanced(balanced.map(|t| t.number));
         let Some(tip) = reader.tip()? else { return Ok(None) };
         let from = balanced.map_or(0, |t| t.number + 1);
         if from > tip.number {

@@ -191,7 +191,8 @@ impl TraceFollower {
     }
 
     /// Whether traced blocks also index the native balances of addresses only their calls name (as the block
-    /// path does for the addresses the block names: `--coin-balances`).
+    /// path does for the addresses the block names: `--coin-balances`). The pass then stays behind the balance
+    /// writer, which must run too.
     pub fn with_coin_balances(mut self, on: bool) -> Self {
         self.coin_balances = on;
         self
@@ -232,12 +233,18 @@ impl TraceFollower {
         let tip = reader.tip()?;
         let traced = reader.trace_tip()?;
         self.status.set_traced(traced.map(|t| t.number));
-        let Some(tip) = tip else { return Ok(false) };
+        // With the native balance index, the pass stays behind the balance writer: its balances of addresses only
+        // calls name then move latest balances in block order too (see `commit`).
+        let ready = match self.coin_balances {
+            true => reader.balance_tip()?,
+            false => tip,
+        };
+        let Some(ready) = ready else { return Ok(false) };
         let from = traced.map_or(0, |t| t.number + 1);
-        if from > tip.number {
+        if from > ready.number {
             return Ok(false);
         }
-        let to = tip.number.min(from + ROUND - 1);
+        let to = ready.number.min(from + ROUND - 1);
         let mut targets = Vec::new();
         for n in from..=to {
             let Some(block) = reader.load_block(n)? else { break };
@@ -366,6 +373,11 @@ fn commit(store: &Store, n: u64, hash: B256, traces: &BlockTraces, balances: &[(
     let header = reader.get::<Headers>(&BlockKey(n))?;
     let below = reader.trace_tip()?.map(|t| t.number + 1).unwrap_or(0);
     if header.as_ref().map(|h| h.hash) != Some(hash) || below != n {
+        return Ok(false);
+    }
+    // Balances move an address's latest balance only once the balance writer has passed the block: a latest
+    // balance moved ahead of it would hide the writer's older ones, and a revert would then restore one too old.
+    if !balances.is_empty() && reader.balance_tip()?.is_none_or(|t| t.number < n) {
         return Ok(false);
     }
     // The transaction count must match what is stored (checked by hashes already); keep the rows consistent.
