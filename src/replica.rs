@@ -370,40 +370,9 @@ fn catch_up(store: &Store, announced: &BTreeMap<u64, B256>, limit: u64) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::indexer::apply::{apply_blocks, revert_block};
-    use crate::store::records::{BlockRecord, Bundle};
+    use crate::indexer::apply::{apply_blocks, empty_block as block, revert_block};
+    use crate::store::records::Bundle;
     use crate::store::Durability;
-    use alloy::primitives::{Address, Bytes, B64, U256};
-
-    /// An empty block `number` of branch `branch`, on `parent`.
-    fn block(number: u64, branch: u64, parent: B256) -> Bundle {
-        let header = BlockRecord {
-            number,
-            hash: B256::from(U256::from(branch * 1_000_000 + number + 1)),
-            parent_hash: parent,
-            timestamp: 1_700_000_000 + number * 12,
-            miner: Address::repeat_byte(7),
-            gas_used: 0,
-            gas_limit: 30_000_000,
-            base_fee: Some(5),
-            size: Some(500),
-            difficulty: U256::ZERO,
-            total_difficulty: None,
-            nonce: B64::ZERO,
-            extra_data: Bytes::new(),
-            uncles: vec![],
-            withdrawals_count: None,
-            blob_gas_used: None,
-            excess_blob_gas: None,
-            tx_count: 0,
-            blob_tx_count: 0,
-            log_count: 0,
-            fees: U256::ZERO,
-            burnt_fees: U256::ZERO,
-            priority_fees: U256::ZERO,
-        };
-        Bundle { header, txs: vec![], logs: vec![], balances: vec![] }
-    }
 
     /// Appends blocks `from..=to` of `branch` to the primary's chain.
     fn extend(store: &Store, from: u64, to: u64, branch: u64) {

@@ -104,3 +104,36 @@ pub fn apply_blocks(store: &Store, blocks: &[Bundle], keep_undo: bool) -> StoreR
     }
     store.write(batch, Durability::Buffered)
 }
+
+/// An empty block `number` of branch `branch` (its hash tells branches apart), on `parent`, mined by `0x07…07`.
+#[cfg(test)]
+pub(crate) fn empty_block(number: u64, branch: u64, parent: alloy::primitives::B256) -> Bundle {
+    use crate::store::records::BlockRecord;
+    use alloy::primitives::{Address, Bytes, B256, B64, U256};
+    let header = BlockRecord {
+        number,
+        hash: B256::from(U256::from(branch * 1_000_000 + number + 1)),
+        parent_hash: parent,
+        timestamp: 1_700_000_000 + number * 12,
+        miner: Address::repeat_byte(7),
+        gas_used: 0,
+        gas_limit: 30_000_000,
+        base_fee: Some(5),
+        size: Some(500),
+        difficulty: U256::ZERO,
+        total_difficulty: None,
+        nonce: B64::ZERO,
+        extra_data: Bytes::new(),
+        uncles: vec![],
+        withdrawals_count: None,
+        blob_gas_used: None,
+        excess_blob_gas: None,
+        tx_count: 0,
+        blob_tx_count: 0,
+        log_count: 0,
+        fees: U256::ZERO,
+        burnt_fees: U256::ZERO,
+        priority_fees: U256::ZERO,
+    };
+    Bundle { header, txs: vec![], logs: vec![], balances: vec![] }
+}

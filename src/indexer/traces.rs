@@ -415,6 +415,28 @@ mod tests {
     }
 
     #[test]
+    fn call_found_balances_wait_until_the_balance_writer_passed_the_block() {
+        use crate::indexer::apply::{apply_blocks, empty_block};
+        use crate::store::StoreOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let block = empty_block(0, 0, B256::ZERO);
+        let hash = block.header.hash;
+        apply_blocks(&store, &[block], true).unwrap();
+        let (callee, value) = (Address::repeat_byte(9), U256::from(5));
+        assert!(!commit(&store, 0, hash, &Vec::new(), &[(callee, value)]).unwrap(), "the writer is not past block 0");
+        let reader = store.reader();
+        assert_eq!((reader.trace_tip().unwrap(), reader.get::<CoinBalanceNow>(&callee).unwrap()), (None, None));
+        drop(reader);
+        let mut batch = store.batch();
+        batch.put_meta(&Meta::BalanceTip(Tip { number: 0, hash })).unwrap();
+        store.write(batch, Durability::Buffered).unwrap();
+        assert!(commit(&store, 0, hash, &Vec::new(), &[(callee, value)]).unwrap());
+        let now = store.reader().get::<CoinBalanceNow>(&callee).unwrap();
+        assert_eq!(now, Some(CoinBalance { block: 0, value }));
+    }
+
+    #[test]
     fn frames_flatten_depth_first_and_failures_propagate_down() {
         let top = frame(
             "CALL",

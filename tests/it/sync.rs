@@ -2,6 +2,7 @@
 
 use crate::support::compare::{assert_coin_balances_match_node, assert_store_matches_node};
 use crate::support::*;
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catch_up_and_live_following_match_the_node() {
@@ -90,9 +91,18 @@ async fn the_balance_writer_fills_old_blocks_and_reverts_with_them() {
     drop(reader);
     daemon.shutdown().await.unwrap();
 
-    // Turned on: the writer reads every block's balances, from block 0.
+    // Turned on: the writer reads every block's balances, from block 0. With tracing, the trace pass stays behind it.
     config.indexer.coin_balances = true;
+    config.tracing = true;
     let daemon = rockscout::Daemon::start(&config).await.unwrap();
+    poll_until("the trace pass to reach the head, never ahead of the balance writer", Duration::from_secs(60), || {
+        let reader = daemon.store().reader();
+        let (traced, balanced) = (reader.trace_tip().unwrap(), reader.balance_tip().unwrap());
+        let behind = traced.is_none_or(|t| balanced.is_some_and(|b| t.number <= b.number));
+        assert!(behind, "trace tip {traced:?} ahead of balance tip {balanced:?}");
+        std::future::ready(traced.filter(|t| t.number == head))
+    })
+    .await;
     assert_eq!(wait_synced(&daemon, &node).await, head);
     assert_coin_balances_match_node(daemon.store(), &node).await;
     let health = http::get(daemon.addr(), "/health").await.json();
