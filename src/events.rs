@@ -31,6 +31,11 @@ pub enum ChainEvent {
         /// The block's transactions, in order.
         txs: Arc<Vec<B256>>,
     },
+    /// The balance writer passed blocks up to `number` (the trace pass, which stays behind it, may go on).
+    Balanced {
+        /// Its new tip.
+        number: u64,
+    },
     /// The code writer stored a contract's runtime code.
     CodeStored {
         /// The contract.

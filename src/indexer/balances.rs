@@ -22,7 +22,7 @@
 
 use super::pause::run_rounds;
 use super::{ask, traces::coin_balance_rows};
-use crate::events::EventSender;
+use crate::events::{ChainEvent, EventSender};
 use crate::node::{Node, NodeError, BALANCE_BATCH, BALANCE_BATCHES_IN_FLIGHT};
 use crate::status::{Status, Writer};
 use crate::store::keys::{AddressPos, BlockKey, BlockPos, MetaKey};
@@ -181,6 +181,7 @@ impl BalanceWriter {
             .map_err(|e| StoreError::Inconsistent(format!("balance commit task failed: {e}")))??;
         if let Some(done) = done {
             self.status.set_balanced(Some(done));
+            let _ = self.events.send(ChainEvent::Balanced { number: done });
         }
         Ok(done.is_some())
     }
