@@ -50,12 +50,12 @@ const IDLE_POLL: Duration = Duration::from_secs(1);
 /// block's hash and addresses. Per block, the answers in its addresses' order, or `None` when the node refused the
 /// block's state (pruned, or the block was replaced meanwhile). All blocks share JSON-RPC batches. With several
 /// blocks, one address per block is asked first, then the rest only for the blocks whose state proved there, so a
-/// node that pruned old states costs one call per block. Transport failures are retried like every node call;
-/// `requests` counts the HTTP requests. `None` on cancellation.
+/// node that pruned old states costs one call per block. Transport failures are retried like every node call.
+/// `follower` is the fetch task's status and request counter: its requests record the node's reachability and are
+/// counted, the balance writer's are not. `None` on cancellation.
 pub(super) async fn balances_after(
     node: &Node,
-    status: &Status,
-    requests: &AtomicU64,
+    follower: Option<(&Status, &AtomicU64)>,
     blocks: &[(B256, Vec<Address>)],
     cancel: &CancellationToken,
 ) -> Option<Vec<Option<Vec<U256>>>> {
@@ -78,8 +78,10 @@ pub(super) async fn balances_after(
         if queries.is_empty() {
             return Some(Vec::new());
         }
-        ask(status, "balances", cancel, || {
-            requests.fetch_add(queries.len().div_ceil(BALANCE_BATCH) as u64, Ordering::Relaxed);
+        ask(follower.map(|(status, _)| status), "balances", cancel, || {
+            if let Some((_, requests)) = follower {
+                requests.fetch_add(queries.len().div_ceil(BALANCE_BATCH) as u64, Ordering::Relaxed);
+            }
             node.balances_at(&queries)
         })
         .await
@@ -139,17 +141,13 @@ pub struct BalanceWriter {
     node: Node,
     status: Arc<Status>,
     events: EventSender,
-    /// Where the writer's node calls record reachability: its own, so that a failed balance read does not make
-    /// `/health` report the follower's node unreachable (nor a balance answer hide a stalled follower).
-    node_status: Status,
-    requests: AtomicU64,
 }
 
 impl BalanceWriter {
     /// A balance writer over `store`; `status` shows its progress from now on.
     pub fn new(store: Arc<Store>, node: Node, status: Arc<Status>, events: EventSender) -> Self {
         status.set_coin_balances(true);
-        BalanceWriter { store, node, status, events, node_status: Status::default(), requests: AtomicU64::new(0) }
+        BalanceWriter { store, node, status, events }
     }
 
     /// Runs until cancelled.
@@ -160,15 +158,20 @@ impl BalanceWriter {
 
     /// Reads and writes the balances of the next blocks; returns whether the balance tip moved.
     async fn round(&self, cancel: &CancellationToken) -> StoreResult<bool> {
-        self.status.set_balanced(self.store.reader().balance_tip()?.map(|t| t.number));
+        let reader = self.store.reader();
+        let balanced = reader.balance_tip()?;
+        self.status.set_balanced(balanced.map(|t| t.number));
         if self.status.snapshot().lag() > YIELD_LAG {
             // The follower is catching up: the node's time goes to the blocks first.
             return Ok(false);
         }
-        let Some(mut blocks) = self.next_blocks()? else { return Ok(false) };
+        let Some(mut blocks) = next_blocks(&reader, balanced)? else { return Ok(false) };
+        drop(reader);
         let wanted: Vec<(B256, Vec<Address>)> =
             blocks.iter().filter(|b| !b.inline).map(|b| (b.hash, b.addresses.clone())).collect();
-        let Some(answers) = balances_after(&self.node, &self.node_status, &self.requests, &wanted, cancel).await else {
+        // The writer's requests are its own: a failed balance read does not make `/health` report the follower's
+        // node unreachable, nor does an answer hide a stalled follower.
+        let Some(answers) = balances_after(&self.node, None, &wanted, cancel).await else {
             return Ok(false);
         };
         let mut answers = answers.into_iter();
@@ -185,41 +188,39 @@ impl BalanceWriter {
         }
         Ok(done.is_some())
     }
+}
 
-    /// The blocks above the balance tip to look at in the next round (`None`: caught up with the indexed tip).
-    fn next_blocks(&self) -> StoreResult<Option<Vec<Pending>>> {
-        let reader = self.store.reader();
-        let balanced = reader.balance_tip()?;
-        let Some(tip) = reader.tip()? else { return Ok(None) };
-        let from = balanced.map_or(0, |t| t.number + 1);
-        if from > tip.number {
-            return Ok(None);
-        }
-        let mut blocks = Vec::new();
-        let mut balances = 0;
-        for number in from..=tip.number.min(from + ROUND_BLOCKS - 1) {
-            let Some(block) = reader.load_block(number)? else { break };
-            let named: Vec<Address> = crate::chain::balance_addresses(&block).into_iter().collect();
-            let row = |address: Address| AddressPos { address, pos: BlockPos { block: number, index: 0 } };
-            // Every block names its miner: a balance of the miner at the block means the block's came with it.
-            let inline = reader.get::<CoinBalances>(&row(block.header.miner))?.is_some();
-            let (addresses, values) = if inline {
-                let keys: Vec<AddressPos> = named.iter().map(|a| row(*a)).collect();
-                let stored = reader.multi_get::<CoinBalances>(&keys)?;
-                let found = named.into_iter().zip(stored).filter_map(|(a, v)| Some((a, v?.0)));
-                let (addresses, values): (Vec<Address>, Vec<U256>) = found.unzip();
-                (addresses, Some(values))
-            } else {
-                balances += named.len();
-                (named, None)
-            };
-            blocks.push(Pending { number, hash: block.header.hash, addresses, inline, balances: values });
-            if balances >= ROUND_BALANCES {
-                break;
-            }
-        }
-        Ok(Some(blocks).filter(|b| !b.is_empty()))
+/// The blocks above the balance tip `balanced` to look at in the next round (`None`: caught up with the indexed tip).
+fn next_blocks(reader: &Reader<'_>, balanced: Option<Tip>) -> StoreResult<Option<Vec<Pending>>> {
+    let Some(tip) = reader.tip()? else { return Ok(None) };
+    let from = balanced.map_or(0, |t| t.number + 1);
+    if from > tip.number {
+        return Ok(None);
     }
+    let mut blocks = Vec::new();
+    let mut balances = 0;
+    for number in from..=tip.number.min(from + ROUND_BLOCKS - 1) {
+        let Some(block) = reader.load_block(number)? else { break };
+        let named: Vec<Address> = crate::chain::balance_addresses(&block).into_iter().collect();
+        let row = |address: Address| AddressPos { address, pos: BlockPos { block: number, index: 0 } };
+        // Every block names its miner: a balance of the miner at the block means the block's came with it.
+        let inline = reader.get::<CoinBalances>(&row(block.header.miner))?.is_some();
+        let (addresses, values) = if inline {
+            let keys: Vec<AddressPos> = named.iter().map(|a| row(*a)).collect();
+            let stored = reader.multi_get::<CoinBalances>(&keys)?;
+            let found = named.into_iter().zip(stored).filter_map(|(a, v)| Some((a, v?.0)));
+            let (addresses, values): (Vec<Address>, Vec<U256>) = found.unzip();
+            (addresses, Some(values))
+        } else {
+            balances += named.len();
+            (named, None)
+        };
+        blocks.push(Pending { number, hash: block.header.hash, addresses, inline, balances: values });
+        if balances >= ROUND_BALANCES {
+            break;
+        }
+    }
+    Ok(Some(blocks).filter(|b| !b.is_empty()))
 }
 
 /// Writes each block's balances as late rows of the block and moves the balance tip over it, one block per write

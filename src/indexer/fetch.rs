@@ -123,7 +123,7 @@ impl Fetcher {
         // Receipts ride with the blocks unless the chain was empty at the last look.
         let receipts_with_blocks = self.txs_per_block.load(Ordering::Relaxed) != 0;
         self.counts.batches.fetch_add(1, Ordering::Relaxed);
-        let raws = ask(&self.status, "blocks", cancel, || {
+        let raws = ask(Some(&self.status), "blocks", cancel, || {
             let requests = if receipts_with_blocks { 1 } else { 2 };
             self.counts.requests.fetch_add(requests, Ordering::Relaxed);
             self.node.bundles(numbers.clone(), receipts_with_blocks)
@@ -176,7 +176,8 @@ impl Fetcher {
             .iter()
             .map(|block| (block.header.hash, crate::chain::balance_addresses(block).into_iter().collect()))
             .collect();
-        let answers = balances_after(&self.node, &self.status, &self.counts.requests, &named, cancel).await?;
+        let follower = Some((&*self.status, &self.counts.requests));
+        let answers = balances_after(&self.node, follower, &named, cancel).await?;
         for ((block, (_, addresses)), values) in blocks.iter_mut().zip(named).zip(answers) {
             if let Some(values) = values {
                 block.balances = addresses.into_iter().zip(values).collect();

@@ -312,7 +312,7 @@ impl Indexer {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, NodeError>>,
     {
-        ask(&self.status, what, cancel, op).await
+        ask(Some(&self.status), what, cancel, op).await
     }
 
     /// Compares the node's chain id and genesis hash with the stored ones; records them on first start. Returns
@@ -576,9 +576,10 @@ impl Indexer {
     }
 }
 
-/// Calls the node until it answers, recording reachability in `status`; `None` on cancellation. Failures are
+/// Calls the node until it answers, recording reachability in `status` when given (the follower's requests; a
+/// background writer's failures say nothing about the follower's node); `None` on cancellation. Failures are
 /// logged and retried with capped exponential backoff.
-async fn ask<T, F, Fut>(status: &Status, what: &'static str, cancel: &CancellationToken, mut op: F) -> Option<T>
+async fn ask<T, F, Fut>(status: Option<&Status>, what: &'static str, cancel: &CancellationToken, mut op: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, NodeError>>,
@@ -591,13 +592,13 @@ where
         };
         match result {
             Ok(value) => {
-                status.set_node_ok();
+                status.inspect(|s| s.set_node_ok());
                 return Some(value);
             }
             Err(e) => {
                 let delay = backoff.next_delay();
                 tracing::warn!(what, error = %e, retry_in = ?delay, "node request failed");
-                status.set_node_error(e.to_string());
+                status.inspect(|s| s.set_node_error(e.to_string()));
                 tokio::select! {
                     _ = cancel.cancelled() => return None,
                     _ = tokio::time::sleep(delay) => {}

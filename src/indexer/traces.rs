@@ -230,15 +230,11 @@ impl TraceFollower {
     /// Traces the next blocks; returns whether any was committed.
     async fn round(&self, cancel: &CancellationToken) -> Result<bool, RoundError> {
         let reader = self.store.reader();
-        let tip = reader.tip()?;
         let traced = reader.trace_tip()?;
         self.status.set_traced(traced.map(|t| t.number));
         // With the native balance index, the pass stays behind the balance writer: its balances of addresses only
         // calls name then move latest balances in block order too (see `commit`).
-        let ready = match self.coin_balances {
-            true => reader.balance_tip()?,
-            false => tip,
-        };
+        let ready = if self.coin_balances { reader.balance_tip()? } else { reader.tip()? };
         let Some(ready) = ready else { return Ok(false) };
         let from = traced.map_or(0, |t| t.number + 1);
         if from > ready.number {

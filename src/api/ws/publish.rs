@@ -43,9 +43,7 @@ use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-/// Blocks this far (or less) behind the node's head are broadcast; older ones are catch-up (the indexer's live
-/// window: such blocks also come with their native balances).
-pub use crate::indexer::LIVE_WINDOW;
+use crate::indexer::LIVE_WINDOW;
 
 /// How long a balance push waits for the node.
 const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
