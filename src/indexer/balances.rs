@@ -25,10 +25,10 @@ use super::{ask, traces::coin_balance_rows};
 use crate::events::{ChainEvent, EventSender};
 use crate::node::{Node, NodeError, BALANCE_BATCH, BALANCE_BATCHES_IN_FLIGHT};
 use crate::status::{Status, Writer};
-use crate::store::keys::{AddressPos, BlockKey, BlockPos, MetaKey};
-use crate::store::records::{Bundle, Meta, Tip};
+use crate::store::keys::{AddressPos, BlockKey, BlockPos};
+use crate::store::records::{Meta, Tip};
 use crate::store::tables::{CoinBalances, Headers};
-use crate::store::{Batch, Durability, Reader, Store, StoreError, StoreResult};
+use crate::store::{Durability, Reader, Store, StoreError, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -106,20 +106,6 @@ pub(super) async fn balances_after(
         })
         .collect();
     Some(answers)
-}
-
-/// Adds the moving of the balance tip below block `block` to its revert batch, when the writer had passed it.
-/// Called with the store's write lock held.
-pub fn revert_balance_tip(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle) -> StoreResult<()> {
-    let number = block.number();
-    if reader.balance_tip()?.is_none_or(|tip| tip.number < number) {
-        return Ok(());
-    }
-    match number.checked_sub(1) {
-        Some(parent) => batch.put_meta(&Meta::BalanceTip(Tip { number: parent, hash: block.header.parent_hash }))?,
-        None => batch.delete_meta(MetaKey::BalanceTip),
-    }
-    Ok(())
 }
 
 /// A block the writer looks at: its addresses, and their balances once read.

@@ -20,7 +20,7 @@ pub mod traces;
 use crate::events::{ChainEvent, EventSender};
 use crate::node::{Backoff, HeadSignal, Node, NodeError};
 use crate::status::{Status, Writer};
-use crate::store::keys::BlockKey;
+use crate::store::keys::{BlockKey, MetaKey};
 use crate::store::records::Bundle;
 use crate::store::records::Meta;
 use crate::store::tables::Headers;
@@ -568,7 +568,7 @@ impl Indexer {
             let mut batch = store.batch();
             revert_block(&mut batch, &reader, &block)?;
             traces::revert_traces(&mut batch, &reader, &block)?;
-            balances::revert_balance_tip(&mut batch, &reader, &block)?;
+            batch.lower_tip_below(&reader, MetaKey::BalanceTip, number, block.header.parent_hash)?;
             store.write(batch, Durability::Sync)?;
             Ok(block.header.hash)
         });

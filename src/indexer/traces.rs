@@ -126,14 +126,9 @@ pub fn load_traces(reader: &Reader<'_>, number: u64) -> StoreResult<BlockTraces>
 /// trace tip below it. Called with the store's write lock held.
 pub fn revert_traces(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle) -> StoreResult<()> {
     let number = block.number();
-    if reader.trace_tip()?.is_none_or(|tip| tip.number < number) {
-        return Ok(());
-    }
-    let traces = load_traces(reader, number)?;
-    trace_rows(number, &traces, &mut super::rows::DeleteRows(batch))?;
-    match number.checked_sub(1) {
-        Some(parent) => batch.put_meta(&Meta::TraceTip(Tip { number: parent, hash: block.header.parent_hash }))?,
-        None => batch.delete_meta(MetaKey::TraceTip),
+    if batch.lower_tip_below(reader, MetaKey::TraceTip, number, block.header.parent_hash)? {
+        let traces = load_traces(reader, number)?;
+        trace_rows(number, &traces, &mut super::rows::DeleteRows(batch))?;
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 use super::codec;
 use super::error::{StoreError, StoreResult};
 use super::keys::{BlockKey, Key, MetaKey};
-use super::records::Meta;
+use super::records::{Meta, Tip};
 use super::row_cache::Written;
 use super::tables::{self, Access, Cached, MetaTable, Table, UndoLog};
 use super::Store;
@@ -170,6 +170,33 @@ impl<'a> Batch<'a> {
             Meta::BalanceTip(_) => MetaKey::BalanceTip,
         };
         self.put::<MetaTable>(&key, meta)
+    }
+
+    /// Moves a late writer's tip (`MetaKey::TraceTip` or `MetaKey::BalanceTip`) below block `block`, whose parent
+    /// is `parent`, when the writer had passed it (part of the block's revert). Returns whether it had.
+    pub fn lower_tip_below(
+        &mut self,
+        reader: &super::Reader<'_>,
+        key: MetaKey,
+        block: u64,
+        parent: alloy::primitives::B256,
+    ) -> StoreResult<bool> {
+        let tip = match key {
+            MetaKey::TraceTip => reader.trace_tip()?,
+            MetaKey::BalanceTip => reader.balance_tip()?,
+            other => return Err(StoreError::Inconsistent(format!("{other:?} is not a late writer's tip"))),
+        };
+        if tip.is_none_or(|tip| tip.number < block) {
+            return Ok(false);
+        }
+        match block.checked_sub(1) {
+            Some(number) => {
+                let tip = Tip { number, hash: parent };
+                self.put_meta(&if key == MetaKey::TraceTip { Meta::TraceTip(tip) } else { Meta::BalanceTip(tip) })?
+            }
+            None => self.delete_meta(key),
+        }
+        Ok(true)
     }
 
     /// Deletes a meta row.

@@ -926,6 +926,42 @@ mod tests {
     use keys::BlockKey;
     use tables::Headers;
 
+    /// Reverting block `n` moves a late writer's tip to `n - 1` (the block's parent) only when the tip had reached
+    /// `n`; below block 1 the tip row goes; the follower's own tip is not a late writer's.
+    #[test]
+    fn a_revert_lowers_a_late_writers_tip_only_when_it_had_passed_the_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let parent = alloy::primitives::B256::repeat_byte(4);
+        let set = |key: MetaKey, number: u64| {
+            let mut batch = store.batch();
+            let tip = Tip { number, hash: alloy::primitives::B256::repeat_byte(9) };
+            batch
+                .put_meta(&if key == MetaKey::TraceTip { Meta::TraceTip(tip) } else { Meta::BalanceTip(tip) })
+                .unwrap();
+            store.write(batch, Durability::Buffered).unwrap();
+        };
+        let lower = |key: MetaKey, block: u64| {
+            let mut batch = store.batch();
+            let lowered = batch.lower_tip_below(&store.reader(), key, block, parent);
+            store.write(batch, Durability::Buffered).unwrap();
+            lowered
+        };
+        for key in [MetaKey::TraceTip, MetaKey::BalanceTip] {
+            let tip = || store.reader().meta(key).unwrap();
+            set(key, 5);
+            assert!(!lower(key, 6).unwrap(), "{key:?}: a tip below the block stays");
+            assert_eq!(tip().and_then(|m| tip_row(key, Some(m)).unwrap()).map(|t| t.number), Some(5));
+            assert!(lower(key, 5).unwrap());
+            assert_eq!(tip().and_then(|m| tip_row(key, Some(m)).unwrap()), Some(Tip { number: 4, hash: parent }));
+            set(key, 3);
+            assert!(lower(key, 0).unwrap(), "{key:?}: a tip above block 0 had passed it");
+            assert_eq!(tip(), None, "{key:?}: reverting block 0 leaves no tip");
+            assert!(!lower(key, 0).unwrap(), "{key:?}: no tip, nothing passed");
+        }
+        assert!(matches!(lower(MetaKey::Tip, 1), Err(StoreError::Inconsistent(_))));
+    }
+
     /// However much a catch-up write adds, the writer's wait leaves the memtables within their budget (without it
     /// they run past it while flushes catch up).
     #[test]
