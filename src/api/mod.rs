@@ -42,6 +42,7 @@ pub use router::Route;
 use crate::events::EventSender;
 use crate::node::{Node, NodeError};
 use crate::status::Status;
+use crate::store::records::Tip;
 use crate::store::{Reader, Store};
 use alloy::primitives::{Address, U256};
 use body::{json_response, Body};
@@ -185,10 +186,11 @@ pub struct OnChain {
     pub has_code: bool,
 }
 
-/// [`OnChain`] values of the current tip; emptied when the tip moves.
+/// [`OnChain`] values at the indexed tip; emptied when the tip changes (a new block, or another block at the same
+/// height after a reorg).
 #[derive(Debug, Default)]
 struct OnChainCache {
-    tip: u64,
+    tip: Option<Tip>,
     entries: HashMap<Address, OnChain>,
 }
 
@@ -254,15 +256,17 @@ impl AppState {
         }))
     }
 
-    /// Balance and code presence of `address` at block `tip`, from the node, cached per tip.
-    pub async fn account_state(&self, address: Address, tip: u64) -> Result<OnChain, NodeError> {
+    /// Balance and code presence of `address` at the indexed tip `tip` (block 0 before any block is indexed), from
+    /// the node, cached per tip.
+    pub async fn account_state(&self, address: Address, tip: Option<Tip>) -> Result<OnChain, NodeError> {
         {
             let cache = self.on_chain.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(hit) = cache.entries.get(&address).filter(|_| cache.tip == tip) {
                 return Ok(*hit);
             }
         }
-        let (balance, code) = tokio::try_join!(self.node.balance(address, tip), self.node.code(address, tip))?;
+        let number = tip.map_or(0, |t| t.number);
+        let (balance, code) = tokio::try_join!(self.node.balance(address, number), self.node.code(address, number))?;
         let fresh = OnChain { balance, has_code: !code.is_empty() };
         let mut cache = self.on_chain.lock().unwrap_or_else(|p| p.into_inner());
         if cache.tip != tip || cache.entries.len() >= ON_CHAIN_CACHE_LIMIT {

@@ -37,6 +37,16 @@ async fn reorg_with_anvil_reorg(depth: u64) {
         assert_eq!(api(format!("/api/v2/blocks/{n}")).await["hash"], json!(format!("{:#x}", before[&n])));
     }
     assert_eq!(api(counted(0xa1)).await["transactions_count"], "0");
+    // Native balances come from the node at the indexed tip, cached per tip: the reorg keeps the tip's height, so
+    // the cache must tell the new tip block from the old one.
+    let watched = [newcomer(0xa1), accounts[1]];
+    let coin_balance = |a: Address| async move { api(format!("/api/v2/addresses/{a}")).await["coin_balance"].clone() };
+    let etherscan = |a: Address| async move { api(format!("/api?module=account&action=balance&address={a}")).await };
+    for a in watched {
+        let node_balance = node.get_balance(a).await.unwrap().to_string();
+        assert_eq!(coin_balance(a).await, json!(node_balance), "{a} before the reorg");
+        assert_eq!(etherscan(a).await["result"], json!(node_balance), "{a} before the reorg (etherscan)");
+    }
     // The new branch pays addresses the old chain never saw, in its first and last block.
     let pairs = json!([
         [{"from": accounts[1], "to": newcomer(0xa1), "value": U256::from(777u64)}, 0],
@@ -57,6 +67,12 @@ async fn reorg_with_anvil_reorg(depth: u64) {
         assert_eq!(account.map(|a| a.tx_count), Some(1), "the new branch's payee {seed:#x} is indexed");
         assert_eq!(api(counted(seed)).await["transactions_count"], "1", "the API shows payee {seed:#x}");
     }
+    for a in watched {
+        let node_balance = node.get_balance(a).await.unwrap();
+        assert_eq!(coin_balance(a).await, json!(node_balance.to_string()), "{a} after the reorg");
+        assert_eq!(etherscan(a).await["result"], json!(node_balance.to_string()), "{a} after the reorg (etherscan)");
+    }
+    assert_eq!(node.get_balance(newcomer(0xa1)).await.unwrap(), U256::from(777u64), "the new branch paid it");
     for n in tip - depth + 1..=tip {
         let hash = node.get_block_by_number(n.into()).await.unwrap().unwrap().header.hash;
         assert_eq!(api(format!("/api/v2/blocks/{n}")).await["hash"], json!(format!("{hash:#x}")), "block {n}");

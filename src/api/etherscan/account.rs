@@ -29,7 +29,7 @@ pub(super) async fn balance(params: &Params, state: &AppState, multi: bool) -> O
         .take(BALANCE_MULTI_LIMIT)
         .map(|a| super::parse_address(a.trim()).ok_or_else(|| bad("Invalid address hash")))
         .collect::<Result<_, _>>()?;
-    let tip = state.store.view().tip()?.map(|t| t.number).unwrap_or(0);
+    let tip = state.store.view().tip()?;
     let lookups = addresses.iter().map(|a| state.account_state(*a, tip));
     let found = futures_util::future::try_join_all(lookups)
         .await

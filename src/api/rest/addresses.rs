@@ -41,12 +41,13 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
             None => super::traces::internal_creation(&reader, address)?,
         };
         let info = super::smart_contracts::contract_info(&reader, &address)?;
-        (record, has_tokens, token, reader.tip()?.map(|t| t.number), internal, info)
+        (record, has_tokens, token, reader.tip()?, internal, info)
     };
     let on_chain = match tip {
-        Some(tip) => {
-            tokio::time::timeout(BALANCE_TIMEOUT, state.account_state(address, tip)).await.ok().and_then(Result::ok)
-        }
+        Some(tip) => tokio::time::timeout(BALANCE_TIMEOUT, state.account_state(address, Some(tip)))
+            .await
+            .ok()
+            .and_then(Result::ok),
         None => None,
     };
     let indexed_contract = record.as_ref().is_some_and(AccountRecord::is_contract);
@@ -65,7 +66,7 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
         "token": token,
         "coin_balance": on_chain.as_ref().map(|s| s.balance.to_string()),
         "exchange_rate": null,
-        "block_number_balance_updated_at": on_chain.as_ref().and(tip),
+        "block_number_balance_updated_at": on_chain.as_ref().and(tip.map(|t| t.number)),
         // Every log the index holds counts in its emitter's account (and leaves with it when its block is reverted).
         "has_logs": record.as_ref().is_some_and(|r| r.log_count > 0),
         "has_tokens": has_tokens,
