@@ -5,6 +5,7 @@
 
 use super::{ApiError, AppState};
 use crate::chain::names::{namehash, normalise, reverse_name, NameRegistryAbi, NameResolverAbi};
+use crate::store::records::Tip;
 use alloy::primitives::{Address, Bytes, B256};
 use alloy::sol_types::SolCall;
 use std::collections::HashMap;
@@ -17,22 +18,23 @@ const NAME_CACHE_LIMIT: usize = 10_000;
 /// Time allowed for one `eth_call` of a resolution.
 const NAME_CALL_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Resolutions of the current tip; emptied when the tip moves or the cache is full.
+/// Resolutions at the indexed tip; emptied when the tip changes (a new block, or another block at the same height
+/// after a reorg) or the cache is full.
 #[derive(Debug, Default)]
 pub struct NameCache(Mutex<CacheEntries>);
 
 #[derive(Debug, Default)]
 struct CacheEntries {
-    tip: u64,
+    tip: Option<Tip>,
     forward: HashMap<String, Option<Address>>,
     reverse: HashMap<Address, Option<String>>,
 }
 
 impl NameCache {
-    fn with<R>(&self, tip: u64, f: impl FnOnce(&mut CacheEntries) -> R) -> R {
+    fn with<R>(&self, tip: Tip, f: impl FnOnce(&mut CacheEntries) -> R) -> R {
         let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if entries.tip != tip || entries.forward.len() + entries.reverse.len() >= NAME_CACHE_LIMIT {
-            *entries = CacheEntries { tip, ..CacheEntries::default() };
+        if entries.tip != Some(tip) || entries.forward.len() + entries.reverse.len() >= NAME_CACHE_LIMIT {
+            *entries = CacheEntries { tip: Some(tip), ..CacheEntries::default() };
         }
         f(&mut entries)
     }
@@ -48,25 +50,25 @@ pub struct ResolvedName {
 }
 
 impl AppState {
-    fn name_setup(&self) -> Option<(Address, u64)> {
+    fn name_setup(&self) -> Option<(Address, Tip)> {
         let registry = self.store.name_registry()?;
-        let tip = self.store.view().tip().ok().flatten()?.number;
+        let tip = self.store.view().tip().ok().flatten()?;
         Some((registry, tip))
     }
 
-    async fn eth_call(&self, to: Address, data: Vec<u8>, tip: u64) -> Option<Bytes> {
-        let call = self.node.call_contract(to, Bytes::from(data), Some(tip));
+    async fn eth_call(&self, to: Address, data: Vec<u8>, tip: Tip) -> Option<Bytes> {
+        let call = self.node.call_contract(to, Bytes::from(data), Some(tip.number));
         tokio::time::timeout(NAME_CALL_TIMEOUT, call).await.ok()?.ok()?
     }
 
     /// The resolver the registry names for `node`: `Some(None)` when none is set, `None` when the call failed.
-    async fn resolver(&self, registry: Address, node: B256, tip: u64) -> Option<Option<Address>> {
+    async fn resolver(&self, registry: Address, node: B256, tip: Tip) -> Option<Option<Address>> {
         let answer = self.eth_call(registry, NameRegistryAbi::resolverCall { node }.abi_encode(), tip).await?;
         let resolver = NameRegistryAbi::resolverCall::abi_decode_returns(&answer).ok()?;
         Some((!resolver.is_zero()).then_some(resolver))
     }
 
-    async fn resolve_at(&self, registry: Address, name: &str, tip: u64) -> Option<Address> {
+    async fn resolve_at(&self, registry: Address, name: &str, tip: Tip) -> Option<Address> {
         if let Some(hit) = self.names.with(tip, |c| c.forward.get(name).copied()) {
             return hit;
         }
