@@ -50,6 +50,17 @@ pub enum RevertError {
     Store(#[from] StoreError),
 }
 
+/// The lowest block of `blocks` without undo data (pruned below `--undo-depth`, or written while catching up far
+/// behind the head), if any: a reorg reaching it cannot be reverted.
+pub fn first_without_undo(reader: &Reader<'_>, blocks: std::ops::RangeInclusive<u64>) -> StoreResult<Option<u64>> {
+    for number in blocks {
+        if reader.get::<UndoLog>(&BlockKey(number))?.is_none() {
+            return Ok(Some(number));
+        }
+    }
+    Ok(None)
+}
+
 /// Adds the revert of the stored tip block `block` to `batch`: deletes its rows, restores the derived rows from its
 /// undo data, moves the tip to its parent and records it as reorged.
 pub fn revert_block(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle) -> Result<(), RevertError> {

@@ -524,6 +524,20 @@ impl Indexer {
             }
             n -= 1;
         };
+        // Checked before anything is reverted: a revert that stopped halfway would leave the index on the replaced
+        // branch, below its tip.
+        if let Some(missing) = apply::first_without_undo(&self.store.reader(), ancestor + 1..=tip.number)? {
+            let reason = format!(
+                "a reorg of {} blocks reaches block {}, but block {missing} has no undo data (it is kept for blocks \
+                 written within --undo-depth, now {}, of the node's head: not for blocks written while catching up, \
+                 nor past a smaller --undo-depth of an earlier run)",
+                tip.number - ancestor,
+                ancestor + 1,
+                self.config.undo_depth
+            );
+            self.replace_chain(reason, chain_id, genesis)?;
+            return Ok(true);
+        }
         tracing::warn!(
             tip = tip.number,
             ancestor,

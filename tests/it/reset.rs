@@ -88,3 +88,63 @@ async fn reset_with_exit_policy_stops_and_keeps_the_old_index() {
     let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
     assert_eq!(stored_hashes(&store), old, "the old index is intact, nothing of the new chain was written");
 }
+
+/// A synced daemon keeping undo data for the last 4 blocks, on 12 blocks of traffic, and the node's chain after an
+/// `anvil_reorg` of 8 blocks (past that undo data). Returns the index's block hashes before the reorg.
+async fn reorg_past_the_undo_data(
+    policy: ResetPolicy,
+) -> (
+    rockscout::dev::anvil::Anvil,
+    alloy::providers::RootProvider,
+    TestDaemon,
+    std::collections::BTreeMap<u64, alloy::primitives::B256>,
+) {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses();
+    generate_traffic(&node, &accounts, 12, 2).await;
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.indexer.on_reset = policy;
+        c.indexer.undo_depth = 4;
+    })
+    .await;
+    wait_synced(&t.daemon, &node).await;
+    let before = stored_hashes(t.daemon.store());
+    let pairs = json!([[{"from": accounts[3], "to": accounts[4], "value": "0x7"}, 0]]);
+    let _: serde_json::Value = node.raw_request("anvil_reorg".into(), json!([8, pairs])).await.unwrap();
+    (anvil, node, t, before)
+}
+
+/// Undo data is kept only for the blocks near the head: a deeper reorg cannot be reverted block by block. With
+/// `--on-reset=exit` the daemon stops before it reverts anything (the index stays a whole prefix of the old branch,
+/// with its tip) and says which block has no undo data; with `--on-reset=reindex` it rebuilds the index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reorg_past_the_undo_data_stops_before_reverting_or_reindexes() {
+    let (_anvil, _node, t, before) = reorg_past_the_undo_data(ResetPolicy::Exit).await;
+    let tip = *before.keys().last().unwrap();
+    let TestDaemon { daemon, dir } = t;
+    let never = tokio_util::sync::CancellationToken::new();
+    let result = tokio::time::timeout(Duration::from_secs(60), daemon.run_until(never)).await.expect("daemon stops");
+    match result {
+        Err(RunError::Indexer(IndexerError::ChainReplaced { reason })) => {
+            let missing = format!("reaches block {}, but block {} has no undo data", tip - 7, tip - 7);
+            assert!(reason.contains(&missing) && reason.contains("now 4"), "{reason}");
+        }
+        other => panic!("expected ChainReplaced, got {other:?}"),
+    }
+    let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+    assert_eq!(stored_hashes(&store), before, "nothing was reverted");
+    assert!(reorged_hashes(&store).is_empty());
+
+    let (_anvil, node, t, before) = reorg_past_the_undo_data(ResetPolicy::Reindex).await;
+    let tip = *before.keys().last().unwrap();
+    poll_until("the reindexed tip to be the node's", Duration::from_secs(60), || async {
+        let head = node.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.ok()??.header.hash;
+        let stored = t.daemon.store().reader().tip().ok()??;
+        (stored.hash == head && before[&tip] != head).then_some(())
+    })
+    .await;
+    wait_synced(&t.daemon, &node).await;
+    assert_store_matches_node(t.daemon.store(), &node).await;
+    t.daemon.shutdown().await.unwrap();
+}
