@@ -16,13 +16,17 @@
 //!         kept store of the same shape from its tip, at the end of the last row of --out or inside the segment
 //!         after it; the rows go on from that row, whose cumulative counters and clock they add to)]
 //!
+//! `--lookups N --store DIR [--cache-mb N]` writes nothing either: against a store this bench wrote, it times the
+//! write path's prior-value reads of `accounts` (N addresses the store holds, N it does not, as a new recipient
+//! is), one `get` at a time and in one `multi_get`, in alternating rounds.
+//!
 //! `--plot ROWS.jsonl [--rest REST.jsonl] [--svg docs/growth.svg]` writes no store: it draws the rows of an
 //! earlier run (and `rest_load`'s rows against its store) as an SVG and prints them as a markdown table.
 
 mod common;
 
 use common::growth_plot::{self, SegmentRow, GROWTH_MARKER};
-use common::synth::{Chain, Shape};
+use common::synth::{self, Chain, Shape};
 use common::{arg, peak_rss, reset_peak_rss, rss};
 use rockscout::indexer::apply::write_chunk;
 use rockscout::indexer::IndexerConfig;
@@ -156,12 +160,58 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1 << 20) as f64
 }
 
+/// `--lookups`: µs per `accounts` read of addresses the store holds (earlier recipients) and of new ones.
+fn time_lookups(dir: &Path, n: usize) {
+    assert!(dir.join(GROWTH_MARKER).exists(), "--lookups reads a store this bench wrote (--store DIR)");
+    let cache_bytes = arg("cache-mb", StoreOptions::default().cache_bytes >> 20) << 20;
+    let store = Store::open(dir, &StoreOptions { read_only: true, cache_bytes, ..Default::default() }).unwrap();
+    let reader = store.reader();
+    let txs = reader.counters().unwrap().txs;
+    println!("{txs} transactions; {n} addresses per round; block cache {} MiB", cache_bytes >> 20);
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for round in 0..8 {
+        let held = round < 4;
+        let keys: Vec<_> = (0..n)
+            .map(|_| match held {
+                true => synth::recipient(1 + next() % txs),
+                false => synth::recipient(txs + 1 + next() % (1 << 40)),
+            })
+            .collect();
+        let one_by_one = round % 2 == 0;
+        let started = Instant::now();
+        let found = match one_by_one {
+            true => keys.iter().filter(|k| reader.get::<tables::Accounts>(k).unwrap().is_some()).count(),
+            false => reader.multi_get::<tables::Accounts>(&keys).unwrap().iter().flatten().count(),
+        };
+        let took = started.elapsed();
+        let expected = if held { n } else { 0 };
+        assert_eq!(found, expected, "the store holds every earlier recipient and no new one");
+        println!(
+            "{:<8} {:<10} {:>8.2} µs per address",
+            if held { "held" } else { "new" },
+            if one_by_one { "get" } else { "multi_get" },
+            took.as_secs_f64() * 1e6 / n as f64
+        );
+    }
+}
+
 fn main() {
     let plot: String = arg("plot", String::new());
     if !plot.is_empty() {
         let rest: String = arg("rest", String::new());
         let svg: String = arg("svg", "docs/growth.svg".to_string());
         growth_plot::render(Path::new(&plot), (!rest.is_empty()).then(|| Path::new(&rest)), Path::new(&svg));
+        return;
+    }
+    let lookups: usize = arg("lookups", 0);
+    if lookups > 0 {
+        time_lookups(Path::new(&arg("store", String::new())), lookups);
         return;
     }
     let total: u64 = arg("total", 2_000_000);

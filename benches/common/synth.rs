@@ -49,6 +49,11 @@ fn tail_rank(seq: u64, hot_tail: usize) -> Option<usize> {
     (hot_tail > 0 && mixed % 8 == 0).then(|| ((mixed >> 3).trailing_zeros() as usize).min(hot_tail - 1))
 }
 
+/// The recipient of the `seq`th transaction (its payee, or the receiver of its token transfer): a new address each.
+pub fn recipient(seq: u64) -> Address {
+    Address::from_word(keccak256([b"to".as_slice(), &seq.to_be_bytes()].concat()))
+}
+
 /// Hash of the `seq`th transaction of the chain (1-based, across blocks).
 pub fn tx_hash(seq: u64) -> B256 {
     keccak256([b"tx".as_slice(), &seq.to_be_bytes()].concat())
@@ -120,7 +125,7 @@ impl Chain {
             Sender::Tail(rank) => tail_sender(rank),
             Sender::Plain(s) => sender(s),
         };
-        let recipient = Address::from_word(keccak256([b"to".as_slice(), &seq.to_be_bytes()].concat()));
+        let recipient = recipient(seq);
         let erc20 =
             self.shape.erc20_every > 0 && seq % self.shape.erc20_every as u64 == self.shape.erc20_every as u64 - 1;
         let first_log = logs.len() as u32;
