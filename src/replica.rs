@@ -6,7 +6,9 @@
 //! WebSocket events come from the store: after each catch-up that moved the tip, the blocks the primary committed
 //! since the last one are loaded from the store and published as [`ChainEvent::Applied`] (the same publisher as the
 //! primary's then builds `new_block`, `transaction`, address, token and balance broadcasts from them); a stored hash
-//! that changed at a height already announced is a reorg and gives [`ChainEvent::Reverted`] first. At most
+//! that changed at a height already announced is a reorg and gives [`ChainEvent::Reverted`] first (one deeper than
+//! the heights remembered, as just after a start, is followed down the old branch through the primary's records of
+//! the blocks it reverted, so every replacement block is published). At most
 //! [`ReplicaOptions::event_blocks`] blocks are published per catch-up: older ones of a larger gap are skipped
 //! (logged). Events of the primary's side tasks (pending pool, traces, contract code) are not replayed.
 
@@ -14,6 +16,8 @@ use crate::api::{self, AppState};
 use crate::events::{self, ChainEvent, EventSender};
 use crate::node::Node;
 use crate::status::{Status, StatusSnapshot};
+use crate::store::keys::ReorgedKey;
+use crate::store::tables::Reorged;
 use crate::store::{Store, StoreError, StoreOptions};
 use crate::{contracts, metrics, Config, RunError};
 use alloy::primitives::B256;
@@ -137,6 +141,10 @@ impl Replica {
         if config.tracing {
             status.set_tracing(true);
         }
+        if config.indexer.coin_balances {
+            status.set_coin_balances(true);
+            status.set_balanced(store.reader().balance_tip().map_err(store_error)?.map(|t| t.number));
+        }
         let events = events::channel(1024);
         let cancel = CancellationToken::new();
         let compilers = contracts::verifier::Compilers::new(config.compilers_dir.clone());
@@ -246,6 +254,7 @@ async fn watch_node(node: Node, status: Arc<Status>, interval: Duration, cancel:
 struct Progress {
     tip: Option<u64>,
     traced: Option<u64>,
+    balanced: Option<u64>,
     reverted: Vec<(u64, B256)>,
     applied: Vec<crate::store::records::Bundle>,
     skipped: Option<(u64, u64)>,
@@ -299,6 +308,9 @@ impl Follower {
         if progress.traced.is_some() {
             self.status.set_traced(progress.traced);
         }
+        if progress.balanced.is_some() {
+            self.status.set_balanced(progress.balanced);
+        }
         if let Some((first, last)) = progress.skipped {
             tracing::info!(
                 first,
@@ -330,8 +342,12 @@ fn catch_up(store: &Store, announced: &BTreeMap<u64, B256>, limit: u64) -> Resul
     store.catch_up()?;
     let reader = store.reader();
     let tip = reader.tip()?;
-    let mut progress =
-        Progress { tip: tip.map(|t| t.number), traced: reader.trace_tip()?.map(|t| t.number), ..Progress::default() };
+    let mut progress = Progress {
+        tip: tip.map(|t| t.number),
+        traced: reader.trace_tip()?.map(|t| t.number),
+        balanced: reader.balance_tip()?.map(|t| t.number),
+        ..Progress::default()
+    };
     let Some(tip) = tip else {
         progress.reverted = announced.iter().rev().map(|(&n, &h)| (n, h)).collect();
         return Ok(progress);
@@ -349,13 +365,16 @@ fn catch_up(store: &Store, announced: &BTreeMap<u64, B256>, limit: u64) -> Resul
         }
         progress.reverted.push((number, hash));
     }
-    let first = match (base, announced.keys().next()) {
+    let window = (tip.number + 1).saturating_sub(limit);
+    let first = match (base, announced.iter().next()) {
         (Some(base), _) => base + 1,
-        // Nothing announced is canonical any more (a reorg deeper than what is remembered): start below it.
-        (None, Some(&oldest)) => oldest.min(tip.number + 1),
+        // Nothing announced is canonical any more (a reorg deeper than what is remembered, e.g. just after a start):
+        // the primary's records of the blocks it replaced lead down the old branch to where it forks.
+        (None, Some((&oldest, &hash))) => fork_below(&reader, oldest, hash, window, &mut progress.reverted)?,
         (None, None) => tip.number,
-    };
-    let first_published = first.max((tip.number + 1).saturating_sub(limit));
+    }
+    .min(tip.number + 1);
+    let first_published = first.max(window);
     if first_published > first {
         progress.skipped = Some((first, first_published - 1));
     }
@@ -365,6 +384,29 @@ fn catch_up(store: &Store, announced: &BTreeMap<u64, B256>, limit: u64) -> Resul
         }
     }
     Ok(progress)
+}
+
+/// The first height of the new branch when block `number` (`hash`) of the old one, the oldest announced, was
+/// replaced. The primary keeps every block it reverted (`reorged`, with its parent's hash): the walk goes down the
+/// old branch until a parent is canonical, adding each old block it passes to `reverted`. It stops at `window`, the
+/// oldest height a catch-up publishes (nothing below it would be announced anyway), or where no record is left.
+fn fork_below(
+    reader: &crate::store::Reader<'_>,
+    mut number: u64,
+    mut hash: B256,
+    window: u64,
+    reverted: &mut Vec<(u64, B256)>,
+) -> Result<u64, StoreError> {
+    while number > window {
+        let parent = number - 1;
+        let Some(old) = reader.get::<Reorged>(&ReorgedKey { number, hash })? else { break };
+        if reader.block(parent)?.map(|b| b.hash) == Some(old.parent_hash) {
+            break;
+        }
+        reverted.push((parent, old.parent_hash));
+        (number, hash) = (parent, old.parent_hash);
+    }
+    Ok(number)
 }
 
 #[cfg(test)]
@@ -438,6 +480,57 @@ mod tests {
         extend(&primary, 9, 20, 1);
         let far = catch_up(&secondary, &announced, 3).unwrap();
         assert_eq!((numbers(&far), far.skipped), (vec![18, 19, 20], Some((9, 17))));
+    }
+
+    /// Reverts the primary's blocks above `keep`, newest first, as its indexer does.
+    fn revert_above(store: &Store, keep: u64) {
+        let tip = store.reader().tip().unwrap().unwrap().number;
+        for n in (keep + 1..=tip).rev() {
+            let stored = store.reader().load_block(n).unwrap().unwrap();
+            let mut batch = store.batch();
+            revert_block(&mut batch, &store.reader(), &stored).unwrap();
+            store.write(batch, Durability::Sync).unwrap();
+        }
+    }
+
+    /// Just after a start the replica remembers only the tip: a reorg replacing more blocks than that is followed
+    /// down the old branch (the primary's records of reverted blocks) to where it forks, so every replacement
+    /// block is published and every replaced one reverted, at the same height and at a lower one.
+    #[test]
+    fn a_reorg_deeper_than_what_is_remembered_publishes_the_whole_new_branch() {
+        let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let primary = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        extend(&primary, 0, 10, 0);
+        let secondary = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
+        let hashes = |store: &Store, range: std::ops::RangeInclusive<u64>| -> Vec<(u64, B256)> {
+            range.rev().map(|n| (n, store.reader().block(n).unwrap().unwrap().hash)).collect()
+        };
+        let old = hashes(&primary, 8..=10);
+        let announced = BTreeMap::from([(10, old[0].1)]);
+
+        revert_above(&primary, 7);
+        extend(&primary, 8, 10, 1);
+        let same_height = catch_up(&secondary, &announced, 64).unwrap();
+        assert_eq!(same_height.reverted, old, "the replaced blocks, newest first");
+        assert_eq!(numbers(&same_height), vec![8, 9, 10]);
+        let new: Vec<B256> = same_height.applied.iter().map(|b| b.header.hash).collect();
+        assert_eq!(new, hashes(&primary, 8..=10).into_iter().rev().map(|(_, h)| h).collect::<Vec<_>>());
+        assert_eq!(same_height.skipped, None);
+
+        // Lower: the new branch ends below the old tip; nothing new to publish, three blocks reverted.
+        let announced = BTreeMap::from([(10, new[2])]);
+        let replaced = hashes(&primary, 8..=10);
+        revert_above(&primary, 7);
+        let lower = catch_up(&secondary, &announced, 64).unwrap();
+        assert_eq!((&lower.reverted, numbers(&lower), lower.tip), (&replaced, vec![], Some(7)));
+
+        // The walk stops at what one catch-up publishes: a limit of 2 publishes 9 and 10 and skips 8.
+        extend(&primary, 8, 10, 2);
+        let announced = BTreeMap::from([(7, primary.reader().block(7).unwrap().unwrap().hash)]);
+        revert_above(&primary, 5);
+        extend(&primary, 6, 10, 3);
+        let bounded = catch_up(&secondary, &announced, 2).unwrap();
+        assert_eq!((numbers(&bounded), bounded.skipped), (vec![9, 10], Some((7, 8))));
     }
 
     #[test]

@@ -120,6 +120,15 @@ async fn a_secondary_serves_the_primarys_pages_events_and_rpc_and_refuses_writes
     assert_eq!(health["lag"], json!(0), "{health}");
     assert_eq!(health["read_replica"], json!(true), "{health}");
     assert_eq!(get_json(primary.daemon.addr(), "/health").await["read_replica"], json!(false));
+    // The balance writer's progress shows too, as the replica reads it from the store (a catch-up may have seen the
+    // tip before the writer passed it: the next one shows it).
+    let balanced = primary.daemon.store().reader().balance_tip().unwrap().map(|t| t.number);
+    assert_eq!(balanced, Some(tip));
+    poll_until("the secondary to show the balance tip", Duration::from_secs(30), || async move {
+        let health = get_json(s, "/health").await;
+        (health["balanced_tip"] == json!(tip) && health["balance_lag"] == json!(0)).then_some(())
+    })
+    .await;
 
     let block = assert_same(p, s, &format!("/api/v2/blocks/{tip}")).await;
     assert_eq!(block["transactions_count"], json!(3), "{block}");
