@@ -257,10 +257,7 @@ impl Store {
     /// state. The schema version is checked as for [`Store::open`].
     pub fn open_secondary(primary: &Path, secondary_dir: &Path, options: &StoreOptions) -> StoreResult<Store> {
         if !primary.join("CURRENT").is_file() {
-            return Err(StoreError::Inconsistent(format!(
-                "{} is not a rockscout data directory (no RocksDB store in it)",
-                primary.display()
-            )));
+            return Err(StoreError::NotAStore(primary.to_path_buf()));
         }
         keep_large_allocations_mapped();
         let cache = block_cache(options.cache_bytes);
