@@ -51,7 +51,7 @@ pub async fn serve(
     client: IpAddr,
 ) -> Result<Response<Body>, ApiError> {
     match route {
-        AccountRoute::SiweMessage(address) => siwe_message(state, &req, address),
+        AccountRoute::SiweMessage(address) => siwe_message(state, &req, client, address),
         AccountRoute::AuthenticateViaWallet => authenticate(state, req, client).await,
         AccountRoute::UserInfo => {
             let account = require_account(req.headers(), state, client)?;
@@ -84,16 +84,45 @@ fn user_info(account: Address) -> Value {
     })
 }
 
-fn siwe_message(state: &AppState, req: &Request<Incoming>, address: Address) -> Result<Response<Body>, ApiError> {
-    let host = req.headers().get(HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
-    let domain = state.config.auth.siwe_domain.clone().unwrap_or_else(|| host.to_owned());
+fn siwe_message(
+    state: &AppState,
+    req: &Request<Incoming>,
+    client: IpAddr,
+    address: Address,
+) -> Result<Response<Body>, ApiError> {
+    let domain = match &state.config.auth.siwe_domain {
+        Some(domain) => domain.clone(),
+        // Without a configured domain the message names the host asked, but only a loopback one: a page elsewhere
+        // could otherwise fetch a message naming its own domain for a visitor's address, have the visitor's wallet
+        // sign it there, and sign in as the visitor.
+        None => {
+            let host = req.headers().get(HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
+            if !is_loopback_host(host) {
+                return Err(ApiError::Refused(format!(
+                    "Sign-in with Ethereum on {host} needs the explorer's public host name: start it with --siwe-domain"
+                )));
+            }
+            host.to_owned()
+        }
+    };
     let chain_id = state.store.reader().chain_identity()?.map_or(1, |(id, _)| id);
     let message = state
         .auth
         .nonces
-        .issue(address, &domain, &format!("http://{domain}"), chain_id)
-        .map_err(|_| ApiError::Busy("too many sign-in messages outstanding"))?;
+        .issue(client, address, &domain, &format!("http://{domain}"), chain_id)
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(ok(&json!({ "siwe_message": message })))
+}
+
+/// Whether a `Host` header names this machine: `localhost` or a loopback address, with or without a port.
+fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => host
+            .rsplit_once(':')
+            .map_or(host, |(name, port)| if port.chars().all(|c| c.is_ascii_digit()) { name } else { host }),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) -> Result<Response<Body>, ApiError> {

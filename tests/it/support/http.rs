@@ -34,7 +34,10 @@ pub async fn try_request(
         .await
         .map_err(|e| format!("handshake: {e}"))?;
     tokio::spawn(conn);
-    let mut builder = Request::builder().method(method).uri(path).header("host", addr.to_string());
+    let mut builder = Request::builder().method(method).uri(path);
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+        builder = builder.header("host", addr.to_string());
+    }
     for (name, value) in headers {
         builder = builder.header(*name, *value);
     }
