@@ -3,7 +3,7 @@
 //! to their owner on every route, watchlists and API keys.
 
 use crate::support::http::{request, Reply};
-use crate::support::ws::WsClient;
+use crate::support::ws::{Received, WsClient};
 use crate::support::*;
 use alloy::primitives::{Address, U256};
 use alloy::signers::{local::PrivateKeySigner, SignerSync};
@@ -599,6 +599,18 @@ async fn watchlist_events_go_live_to_their_owner_only() {
     let hashes: Vec<&str> =
         pushed[4]["transactions"].as_array().unwrap().iter().map(|t| t["hash"].as_str().unwrap()).collect();
     assert_eq!(hashes, [format!("{watched:#x}")], "only the watched address's transaction");
+
+    // Revoking the token ends the feed: the next push for the topic closes the connection instead (1008).
+    assert!(Accounts::new(t.daemon.store().clone()).revoke_tokens_of(a[8]).unwrap() > 0);
+    transfer(&node, a[2], a[1], 3).await;
+    mine(&node, 1).await;
+    loop {
+        match ws.recv(Duration::from_secs(30)).await {
+            Received::Frame(f) => assert_ne!(f[2], topic.as_str(), "pushed after the token was revoked: {f}"),
+            Received::Close(code) => break assert_eq!(code, 1008),
+            Received::Ended => panic!("the connection ended without a close frame"),
+        }
+    }
     t.daemon.shutdown().await.unwrap();
 }
 

@@ -60,6 +60,8 @@ mod close {
     pub const NORMAL: u16 = 1000;
     /// The server is shutting down.
     pub const GOING_AWAY: u16 = 1001;
+    /// The connection's account token is no longer valid.
+    pub const POLICY_VIOLATION: u16 = 1008;
     /// A binary frame: Phoenix V2 text protocol only.
     pub const UNSUPPORTED: u16 = 1003;
     /// A text frame that is not a Phoenix message.
@@ -75,7 +77,7 @@ pub fn upgrade(mut req: Request<Incoming>, state: &AppState) -> Result<Response<
     // An account token (`token=` connect parameter, `Authorization: Bearer` or the sign-in cookie) lets the
     // connection join its own `watchlist:` topic; without a valid one it is anonymous.
     let token = query.get("token").or_else(|| super::auth::presented_token(req.headers()));
-    let account = token.and_then(|t| state.accounts.verify_token(t).ok().flatten());
+    let credential = token.and_then(|t| Some((t.to_owned(), state.accounts.verify_token(t).ok().flatten()?)));
     if vsn.as_deref().is_some_and(|v| !v.starts_with("2.0.")) {
         // Phoenix refuses serializer versions it does not speak with an empty 403.
         let mut response = Response::new(Body::default());
@@ -99,7 +101,7 @@ pub fn upgrade(mut req: Request<Incoming>, state: &AppState) -> Result<Response<
     let session_state = state.clone();
     state.ws.tracker.spawn(async move {
         match upgraded.await {
-            Ok(ws) => session(ws, session_state, permit, account).await,
+            Ok(ws) => session(ws, session_state, permit, credential).await,
             Err(e) => tracing::debug!(error = %e, "websocket upgrade failed"),
         }
     });
@@ -207,7 +209,7 @@ async fn session(
     ws: fastwebsockets::WebSocket<Upgraded>,
     state: AppState,
     _permit: OwnedSemaphorePermit,
-    account: Option<alloy::primitives::Address>,
+    credential: Option<(String, alloy::primitives::Address)>,
 ) {
     let config = state.config.ws.clone();
     let mut ws = ws;
@@ -221,7 +223,7 @@ async fn session(
     let reader = tokio::spawn(read_loop(read, config.max_message, inbound_tx));
     let hub = state.ws.hub.clone();
     let mut attached = hub.attach();
-    let mut channels = Channels::new(config.max_topics).for_account(account);
+    let mut channels = Channels::new(config.max_topics).for_account(credential.as_ref().map(|(_, account)| *account));
     let mut deadline = Instant::now() + config.idle_timeout;
     let shutdown = state.ws.shutdown.clone();
     let closing: Option<(u16, &str)> = loop {
@@ -234,6 +236,14 @@ async fn session(
             }
             frame = attached.frames.recv() => {
                 let Some(frame) = frame else { break None };
+                // A private topic's push goes out only while the token that joined it is still valid (it may have
+                // been revoked or expired since the connection opened).
+                if let Some((token, account)) = &credential {
+                    let private = frame.contains("\"watchlist:");
+                    if private && state.accounts.verify_token(token).ok().flatten() != Some(*account) {
+                        break Some((close::POLICY_VIOLATION, "account token revoked or expired"));
+                    }
+                }
                 let text = Frame::text(Payload::Borrowed(frame.as_bytes()));
                 if !write_bounded(&mut write, text, [&attached.kicked, &shutdown], config.write_timeout).await {
                     break None;
