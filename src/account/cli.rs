@@ -53,8 +53,10 @@ pub fn run(args: &AccountArgs) -> Result<String, CliError> {
             }
         }
         AccountCommand::Revoke { address: Some(address), .. } => {
-            let n = accounts.revoke_tokens_of(*address)?;
-            Ok(format!("revoked {n} token(s) of {}\n", checksum(address)))
+            // Every credential of the account: its tokens and its API keys.
+            let tokens = accounts.revoke_tokens_of(*address)?;
+            let keys = accounts.revoke_api_keys_of(*address)?;
+            Ok(format!("revoked {tokens} token(s) and {keys} API key(s) of {}\n", checksum(address)))
         }
         AccountCommand::Revoke { .. } => Err(CliError::Usage("give --id or --address".into())),
         AccountCommand::List => {

@@ -331,6 +331,22 @@ impl Accounts {
         Ok(revoked)
     }
 
+    /// Deletes every API key of `owner` (item and secret); returns how many.
+    pub fn revoke_api_keys_of(&self, owner: Address) -> Result<usize, AccountError> {
+        let _guard = self.lock();
+        let keys = self.store.reader().account_items(owner, ItemKind::ApiKey, None, MAX_API_KEYS)?;
+        let mut batch = self.store.batch();
+        for (id, item) in &keys {
+            if let AccountItem::ApiKey { key_id, .. } = item {
+                batch.delete::<ApiKeys>(&SerialKey(*key_id));
+            }
+            batch.delete::<AccountItems>(&item_key(owner, ItemKind::ApiKey, *id));
+            batch.delete::<ItemOwners>(&SerialKey(*id));
+        }
+        self.store.write(batch, Durability::Sync)?;
+        Ok(keys.len())
+    }
+
     /// `owner`'s items of `kind`, newest first, after item id `after`, at most `limit`.
     pub fn items(
         &self,
@@ -541,6 +557,26 @@ mod tests {
         }
         assert!(matches!(accounts.create_api_key(bob, "one more"), Err(AccountError::LimitReached { .. })));
         assert_eq!(accounts.store().reader().rows::<ApiKeys>().count(), MAX_API_KEYS, "refused keys leave no row");
+    }
+
+    /// Revoking an account's API keys removes them whole (item, owner row, secret): none verifies any more, the
+    /// account may create new ones, and another account's keys stay.
+    #[test]
+    fn revoking_api_keys_removes_every_key_of_the_account_only() {
+        let (_dir, accounts) = service();
+        let (alice, bob) = (Address::repeat_byte(1), Address::repeat_byte(2));
+        let keys: Vec<String> =
+            (0..MAX_API_KEYS).map(|n| accounts.create_api_key(alice, &format!("k{n}")).unwrap().1).collect();
+        let (_, bobs) = accounts.create_api_key(bob, "b").unwrap();
+        assert!(keys.iter().all(|k| accounts.verify_api_key(k).unwrap().is_some_and(|(_, owner)| owner == alice)));
+        assert_eq!(accounts.revoke_api_keys_of(alice).unwrap(), MAX_API_KEYS);
+        assert!(keys.iter().all(|k| accounts.verify_api_key(k).unwrap().is_none()));
+        assert!(accounts.items(alice, ItemKind::ApiKey, None, 10).unwrap().is_empty());
+        assert_eq!(accounts.verify_api_key(&bobs).unwrap().map(|(_, owner)| owner), Some(bob));
+        assert_eq!(accounts.store().reader().rows::<ApiKeys>().count(), 1);
+        assert_eq!(accounts.store().reader().rows::<ItemOwners>().count(), 1, "only bob's key's owner row");
+        accounts.create_api_key(alice, "again").unwrap();
+        assert_eq!(accounts.revoke_api_keys_of(bob).unwrap(), 1);
     }
 
     #[test]
