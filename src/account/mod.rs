@@ -386,14 +386,7 @@ impl Accounts {
         if existing.len() >= limit {
             return Err(AccountError::LimitReached { limit });
         }
-        if existing.iter().any(|(_, other)| same_target(other)) {
-            let field = match kind {
-                ItemKind::TransactionTag => "transaction_hash",
-                ItemKind::CustomAbi => "contract_address_hash",
-                _ => "address_hash",
-            };
-            return Err(AccountError::Invalid { field, detail: "already in this list".into() });
-        }
+        refuse_duplicate(kind, existing.iter().map(|(_, other)| other), same_target)?;
         let id = self.store.reader().last_item_id()? + 1;
         let mut batch = self.store.batch();
         if self.user(owner)?.is_none() {
@@ -405,10 +398,24 @@ impl Accounts {
         Ok(id)
     }
 
-    /// Replaces item `id` of `owner` with `item` (same kind).
-    pub fn update_item(&self, owner: Address, id: u64, item: AccountItem) -> Result<(), AccountError> {
+    /// Replaces item `id` of `owner` with `item` (same kind), refusing a target another of its items has
+    /// (`same_target` as for [`Accounts::add_item`]).
+    pub fn update_item(
+        &self,
+        owner: Address,
+        id: u64,
+        item: AccountItem,
+        same_target: impl Fn(&AccountItem) -> bool,
+    ) -> Result<(), AccountError> {
         let _guard = self.lock();
-        self.item(owner, item.kind(), id)?;
+        let kind = item.kind();
+        self.item(owner, kind, id)?;
+        let others = self.items(owner, kind, None, limit_of(kind) + 1)?;
+        refuse_duplicate(
+            kind,
+            others.iter().filter(|(other_id, _)| *other_id != id).map(|(_, other)| other),
+            same_target,
+        )?;
         let mut batch = self.store.batch();
         batch.put::<AccountItems>(&item_key(owner, item.kind(), id), &item)?;
         self.store.write(batch, Durability::Sync)?;
@@ -486,6 +493,23 @@ fn item_key(owner: Address, kind: ItemKind, id: u64) -> ItemKey {
     ItemKey { address: owner, pos: ItemPos { kind: kind as u8, id } }
 }
 
+/// Refuses an item whose target one of `existing` (items of `kind`) already has.
+fn refuse_duplicate<'a>(
+    kind: ItemKind,
+    mut existing: impl Iterator<Item = &'a AccountItem>,
+    same_target: impl Fn(&AccountItem) -> bool,
+) -> Result<(), AccountError> {
+    if existing.any(same_target) {
+        let field = match kind {
+            ItemKind::TransactionTag => "transaction_hash",
+            ItemKind::CustomAbi => "contract_address_hash",
+            _ => "address_hash",
+        };
+        return Err(AccountError::Invalid { field, detail: "already in this list".into() });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,6 +581,26 @@ mod tests {
         }
         assert!(matches!(accounts.create_api_key(bob, "one more"), Err(AccountError::LimitReached { .. })));
         assert_eq!(accounts.store().reader().rows::<ApiKeys>().count(), MAX_API_KEYS, "refused keys leave no row");
+    }
+
+    /// An update may keep its own target or take a free one, never one another item of the list has.
+    #[test]
+    fn an_update_cannot_make_a_duplicate() {
+        let (_dir, accounts) = service();
+        let alice = Address::repeat_byte(1);
+        let tag = |n: u8, name: &str| AccountItem::AddressTag { address: Address::repeat_byte(n), name: name.into() };
+        let same = |a: &AccountItem, b: &AccountItem| match (a, b) {
+            (AccountItem::AddressTag { address: x, .. }, AccountItem::AddressTag { address: y, .. }) => x == y,
+            _ => false,
+        };
+        let x = accounts.add_item(alice, tag(10, "x"), |o| same(o, &tag(10, ""))).unwrap();
+        let y = accounts.add_item(alice, tag(11, "y"), |o| same(o, &tag(11, ""))).unwrap();
+        let refused = accounts.update_item(alice, y, tag(10, "y"), |o| same(o, &tag(10, "")));
+        assert!(matches!(refused, Err(AccountError::Invalid { field: "address_hash", .. })), "{refused:?}");
+        accounts.update_item(alice, x, tag(10, "renamed"), |o| same(o, &tag(10, ""))).unwrap();
+        accounts.update_item(alice, y, tag(12, "moved"), |o| same(o, &tag(12, ""))).unwrap();
+        let items = accounts.items(alice, ItemKind::AddressTag, None, 10).unwrap();
+        assert_eq!(items, vec![(y, tag(12, "moved")), (x, tag(10, "renamed"))]);
     }
 
     /// Revoking an account's API keys removes them whole (item, owner row, secret): none verifies any more, the

@@ -295,7 +295,7 @@ fn items(
             {
                 *new = *key_id;
             }
-            accounts.update_item(account, id, item.clone())?;
+            accounts.update_item(account, id, item.clone(), |other| same_target(other, &item))?;
             Ok(ok(&render(accounts, id, &item, None)?))
         }
         ItemAction::Delete(id) => {
