@@ -455,7 +455,9 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     } else if req.method() == Method::OPTIONS {
         preflight(&req)
     } else {
-        let private = auth::carries_credentials(req.headers(), req.uri().query());
+        // The account API's answers are personal even without credentials (a sign-in message, the token it gives).
+        let private = auth::carries_credentials(req.headers(), req.uri().query())
+            || req.uri().path().starts_with("/api/account/");
         let mut response = match parsed {
             Ok(route) if state.config.read_replica && route.writes() => ApiError::ReadReplica.into_response(),
             Ok(route) => {

@@ -155,6 +155,7 @@ async fn sign_in_with_ethereum_by_a_dev_key() {
     );
     let reply = authenticate(addr, &message, &signer).await;
     assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(reply.headers["cache-control"], "private, no-store", "a token is never kept by a cache");
     let cookie = reply.headers["set-cookie"].to_str().unwrap().to_owned();
     assert!(cookie.starts_with("_explorer_key=rst_") && cookie.contains("HttpOnly"), "{cookie}");
     let token = reply.json()["token"].as_str().unwrap().to_owned();
