@@ -94,8 +94,9 @@ impl RateLimiter<IpAddr> {
     }
 }
 
-impl RateLimiter<u64> {
-    /// A limiter per API key id: `per_second` with bursts of `burst`, at most `max_tracked` keys at once.
+impl<K> RateLimiter<K> {
+    /// A limiter per key (an API key's id, or the IP of requests with API keys): `per_second` with bursts of
+    /// `burst`, at most `max_tracked` keys at once.
     pub fn per_key(per_second: u32, burst: u32, max_tracked: usize) -> Self {
         let config = RateLimitConfig { per_second, burst, max_tracked, ..RateLimitConfig::default() };
         RateLimiter { config, exempt: HashSet::new(), buckets: Mutex::new(HashMap::new()) }

@@ -158,6 +158,8 @@ pub struct Shared {
     pub verifications: Arc<crate::contracts::jobs::Verifications>,
     limiter: RateLimiter,
     key_limiter: RateLimiter<u64>,
+    /// Requests with valid API keys, per client IP (see `handle`).
+    keyed_ip_limiter: RateLimiter,
     /// One permit per store-reading handler running on the blocking pool.
     readers: Arc<tokio::sync::Semaphore>,
     rpc: rpc::Passthrough,
@@ -242,6 +244,11 @@ impl AppState {
             },
             limiter: RateLimiter::new(config.rate_limit.clone()),
             key_limiter: RateLimiter::per_key(
+                config.auth.api_key_per_second,
+                config.auth.api_key_burst,
+                config.rate_limit.max_tracked,
+            ),
+            keyed_ip_limiter: RateLimiter::per_key(
                 config.auth.api_key_per_second,
                 config.auth.api_key_burst,
                 config.rate_limit.max_tracked,
@@ -425,12 +432,20 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     let started = Instant::now();
     let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
     let verdict = match auth::presented_api_key(req.headers(), req.uri().query()) {
-        // A valid API key is limited by its own (larger) bucket, counted against the key, not the IP; an invalid
-        // one gets the anonymous limit of the IP.
+        // A valid API key is limited by its own (larger) bucket, counted against the key, not the IP's anonymous
+        // bucket; all keyed requests of one IP share one more bucket of the key's size, so keys of many free
+        // accounts do not multiply it. An invalid key gets the anonymous limit of the IP.
         Some(key) if state.limiter.enabled() && auth::looks_like_api_key(&key) => {
+            let now = Instant::now();
             match state.accounts.verify_api_key(&key) {
-                Ok(Some((key_id, _))) => state.key_limiter.check(key_id, Instant::now()),
-                _ => state.limiter.check(client, Instant::now()),
+                Ok(Some((key_id, _))) => match state.key_limiter.check(key_id, now) {
+                    allowed @ Verdict::Allowed(_) => match state.keyed_ip_limiter.check(client, now) {
+                        limited @ Verdict::Limited(_) => limited,
+                        _ => allowed,
+                    },
+                    other => other,
+                },
+                _ => state.limiter.check(client, now),
             }
         }
         _ => state.limiter.check(client, Instant::now()),

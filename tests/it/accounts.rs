@@ -424,6 +424,21 @@ async fn api_keys_get_their_own_higher_limit() {
     assert_eq!(header_key.status, 200, "the key is not limited with its IP");
     let reply = call(addr, Method::GET, keys, Some(&alice), Value::Null).await;
     assert_eq!(reply.status, 429, "the IP itself is limited");
+
+    // Keys of several accounts from one IP share one key-sized bucket: free accounts do not multiply the limit.
+    let bob = Accounts::new(t.daemon.store().clone()).create_api_key(Address::repeat_byte(9), "bob").unwrap().1;
+    let (started, mut served) = (std::time::Instant::now(), 0u32);
+    loop {
+        let key = if served % 2 == 0 { &key } else { &bob };
+        let reply = request(addr, Method::GET, &format!("/api/v2/stats?apikey={key}"), &[], String::new()).await;
+        if reply.status == 429 {
+            break;
+        }
+        served += 1;
+        assert!(served < 2_000, "never limited");
+    }
+    let refilled = started.elapsed().as_secs_f64() * 100.0;
+    assert!(f64::from(served) <= 200.0 + refilled + 1.0, "{served} requests in {:?}", started.elapsed());
     t.daemon.shutdown().await.unwrap();
 }
 
