@@ -434,7 +434,8 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     let verdict = match auth::presented_api_key(req.headers(), req.uri().query()) {
         // A valid API key is limited by its own (larger) bucket, counted against the key, not the IP's anonymous
         // bucket; all keyed requests of one IP share one more bucket of the key's size, so keys of many free
-        // accounts do not multiply it. An invalid key gets the anonymous limit of the IP.
+        // accounts do not multiply it. An invalid key gets the anonymous limit of the IP and counts as a failed
+        // authentication.
         Some(key) if state.limiter.enabled() && auth::looks_like_api_key(&key) => {
             let now = Instant::now();
             match state.accounts.verify_api_key(&key) {
@@ -445,7 +446,10 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
                     },
                     other => other,
                 },
-                _ => state.limiter.check(client, now),
+                _ => {
+                    state.auth.failures.record(client, now);
+                    state.limiter.check(client, now)
+                }
             }
         }
         _ => state.limiter.check(client, Instant::now()),

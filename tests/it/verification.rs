@@ -344,6 +344,20 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
     let unknown = submit(counter, &original, "v0.8.19+commit.7dd6d404", Some(&key)).await.json();
     assert_eq!(unknown["status"], "0");
     assert!(unknown["message"].as_str().unwrap().contains("available: 0.8.37"), "{unknown}");
+    // The key in the `x-api-key` header authorizes too (the request gets as far as the compiler check).
+    let pairs = [
+        ("module", "contract"),
+        ("action", "verifysourcecode"),
+        ("contractaddress", &counter.to_string()),
+        ("sourceCode", &original.to_string()),
+        ("codeformat", "solidity-standard-json-input"),
+        ("contractname", "src/Counter.sol:Counter"),
+        ("compilerversion", "v0.8.19+commit.7dd6d404"),
+    ];
+    let headers = [("content-type", FORM), ("x-api-key", key.as_str())];
+    let by_header = crate::support::http::request(addr, hyper::Method::POST, "/api", &headers, form(&pairs)).await;
+    assert_eq!(by_header.status, 200, "{}", String::from_utf8_lossy(&by_header.body));
+    assert!(by_header.json()["message"].as_str().unwrap().contains("available: 0.8.37"), "{}", by_header.json());
 
     let queued = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", Some(&key)).await.json();
     assert_eq!(queued["status"], "1", "{queued}");

@@ -20,19 +20,25 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The account behind the request's API key or bearer token.
 fn authorize(params: &Params, headers: &HeaderMap, state: &AppState, client: IpAddr) -> Result<(), Refusal> {
-    if let Some(key) = params.get("apikey") {
-        if let Ok(Some(_)) = state.accounts.verify_api_key(key) {
+    let budget_spent =
+        || Refusal::Translator(StatusCode::TOO_MANY_REQUESTS, "Too many failed authentications; try again later");
+    let header = headers.get(auth::API_KEY_HEADER).and_then(|v| v.to_str().ok());
+    if let Some(key) = params.get("apikey").or(header) {
+        let now = std::time::Instant::now();
+        if state.auth.failures.exhausted(client, now) {
+            return Err(budget_spent());
+        }
+        if let Ok(Some(_)) = state.accounts.verify_api_key(key.trim()) {
             return Ok(());
         }
+        state.auth.failures.record(client, now);
     }
     match auth::require_account(headers, state, client) {
         Ok(_) => Ok(()),
-        Err(ApiError::AuthBudget) => {
-            Err(Refusal::Translator(StatusCode::TOO_MANY_REQUESTS, "Too many failed authentications; try again later"))
-        }
+        Err(ApiError::AuthBudget) => Err(budget_spent()),
         Err(_) => Err(Refusal::Translator(
             StatusCode::UNAUTHORIZED,
-            "Verification needs a valid API key (apikey=) or account token (Authorization: Bearer)",
+            "Verification needs a valid API key (apikey= or x-api-key) or account token (Authorization: Bearer)",
         )),
     }
 }
