@@ -176,8 +176,10 @@ fn text<'a>(body: &'a Value, field: &'static str) -> Result<&'a str, ApiError> {
 }
 
 fn direction(settings: &Value, asset: &str, incoming: u16, outgoing: u16) -> Result<u16, ApiError> {
-    let Some(dirs) = settings.get(asset) else {
-        return Ok(0);
+    let dirs = match settings.get(asset) {
+        None | Some(Value::Null) => return Ok(0),
+        Some(dirs @ Value::Object(_)) => dirs,
+        Some(_) => return Err(ApiError::invalid("notification_settings", format!("{asset} must be an object"))),
     };
     let bit = |name: &str, value: u16| match dirs.get(name) {
         None | Some(Value::Null) => Ok(0),
@@ -428,15 +430,14 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(tag, AccountItem::AddressTag { ref name, .. } if name == "cold wallet"));
+        let watch = |settings: Value| json!({"address_hash": "0x000000000000000000000000000000000000dead", "name": "w", "notification_settings": settings});
         let bad = [
             (ItemKind::AddressTag, json!({"address_hash": "0x12", "name": "x"}), "address_hash"),
             (ItemKind::AddressTag, json!({"address_hash": "0x000000000000000000000000000000000000dead"}), "name"),
             (ItemKind::TransactionTag, json!({"transaction_hash": "0x12", "name": "x"}), "transaction_hash"),
-            (
-                ItemKind::Watch,
-                json!({"address_hash": "0x000000000000000000000000000000000000dead", "name": "w", "notification_settings": {"native": {"incoming": "yes"}}}),
-                "notification_settings",
-            ),
+            (ItemKind::Watch, watch(json!({"native": {"incoming": "yes"}})), "notification_settings"),
+            (ItemKind::Watch, watch(json!({"native": "x"})), "notification_settings"),
+            (ItemKind::Watch, watch(json!({"ERC-20": []})), "notification_settings"),
             (ItemKind::ApiKey, json!({"name": "x".repeat(36)}), "name"),
         ];
         for (kind, body, param) in bad {
