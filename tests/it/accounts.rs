@@ -162,6 +162,19 @@ async fn sign_in_with_ethereum_by_a_dev_key() {
     assert_eq!(reply.json()["address_hash"], signer.address().to_checksum(None));
     let info = get_as(addr, "/api/account/v2/user/info", Some(&token)).await;
     assert_eq!(info["address_hash"], signer.address().to_checksum(None));
+    // The cookie writes only with a JSON request, which another site's page cannot make a browser send with it.
+    let pair = cookie.split(';').next().unwrap();
+    let tag = r#"{"address_hash":"0x000000000000000000000000000000000000dEaD","name":"planted"}"#;
+    let tags = "/api/account/v2/user/tags/address";
+    for content_type in ["application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x"] {
+        let headers = [("cookie", pair), ("content-type", content_type)];
+        let reply = request(addr, Method::POST, tags, &headers, tag.to_owned()).await;
+        assert_eq!(reply.status, 422, "{content_type}: {}", String::from_utf8_lossy(&reply.body));
+    }
+    let listed = get_as(addr, tags, Some(&token)).await;
+    assert_eq!(listed["items"], json!([]), "nothing was planted");
+    let headers = [("cookie", pair), ("content-type", "application/json")];
+    assert_eq!(request(addr, Method::POST, tags, &headers, tag.to_owned()).await.status, 200, "the site's own request");
 
     let replay = authenticate(addr, &message, &signer).await;
     assert_eq!(replay.status, 401, "a nonce signs in once");

@@ -19,7 +19,7 @@ use crate::store::tables::{Accounts as ChainAccounts, ApiKeys};
 use crate::store::{Order, Reader};
 use alloy::primitives::Address;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, HOST, SET_COOKIE};
+use hyper::header::{HeaderValue, CONTENT_TYPE, HOST, SET_COOKIE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Value};
 use std::net::IpAddr;
@@ -161,7 +161,15 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
     Ok(response)
 }
 
+/// The request's JSON object body. It must say it is JSON: a page on another site can make a browser send a
+/// form or plain text with the sign-in cookie, but not a JSON request without the CORS preflight this API does not
+/// grant to credentials.
 async fn body_json(req: Request<Incoming>, limit: usize) -> Result<Value, ApiError> {
+    let declared = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let media = declared.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    if media != "application/json" && !media.ends_with("+json") {
+        return Err(ApiError::invalid("body", "Expected a JSON body (Content-Type: application/json)"));
+    }
     let bytes = read_body(req, limit).await?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(value @ Value::Object(_)) => Ok(value),
