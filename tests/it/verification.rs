@@ -354,10 +354,24 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
         ("contractname", "src/Counter.sol:Counter"),
         ("compilerversion", "v0.8.19+commit.7dd6d404"),
     ];
-    let headers = [("content-type", FORM), ("x-api-key", key.as_str())];
-    let by_header = crate::support::http::request(addr, hyper::Method::POST, "/api", &headers, form(&pairs)).await;
+    let send = |headers: Vec<(&'static str, String)>| {
+        let body = form(&pairs);
+        async move {
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            crate::support::http::request(addr, hyper::Method::POST, "/api", &headers, body).await
+        }
+    };
+    let by_header = send(vec![("content-type", FORM.into()), ("x-api-key", key.clone())]).await;
     assert_eq!(by_header.status, 200, "{}", String::from_utf8_lossy(&by_header.body));
     assert!(by_header.json()["message"].as_str().unwrap().contains("available: 0.8.37"), "{}", by_header.json());
+    // An account token authorizes in the Authorization header, not as the sign-in cookie (which a link on another
+    // site can make a browser send).
+    let token =
+        rockscout::account::Accounts::new(t.daemon.store().clone()).mint_token(accounts[0], "ci", None, false).unwrap();
+    let by_cookie = send(vec![("content-type", FORM.into()), ("cookie", format!("_explorer_key={token}"))]).await;
+    assert_eq!(by_cookie.status, 401, "{}", String::from_utf8_lossy(&by_cookie.body));
+    let by_bearer = send(vec![("content-type", FORM.into()), ("authorization", format!("Bearer {token}"))]).await;
+    assert!(by_bearer.json()["message"].as_str().unwrap().contains("available: 0.8.37"), "{}", by_bearer.json());
 
     let queued = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", Some(&key)).await.json();
     assert_eq!(queued["status"], "1", "{queued}");

@@ -33,13 +33,20 @@ fn authorize(params: &Params, headers: &HeaderMap, state: &AppState, client: IpA
         }
         state.auth.failures.record(client, now);
     }
+    let unauthorized = || {
+        Refusal::Translator(
+            StatusCode::UNAUTHORIZED,
+            "Verification needs a valid API key (apikey= or x-api-key) or account token (Authorization: Bearer)",
+        )
+    };
+    // Not the sign-in cookie: a link on another site can make a browser send this GET route with it.
+    if !headers.contains_key(hyper::header::AUTHORIZATION) {
+        return Err(unauthorized());
+    }
     match auth::require_account(headers, state, client) {
         Ok(_) => Ok(()),
         Err(ApiError::AuthBudget) => Err(budget_spent()),
-        Err(_) => Err(Refusal::Translator(
-            StatusCode::UNAUTHORIZED,
-            "Verification needs a valid API key (apikey= or x-api-key) or account token (Authorization: Bearer)",
-        )),
+        Err(_) => Err(unauthorized()),
     }
 }
 
