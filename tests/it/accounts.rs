@@ -618,6 +618,15 @@ async fn watchlist_events_go_live_to_their_owner_only() {
         let reply = ws.frame().await;
         assert_eq!(reply[4], json!({"status": "error", "response": {"reason": "unauthorized"}}), "{who}");
     }
+    // The sign-in cookie counts for the explorer's own origin only, not for a page of another one.
+    let cookie = format!("_explorer_key={alice}");
+    let host = addr.to_string();
+    for (origin, status) in [(format!("http://{host}"), "ok"), ("https://evil.example".to_owned(), "error")] {
+        let headers = [("cookie", cookie.as_str()), ("origin", origin.as_str())];
+        let mut ws = WsClient::connect_with_headers(addr, "/socket/v2/websocket?vsn=2.0.0", &headers).await;
+        ws.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+        assert_eq!(ws.frame().await[4]["status"], status, "{origin}");
+    }
     let mut ws = WsClient::connect(addr, &format!("/socket/v2/websocket?vsn=2.0.0&token={alice}")).await;
     ws.send(&json!(["1", "1", topic, "phx_join", {}])).await;
     assert_eq!(ws.frame().await[4]["status"], "ok");

@@ -70,6 +70,18 @@ mod close {
     pub const TRY_AGAIN_LATER: u16 = 1013;
 }
 
+/// Whether the request's `Origin` (if any; non-browser clients send none) names the explorer's host: its public
+/// host name (`--siwe-domain`, which a sign-in cookie off loopback needs) or else the host the request was sent to.
+fn same_origin(headers: &hyper::HeaderMap, public_host: Option<&str>) -> bool {
+    let Some(origin) = headers.get(hyper::header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    let sent_to = headers.get(hyper::header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let host = public_host.unwrap_or(sent_to);
+    let origin_host = origin.split_once("://").map_or("", |(_, rest)| rest).trim_end_matches('/');
+    !host.is_empty() && origin_host.eq_ignore_ascii_case(host)
+}
+
 /// Answers the upgrade request of `GET /socket/v2/websocket` and starts the connection's tasks.
 pub fn upgrade(mut req: Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
     let query = super::query::Query::parse(req.uri().query());
@@ -77,6 +89,10 @@ pub fn upgrade(mut req: Request<Incoming>, state: &AppState) -> Result<Response<
     // An account token (`token=` connect parameter, `Authorization: Bearer` or the sign-in cookie) lets the
     // connection join its own `watchlist:` topic; without a valid one it is anonymous.
     let token = query.get("token").or_else(|| super::auth::presented_token(req.headers()));
+    // The sign-in cookie counts only for the site's own pages: a page of another origin (a sibling subdomain, which
+    // gets the cookie) connects anonymously.
+    let by_cookie = query.get("token").is_none() && !req.headers().contains_key(hyper::header::AUTHORIZATION);
+    let token = token.filter(|_| !by_cookie || same_origin(req.headers(), state.config.auth.siwe_domain.as_deref()));
     let credential = token.and_then(|t| Some((t.to_owned(), state.accounts.verify_token(t).ok().flatten()?)));
     if vsn.as_deref().is_some_and(|v| !v.starts_with("2.0.")) {
         // Phoenix refuses serializer versions it does not speak with an empty 403.

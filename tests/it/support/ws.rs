@@ -59,17 +59,34 @@ impl WsClient {
         Self::handshake(addr, path, stream).await
     }
 
+    /// Connects with more request headers (e.g. a browser's `Cookie` and `Origin`).
+    pub async fn connect_with_headers(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> WsClient {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        Self::handshake_with(addr, path, stream, headers).await.unwrap_or_else(|e| panic!("connect to {path}: {e}"))
+    }
+
     async fn handshake(addr: SocketAddr, path: &str, stream: tokio::net::TcpStream) -> Result<WsClient, String> {
-        let request = hyper::Request::builder()
+        Self::handshake_with(addr, path, stream, &[]).await
+    }
+
+    async fn handshake_with(
+        addr: SocketAddr,
+        path: &str,
+        stream: tokio::net::TcpStream,
+        headers: &[(&str, &str)],
+    ) -> Result<WsClient, String> {
+        let mut request = hyper::Request::builder()
             .method("GET")
             .uri(path)
             .header("host", addr.to_string())
             .header("upgrade", "websocket")
             .header("connection", "upgrade")
             .header("sec-websocket-key", fastwebsockets::handshake::generate_key())
-            .header("sec-websocket-version", "13")
-            .body(Empty::<Bytes>::new())
-            .map_err(|e| e.to_string())?;
+            .header("sec-websocket-version", "13");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
         let (ws, _) =
             fastwebsockets::handshake::client(&SpawnExecutor, request, stream).await.map_err(|e| e.to_string())?;
         Ok(WsClient { ws: FragmentCollector::new(ws) })
