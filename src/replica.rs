@@ -432,16 +432,22 @@ mod tests {
         apply_blocks(store, &blocks, true).unwrap();
     }
 
+    /// A primary holding blocks `0..=tip` of branch 0 and a secondary of it (with the directories they live in).
+    fn primary_and_secondary(tip: u64) -> ([tempfile::TempDir; 2], Store, Store) {
+        let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let primary = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        extend(&primary, 0, tip, 0);
+        let secondary = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
+        ([dir, own], primary, secondary)
+    }
+
     fn numbers(progress: &Progress) -> Vec<u64> {
         progress.applied.iter().map(Bundle::number).collect()
     }
 
     #[test]
     fn catch_up_finds_new_blocks_replaced_blocks_and_bounds_a_gap() {
-        let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let primary = Store::open(dir.path(), &StoreOptions::default()).unwrap();
-        extend(&primary, 0, 5, 0);
-        let secondary = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
+        let (_dirs, primary, secondary) = primary_and_secondary(5);
         let mut announced = BTreeMap::new();
         let remember = |announced: &mut BTreeMap<u64, B256>, progress: &Progress| {
             for (n, _) in &progress.reverted {
@@ -462,12 +468,7 @@ mod tests {
         remember(&mut announced, &grown);
 
         // A reorg of depth 2: 7 and 6 reverted (newest first), the new branch's 6..=8 applied.
-        for n in [7, 6] {
-            let stored = primary.reader().load_block(n).unwrap().unwrap();
-            let mut batch = primary.batch();
-            revert_block(&mut batch, &primary.reader(), &stored).unwrap();
-            primary.write(batch, Durability::Sync).unwrap();
-        }
+        revert_above(&primary, 5);
         extend(&primary, 6, 8, 1);
         let reorged = catch_up(&secondary, &announced, 3).unwrap();
         let old: Vec<(u64, B256)> = [7, 6].iter().map(|&n| (n, announced[&n])).collect();
@@ -498,10 +499,7 @@ mod tests {
     /// block is published and every replaced one reverted, at the same height and at a lower one.
     #[test]
     fn a_reorg_deeper_than_what_is_remembered_publishes_the_whole_new_branch() {
-        let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let primary = Store::open(dir.path(), &StoreOptions::default()).unwrap();
-        extend(&primary, 0, 10, 0);
-        let secondary = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
+        let (_dirs, primary, secondary) = primary_and_secondary(10);
         let hashes = |store: &Store, range: std::ops::RangeInclusive<u64>| -> Vec<(u64, B256)> {
             range.rev().map(|n| (n, store.reader().block(n).unwrap().unwrap().hash)).collect()
         };
