@@ -146,8 +146,8 @@ impl Fetcher {
                 break;
             }
         }
-        // Live blocks (a suffix of the batch) come with their balances; whether a block is live depends on its number
-        // alone, so two indexes of one chain write the same rows.
+        // Live blocks (a suffix of the batch) come with their balances; the balance writer reads the others later,
+        // the same rows either way.
         let live = blocks.iter().position(|b| to.saturating_sub(b.number()) <= LIVE_WINDOW).unwrap_or(blocks.len());
         if self.coin_balances && live < blocks.len() {
             self.add_balances(&mut blocks[live..], cancel).await?;

@@ -181,19 +181,16 @@ impl<'a> Batch<'a> {
         block: u64,
         parent: alloy::primitives::B256,
     ) -> StoreResult<bool> {
-        let tip = match key {
-            MetaKey::TraceTip => reader.trace_tip()?,
-            MetaKey::BalanceTip => reader.balance_tip()?,
+        let row: fn(Tip) -> Meta = match key {
+            MetaKey::TraceTip => Meta::TraceTip,
+            MetaKey::BalanceTip => Meta::BalanceTip,
             other => return Err(StoreError::Inconsistent(format!("{other:?} is not a late writer's tip"))),
         };
-        if tip.is_none_or(|tip| tip.number < block) {
+        if super::tip_row(key, reader.meta(key)?)?.is_none_or(|tip| tip.number < block) {
             return Ok(false);
         }
         match block.checked_sub(1) {
-            Some(number) => {
-                let tip = Tip { number, hash: parent };
-                self.put_meta(&if key == MetaKey::TraceTip { Meta::TraceTip(tip) } else { Meta::BalanceTip(tip) })?
-            }
+            Some(number) => self.put_meta(&row(Tip { number, hash: parent }))?,
             None => self.delete_meta(key),
         }
         Ok(true)

@@ -115,7 +115,8 @@ impl Hub {
         (registry.connections.len(), subscriptions)
     }
 
-    /// Broadcasts `event` with `payload` to every subscriber of `canonical`; returns how many were queued.
+    /// Broadcasts `event` with `payload` to every subscriber of `canonical`; returns how many were queued. A frame
+    /// is `[null,null,"<topic>",…` ([`is_private`] reads its topic from that).
     pub fn publish(&self, canonical: &str, event: &str, payload: &Value) -> usize {
         let registry = self.registry();
         let Some(spellings) = registry.topics.get(canonical) else {
@@ -157,6 +158,12 @@ fn remove(registry: &mut Registry, id: u64, topic: &str, canonical: &str) {
     }
 }
 
+/// Whether a broadcast frame is of a private topic (`watchlist:<account>`), which only that account's token may
+/// receive.
+pub fn is_private(frame: &str) -> bool {
+    frame.starts_with(r#"[null,null,"watchlist:"#)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +195,19 @@ mod tests {
         assert_eq!(hub.connections(), 2);
         hub.apply(c.id, &add("blocks:new_block", "blocks:new_block"));
         assert_eq!(hub.counts(), (2, 1));
+    }
+
+    /// The frames of a watchlist topic, and only those, read as private (a payload naming one does not).
+    #[test]
+    fn watchlist_frames_and_only_those_are_private() {
+        let hub = Hub::new(4, Arc::default());
+        let mut a = hub.attach();
+        hub.apply(a.id, &add("watchlist:0xabcd", "watchlist:0xabcd"));
+        hub.apply(a.id, &add("addresses:0xabcd", "addresses:0xabcd"));
+        hub.publish("watchlist:0xabcd", "transaction", &json!({"transactions": []}));
+        hub.publish("addresses:0xabcd", "transaction", &json!({"note": "watchlist:0xabcd"}));
+        assert!(is_private(&a.frames.try_recv().unwrap()));
+        assert!(!is_private(&a.frames.try_recv().unwrap()));
     }
 
     #[test]

@@ -255,8 +255,7 @@ async fn session(
                 // A private topic's push goes out only while the token that joined it is still valid (it may have
                 // been revoked or expired since the connection opened).
                 if let Some((token, account)) = &credential {
-                    let private = frame.contains("\"watchlist:");
-                    if private && state.accounts.verify_token(token).ok().flatten() != Some(*account) {
+                    if hub::is_private(&frame) && state.accounts.verify_token(token).ok().flatten() != Some(*account) {
                         break Some((close::POLICY_VIOLATION, "account token revoked or expired"));
                     }
                 }
