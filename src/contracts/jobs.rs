@@ -266,10 +266,10 @@ mod tests {
         for file in [&crash, &hang] {
             std::fs::set_permissions(file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         }
-        let err = verifier::compile(&crash, b"{}", Duration::from_secs(10)).await.unwrap_err();
+        let err = verifier::compile(&crash, "0.8.37", b"{}", Duration::from_secs(10)).await.unwrap_err();
         assert!(err.to_string().contains("out of memory"), "{err}");
         let started = std::time::Instant::now();
-        let err = verifier::compile(&hang, b"{}", Duration::from_millis(300)).await.unwrap_err();
+        let err = verifier::compile(&hang, "0.8.37", b"{}", Duration::from_millis(300)).await.unwrap_err();
         assert!(err.to_string().contains("ran past its limit"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(10), "the compiler was not killed");
     }

@@ -101,13 +101,18 @@ impl Compilers {
         versions
     }
 
-    /// The installed compiler for `version` (`0.8.37`, `v0.8.37+commit.…` or `solc-0.8.37`).
+    /// The installed compiler for `version` (`0.8.37`, `v0.8.37+commit.…` or `solc-0.8.37`). Only a version
+    /// (three numbers) names a file: anything else (a path, `..`) names none, so a request can run no other program.
     pub fn path(&self, version: &str) -> Result<PathBuf, VerifyError> {
         let wanted = short_version(version);
+        let unknown = || VerifyError::UnknownVersion { asked: version.to_string(), available: self.versions() };
+        if version_of_file(&wanted).is_none() {
+            return Err(unknown());
+        }
         let found = self.folders().find_map(|d| {
             [wanted.clone(), format!("solc-{wanted}")].into_iter().map(|n| d.join(n)).find(|p| p.is_file())
         });
-        found.ok_or_else(|| VerifyError::UnknownVersion { asked: version.to_string(), available: self.versions() })
+        found.ok_or_else(unknown)
     }
 
     /// Whether `version` can be had (installed, or in the release list), without downloading it.
@@ -148,11 +153,46 @@ pub fn short_version(version: &str) -> String {
     v.split('+').next().unwrap_or(v).to_string()
 }
 
-/// Runs `compiler --standard-json` on `input`, killing it past `limit`; returns its JSON output.
-pub async fn compile(compiler: &Path, input: &[u8], limit: Duration) -> Result<Value, VerifyError> {
+/// Whether solc `version` (`0.8.37`) takes `--no-import-callback` (from 0.8.22 on).
+fn takes_no_import_callback(version: &str) -> bool {
+    let numbers: Vec<u64> = version.split('.').map_while(|n| n.parse().ok()).collect();
+    numbers.len() == 3 && (numbers[0], numbers[1], numbers[2]) >= (0, 8, 22)
+}
+
+/// An empty working directory for one compiler run, removed when dropped: solc's import callback reads files
+/// relative to it, so a submitted `import` finds nothing of the host's.
+struct EmptyDir(PathBuf);
+
+impl EmptyDir {
+    fn new() -> Result<EmptyDir, VerifyError> {
+        static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("rockscout-compile-{}-{run}", std::process::id()));
+        std::fs::create_dir(&path)
+            .map_err(|e| VerifyError::Compilation(format!("cannot make the compiler's working directory: {e}")))?;
+        Ok(EmptyDir(path))
+    }
+}
+
+impl Drop for EmptyDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `compiler --standard-json` (of solc `version`) on `input`, killing it past `limit`; returns its JSON
+/// output. The compiler reads no file of the host: sources come inside the input (no `urls`, see
+/// [`check_input`]), `--no-import-callback` where the version has it, and an empty working directory for older ones.
+pub async fn compile(compiler: &Path, version: &str, input: &[u8], limit: Duration) -> Result<Value, VerifyError> {
+    let workdir = EmptyDir::new()?;
     let run = async {
-        let mut child = tokio::process::Command::new(compiler)
-            .arg("--standard-json")
+        let mut command = tokio::process::Command::new(compiler);
+        command.arg("--standard-json");
+        if takes_no_import_callback(version) {
+            command.arg("--no-import-callback");
+        }
+        let mut child = command
+            .current_dir(&workdir.0)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -222,6 +262,10 @@ fn prepared_input(input: &Value) -> Result<Value, VerifyError> {
     if sources.is_none_or(|s| s.is_empty()) {
         return Err(VerifyError::Malformed("`sources` is missing or empty".into()));
     }
+    // A source named by `urls` is read by the compiler from wherever they point: only given contents are compiled.
+    if let Some((name, _)) = sources.into_iter().flatten().find(|(_, source)| !source["content"].is_string()) {
+        return Err(VerifyError::Malformed(format!("source {name} has no `content` (`urls` are not read)")));
+    }
     object.insert("language".into(), json!("Solidity"));
     let settings = object.entry("settings").or_insert_with(|| json!({}));
     let settings =
@@ -248,7 +292,7 @@ pub async fn verify(
     let compiler = compilers.resolve(&request.compiler_version).await?;
     let input = prepared_input(&request.input)?;
     let text = serde_json::to_vec(&input).map_err(|e| VerifyError::Malformed(e.to_string()))?;
-    let output = compile(&compiler, &text, limit).await?;
+    let output = compile(&compiler, &short_version(&request.compiler_version), &text, limit).await?;
     let errors: Vec<String> = output
         .get("errors")
         .and_then(Value::as_array)
@@ -367,10 +411,50 @@ mod tests {
     }
 
     #[test]
+    fn a_version_that_is_a_path_names_no_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let compilers = Compilers::new(Some(dir.path().join("compilers")));
+        std::fs::create_dir(dir.path().join("compilers")).unwrap();
+        std::fs::write(dir.path().join("0.8.37"), "").unwrap();
+        for asked in ["/usr/bin/env", "/proc/self/exe", "../0.8.37", "solc-../../0.8.37", "0.8.37/../../0.8.37", ""] {
+            let err = compilers.path(asked).unwrap_err();
+            assert!(matches!(err, VerifyError::UnknownVersion { .. }), "{asked}: {err}");
+        }
+    }
+
+    #[test]
+    fn no_import_callback_is_passed_from_0_8_22() {
+        assert!(takes_no_import_callback("0.8.22"));
+        assert!(takes_no_import_callback("0.8.37"));
+        assert!(takes_no_import_callback("0.10.0"));
+        assert!(!takes_no_import_callback("0.8.21"));
+        assert!(!takes_no_import_callback("0.4.26"));
+        assert!(!takes_no_import_callback("latest"));
+    }
+
+    #[tokio::test]
+    async fn the_compiler_runs_in_an_empty_directory_with_the_flag_its_version_takes() {
+        let dir = tempfile::tempdir().unwrap();
+        let probe = dir.path().join("probe");
+        // Prints its arguments and the files of its working directory as a JSON output.
+        std::fs::write(&probe, "#!/bin/sh\nprintf '{\"args\":\"%s\",\"files\":\"%s\"}' \"$*\" \"$(ls -A)\"\n").unwrap();
+        std::fs::set_permissions(&probe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let new = compile(&probe, "0.8.30", b"{}", Duration::from_secs(10)).await.unwrap();
+        assert_eq!(new, json!({"args": "--standard-json --no-import-callback", "files": ""}));
+        let old = compile(&probe, "0.8.21", b"{}", Duration::from_secs(10)).await.unwrap();
+        assert_eq!(old, json!({"args": "--standard-json", "files": ""}));
+    }
+
+    #[test]
     fn inputs_without_sources_or_in_another_language_are_malformed() {
         assert!(prepared_input(&json!([])).is_err());
         assert!(prepared_input(&json!({"language": "Solidity", "sources": {}})).is_err());
         assert!(prepared_input(&json!({"language": "Vyper", "sources": {"a": {"content": ""}}})).is_err());
+        let urls = prepared_input(&json!({"sources": {"a.sol": {"content": ""}, "b.sol": {"urls": ["/etc/passwd"]}}}));
+        assert_eq!(
+            urls.unwrap_err().to_string(),
+            "invalid standard JSON input: source b.sol has no `content` (`urls` are not read)"
+        );
         let ok = prepared_input(
             &json!({"sources": {"a.sol": {"content": ""}}, "settings": {"optimizer": {"enabled": true}}}),
         )
