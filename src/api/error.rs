@@ -45,6 +45,12 @@ pub enum ApiError {
     /// The request took longer than the per-request timeout.
     #[error("request timed out")]
     Timeout,
+    /// The request body did not arrive whole in time (a client that declared more than it sent).
+    #[error("request body not received within {within:?}")]
+    BodyTimeout {
+        /// The time it had.
+        within: std::time::Duration,
+    },
     /// The request body could not be read.
     #[error("invalid request body: {0}")]
     BadBody(String),
@@ -99,6 +105,7 @@ impl ApiError {
             ApiError::UnknownAction | ApiError::BadBody(_) | ApiError::NotWebSocket => StatusCode::BAD_REQUEST,
             ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Timeout => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NodeUnavailable(_) => StatusCode::BAD_GATEWAY,
@@ -122,6 +129,10 @@ impl ApiError {
             }]}),
             ApiError::UnknownAction => json!({"message": "Unknown API v2 action"}),
             ApiError::Timeout => json!({"message": "Request timed out"}),
+            ApiError::BodyTimeout { within } => json!({"message": format!(
+                "The request body did not arrive within {} s (shorter than its Content-Length, or too slow)",
+                within.as_secs_f64()
+            )}),
             ApiError::NotWebSocket => json!({"message": "Expected a WebSocket upgrade request"}),
             ApiError::Busy(what) => json!({"message": format!("Service busy: {what}")}),
             ApiError::BadBody(_) => json!({"message": "Invalid request body"}),

@@ -99,6 +99,14 @@ pub struct ApiConfig {
     pub read_replica: bool,
 }
 
+impl ApiConfig {
+    /// Time a request's body may take to arrive: two thirds of the request's time, so that a body cut short
+    /// gets its own answer (408) before the request times out.
+    pub fn body_timeout(&self) -> Duration {
+        self.request_timeout * 2 / 3
+    }
+}
+
 impl Default for ApiConfig {
     fn default() -> Self {
         ApiConfig {
@@ -574,13 +582,17 @@ where
     task.await.map_err(|e| ApiError::Internal(format!("read task failed: {e}")))?
 }
 
-/// Reads a request body of at most `limit` bytes (the `Content-Length` is checked first, the stream as it comes).
-pub(crate) async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+/// Reads a request body of at most `limit` bytes (the `Content-Length` is checked first, the stream as it comes)
+/// within `within` ([`ApiConfig::body_timeout`]): a body that stops short of its length is the client's fault.
+pub(crate) async fn read_body(req: Request<Incoming>, limit: usize, within: Duration) -> Result<Bytes, ApiError> {
     let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::PayloadTooLarge { limit });
     }
-    match http_body_util::Limited::new(req.into_body(), limit).collect().await {
+    let collected = tokio::time::timeout(within, http_body_util::Limited::new(req.into_body(), limit).collect())
+        .await
+        .map_err(|_| ApiError::BodyTimeout { within })?;
+    match collected {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
             Err(ApiError::PayloadTooLarge { limit })

@@ -1036,7 +1036,7 @@ impl Route {
                     Err(refused) => return Ok(*refused),
                 };
                 let limit = state.rpc.config().max_body;
-                match read_body(req, limit).await {
+                match read_body(req, limit, state.config.body_timeout()).await {
                     Ok(body) => Ok(state.rpc.call(&state.rpc_url, body, state.status.snapshot().node_head).await),
                     Err(ApiError::PayloadTooLarge { limit }) => Ok(rpc::error_response(
                         StatusCode::PAYLOAD_TOO_LARGE,

@@ -457,3 +457,30 @@ async fn an_http2_client_that_never_opens_its_window_loses_its_slot() {
     drop(response);
     t.daemon.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_shorter_than_its_length_gets_408_not_the_request_timeout() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |c| c.api.request_timeout = Duration::from_secs(3)).await;
+    let addr = t.daemon.addr();
+    // Each body-reading surface: the passthrough, the Etherscan API, a read-method call, the account API.
+    let routes = [
+        ("/api/eth", "application/json"),
+        ("/api", "application/x-www-form-urlencoded"),
+        ("/api/v2/smart-contracts/0x5fbdb2315678afecb367f032d93f642f64180aa3/query-read-method", "application/json"),
+        ("/api/account/v2/authenticate_via_wallet", "application/json"),
+    ];
+    for (path, content_type) in routes {
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\nContent-Length: 100\r\n\r\n{{\"a\":"
+        );
+        // The server answers and closes, as the rest of the body never comes.
+        let answer = raw_exchange(addr, request.as_bytes()).await;
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{path}: {answer:?}"));
+        assert!(head.starts_with("HTTP/1.1 408 "), "{path}: {head}");
+        let body: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"));
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(message.contains("did not arrive within 2 s"), "{path}: {body}");
+    }
+    t.daemon.shutdown().await.unwrap();
+}

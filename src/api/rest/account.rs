@@ -63,7 +63,7 @@ pub async fn serve(
             let body = match action {
                 ItemAction::Create | ItemAction::Update(_) => {
                     let limit = if kind == ItemKind::CustomAbi { MAX_ABI_BODY } else { MAX_BODY };
-                    Some(body_json(req, limit).await?)
+                    Some(body_json(req, limit, state.config.body_timeout()).await?)
                 }
                 _ => None,
             };
@@ -130,7 +130,7 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
     if state.auth.failures.exhausted(client, now) {
         return Err(ApiError::AuthBudget);
     }
-    let body = body_json(req, MAX_BODY).await?;
+    let body = body_json(req, MAX_BODY, state.config.body_timeout()).await?;
     let field = |name: &'static str| {
         body.get(name)
             .and_then(Value::as_str)
@@ -164,13 +164,13 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
 /// The request's JSON object body. It must say it is JSON: a page on another site can make a browser send a
 /// form or plain text with the sign-in cookie, but not a JSON request without the CORS preflight this API does not
 /// grant to credentials.
-async fn body_json(req: Request<Incoming>, limit: usize) -> Result<Value, ApiError> {
+async fn body_json(req: Request<Incoming>, limit: usize, within: std::time::Duration) -> Result<Value, ApiError> {
     let declared = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let media = declared.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     if media != "application/json" && !media.ends_with("+json") {
         return Err(ApiError::invalid("body", "Expected a JSON body (Content-Type: application/json)"));
     }
-    let bytes = read_body(req, limit).await?;
+    let bytes = read_body(req, limit, within).await?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(value @ Value::Object(_)) => Ok(value),
         _ => Err(ApiError::invalid("body", "Expected a JSON object")),
