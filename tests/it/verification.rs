@@ -523,7 +523,7 @@ fn linked_input(libraries: Value) -> Value {
 /// by the compiler when the input names the libraries).
 async fn creation_hex(input: &Value, file: &str, name: &str) -> String {
     let compiler = Compilers::new(Some(compilers_dir())).path("0.8.37").unwrap();
-    let output = verifier::compile(&compiler, &serde_json::to_vec(input).unwrap(), Duration::from_secs(120))
+    let output = verifier::compile(&compiler, "0.8.37", &serde_json::to_vec(input).unwrap(), Duration::from_secs(120))
         .await
         .unwrap_or_else(|e| panic!("solc compiles {file}: {e}"));
     let object = output["contracts"][file][name]["evm"]["bytecode"]["object"].as_str();
