@@ -3,7 +3,7 @@
 //! shapes. An [`Abi`] is indexed by selector once (when an artifact is loaded, or once for the compiled-in table of
 //! well-known signatures) and shared; decoding a request never parses an ABI.
 
-use alloy::dyn_abi::{DynSolValue, ErrorExt, EventExt, JsonAbiExt};
+use alloy::dyn_abi::{DynSolType, DynSolValue, ErrorExt, EventExt, FunctionExt, JsonAbiExt, Specifier};
 use alloy::json_abi::{Error as AbiError, Event, Function, JsonAbi, Param};
 use alloy::primitives::B256;
 use serde_json::{json, Value};
@@ -79,26 +79,121 @@ const WELL_KNOWN: &[&str] = &[
     "event Swap(address indexed sender, uint256 amount0In, uint256 amount1In, uint256 amount0Out, uint256 amount1Out, address indexed to)",
 ];
 
-/// An ABI indexed for decoding: functions and errors by selector, events by topic 0.
+/// Most values a parameter list's types may stand for before any data is read: alloy builds one per element of
+/// a fixed-size array (`uint8[12000000][]` is 12 million, even for an empty array). Items past it are not decoded.
+const MAX_TEMPLATE: usize = 1 << 14;
+/// Data up to this size is decoded whatever its types; see [`Shape::regions`] for longer data.
+const ANY_SHAPE_DATA: usize = 32 << 10;
+/// Longer data is decoded only when its types have at most this many dynamic values that offsets point at.
+const FEW_REGIONS: usize = 64;
+
+/// What decoding a parameter list can cost, from its types alone. Call data, log data and revert data are
+/// untrusted: ABI offsets may all point at the same bytes, so `bytes[]` of N offsets to one L-byte value decodes to
+/// N·L bytes from 32·N + L of data (quadratic). Decoding is bounded by refusing types with too large a template,
+/// decoding long data only for types with few regions, and dropping decoded values larger than their data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    /// Values alloy allocates before reading data (see [`MAX_TEMPLATE`]).
+    template: usize,
+    /// Dynamic values (bytes, strings, arrays) an encoding can point at; `usize::MAX` when an array holds dynamic
+    /// values (as many as the data names).
+    regions: usize,
+}
+
+impl Shape {
+    /// The shape of `params`, `None` when a type does not resolve or its template is past [`MAX_TEMPLATE`].
+    fn of<P: Specifier<DynSolType>>(params: &[P]) -> Option<Shape> {
+        let mut shape = Shape { template: 0, regions: 0 };
+        for param in params {
+            let ty = param.resolve().ok()?;
+            shape.template = shape.template.saturating_add(template(&ty));
+            shape.regions = shape.regions.saturating_add(regions(&ty));
+        }
+        (shape.template <= MAX_TEMPLATE).then_some(shape)
+    }
+
+    /// Whether `data` may be decoded as this shape.
+    fn admits(&self, data: &[u8]) -> bool {
+        data.len() <= ANY_SHAPE_DATA || self.regions <= FEW_REGIONS
+    }
+}
+
+fn template(ty: &DynSolType) -> usize {
+    match ty {
+        DynSolType::FixedArray(inner, size) => size.saturating_mul(template(inner)),
+        DynSolType::Array(inner) => template(inner).saturating_add(1),
+        DynSolType::Tuple(items) => items.iter().fold(1, |sum, t| sum.saturating_add(template(t))),
+        _ => 1,
+    }
+}
+
+fn regions(ty: &DynSolType) -> usize {
+    match ty {
+        DynSolType::Bytes | DynSolType::String => 1,
+        DynSolType::Array(inner) if inner.is_dynamic() => usize::MAX,
+        DynSolType::Array(_) => 1,
+        DynSolType::FixedArray(inner, size) => size.saturating_mul(regions(inner)),
+        DynSolType::Tuple(items) => items.iter().fold(0, |sum, t| sum.saturating_add(regions(t))),
+        _ => 0,
+    }
+}
+
+/// Bytes of data `value` stands for: 32 per word, a byte string's length. A value decoded from an encoding
+/// without shared offsets is never larger than that encoding.
+fn decoded_size(value: &DynSolValue) -> usize {
+    match value {
+        DynSolValue::Bytes(b) => b.len(),
+        DynSolValue::String(s) => s.len(),
+        DynSolValue::Array(items) | DynSolValue::FixedArray(items) | DynSolValue::Tuple(items) => {
+            items.iter().fold(0, |sum, v| sum.saturating_add(decoded_size(v)))
+        }
+        _ => 32,
+    }
+}
+
+/// Whether `values` are no larger than the `len` bytes they were decoded from.
+fn unaliased<'a>(values: impl IntoIterator<Item = &'a DynSolValue>, len: usize) -> bool {
+    values.into_iter().fold(0usize, |sum, v| sum.saturating_add(decoded_size(v))) <= len
+}
+
+/// An ABI indexed for decoding: functions and errors by selector, events by topic 0; items whose types cannot be
+/// decoded within bounds ([`Shape`]) are left out.
 #[derive(Debug, Default)]
 pub struct Abi {
     /// The ABI as given (served by `/smart-contracts/:hash`).
     pub json: JsonAbi,
-    functions: HashMap<[u8; 4], Function>,
-    events: HashMap<B256, Vec<Event>>,
-    errors: HashMap<[u8; 4], AbiError>,
+    functions: HashMap<[u8; 4], (Function, Shape, Shape)>,
+    events: HashMap<B256, Vec<(Event, Shape)>>,
+    errors: HashMap<[u8; 4], (AbiError, Shape)>,
+    constructor: Option<Shape>,
 }
 
 impl Abi {
     /// Indexes `json` (done once per artifact).
     pub fn new(json: JsonAbi) -> Self {
-        let functions = json.functions().map(|f| (f.selector().0, f.clone())).collect();
-        let mut events: HashMap<B256, Vec<Event>> = HashMap::new();
+        let functions = json
+            .functions()
+            .filter_map(|f| Some((f.selector().0, (f.clone(), Shape::of(&f.inputs)?, Shape::of(&f.outputs)?))))
+            .collect();
+        let mut events: HashMap<B256, Vec<(Event, Shape)>> = HashMap::new();
         for event in json.events().filter(|e| !e.anonymous) {
-            events.entry(event.selector()).or_default().push(event.clone());
+            if let Some(shape) = Shape::of(&event.inputs) {
+                events.entry(event.selector()).or_default().push((event.clone(), shape));
+            }
         }
-        let errors = json.errors().map(|e| (e.selector().0, e.clone())).collect();
-        Abi { json, functions, events, errors }
+        let errors = json.errors().filter_map(|e| Some((e.selector().0, (e.clone(), Shape::of(&e.inputs)?)))).collect();
+        let constructor = json.constructor.as_ref().and_then(|c| Shape::of(&c.inputs));
+        Abi { json, functions, events, errors, constructor }
+    }
+
+    /// The items of `json` whose types are too large to decode (see [`MAX_TEMPLATE`]), by signature.
+    pub fn undecodable(json: &JsonAbi) -> Vec<String> {
+        let functions = json.functions().filter(|f| Shape::of(&f.inputs).is_none() || Shape::of(&f.outputs).is_none());
+        let events = json.events().filter(|e| Shape::of(&e.inputs).is_none()).map(|e| e.signature());
+        let errors = json.errors().filter(|e| Shape::of(&e.inputs).is_none()).map(|e| e.signature());
+        let constructor =
+            json.constructor.iter().filter(|c| Shape::of(&c.inputs).is_none()).map(|_| "constructor".into());
+        functions.map(|f| f.signature()).chain(events).chain(errors).chain(constructor).collect()
     }
 
     /// The compiled-in table of well-known signatures.
@@ -112,27 +207,54 @@ impl Abi {
 
     /// The function a call's input selects.
     pub fn function(&self, input: &[u8]) -> Option<&Function> {
-        self.functions.get(&selector(input)?)
+        self.functions.get(&selector(input)?).map(|(function, _, _)| function)
     }
 
     /// Functions named `name` (for method filters).
     pub fn selectors_named(&self, name: &str) -> Vec<[u8; 4]> {
-        self.functions.iter().filter(|(_, f)| f.name == name).map(|(s, _)| *s).collect()
+        self.functions.iter().filter(|(_, (f, _, _))| f.name == name).map(|(s, _)| *s).collect()
     }
 
-    /// `decoded_input` of a call: the selected function's parameters, when they decode.
+    /// `decoded_input` of a call: the selected function's parameters, when they decode within bounds.
     pub fn decode_input(&self, input: &[u8]) -> Option<Value> {
         let selector = selector(input)?;
-        let function = self.functions.get(&selector)?;
-        let values = function.abi_decode_input(&input[4..]).ok()?;
-        Some(decoded(&function.name, selector, &named(&function.inputs), &values, None))
+        let (function, shape, _) = self.functions.get(&selector)?;
+        let data = &input[4..];
+        let values = shape.admits(data).then(|| function.abi_decode_input(data).ok()).flatten()?;
+        unaliased(&values, data.len())
+            .then(|| decoded(&function.name, selector, &named(&function.inputs), &values, None))
     }
 
-    /// `decoded` of a log: the first event with this topic 0 whose parameters decode.
+    /// The output of the function `selector` names (a read-method call's answer), when it decodes within bounds.
+    pub fn decode_output(&self, selector: [u8; 4], output: &[u8]) -> Result<Vec<DynSolValue>, String> {
+        let (function, _, shape) = self.functions.get(&selector).ok_or("no such function")?;
+        if !shape.admits(output) {
+            return Err(format!("{} bytes of this shape are not decoded", output.len()));
+        }
+        let values = function.abi_decode_output(output).map_err(|e| e.to_string())?;
+        match unaliased(&values, output.len()) {
+            true => Ok(values),
+            false => Err("its offsets point at shared bytes".to_owned()),
+        }
+    }
+
+    /// The constructor's arguments, when they decode within bounds.
+    pub fn decode_constructor(&self, args: &[u8]) -> Option<Vec<DynSolValue>> {
+        let constructor = self.json.constructor.as_ref()?;
+        self.constructor.filter(|shape| shape.admits(args))?;
+        let values = constructor.abi_decode_input(args).ok()?;
+        unaliased(&values, args.len()).then_some(values)
+    }
+
+    /// `decoded` of a log: the first event with this topic 0 whose parameters decode within bounds.
     pub fn decode_log(&self, topics: &[B256], data: &[u8]) -> Option<Value> {
         let candidates = self.events.get(topics.first()?)?;
-        candidates.iter().find_map(|event| {
+        let len = data.len().saturating_add(topics.len().saturating_mul(32));
+        candidates.iter().filter(|(_, shape)| shape.admits(data)).find_map(|(event, _)| {
             let decoded_event = event.decode_log_parts(topics.iter().copied(), data).ok()?;
+            if !unaliased(decoded_event.indexed.iter().chain(&decoded_event.body), len) {
+                return None;
+            }
             let (mut indexed, mut body) = (decoded_event.indexed.into_iter(), decoded_event.body.into_iter());
             let mut values = Vec::with_capacity(event.inputs.len());
             let mut flags = Vec::with_capacity(event.inputs.len());
@@ -151,9 +273,10 @@ impl Abi {
 
     /// A custom error of this ABI in revert data, decoded.
     pub fn decode_error(&self, data: &[u8]) -> Option<Value> {
-        let error = self.errors.get(&selector(data)?)?;
-        let values = error.decode_error(data).ok()?.body;
-        Some(decoded(&error.name, error.selector().0, &named(&error.inputs), &values, None))
+        let (error, shape) = self.errors.get(&selector(data)?)?;
+        let values = shape.admits(data).then(|| error.decode_error(data).ok()).flatten()?.body;
+        unaliased(&values, data.len())
+            .then(|| decoded(&error.name, error.selector().0, &named(&error.inputs), &values, None))
     }
 }
 
@@ -283,7 +406,7 @@ mod tests {
         let abi = Abi::well_known();
         let target = Address::repeat_byte(7);
         let calls = vec![(target, true, alloy::primitives::Bytes::from_static(&[1, 2]))];
-        let f = abi.functions.values().find(|f| f.name == "aggregate3").unwrap();
+        let (f, _, _) = abi.functions.values().find(|(f, _, _)| f.name == "aggregate3").unwrap();
         let input = [&f.selector()[..], &(calls,).abi_encode_params()].concat();
         let decoded = abi.decode_input(&input).unwrap();
         assert_eq!(decoded["method_call"], "aggregate3((address,bool,bytes)[] calls)");
@@ -313,7 +436,7 @@ mod tests {
     fn revert_reasons_standard_and_custom() {
         let custom = JsonAbi::parse(["error Insufficient(uint256 available, uint256 required)"]).unwrap();
         let custom = Abi::new(custom);
-        let error = custom.errors.values().next().unwrap().clone();
+        let error = custom.errors.values().next().unwrap().0.clone();
         let data = [&error.selector()[..], &(U256::from(1), U256::from(2)).abi_encode_params()].concat();
         let reason = revert_reason(&[&custom], &data).unwrap();
         assert_eq!(reason["method_call"], "Insufficient(uint256 available, uint256 required)");
@@ -322,5 +445,64 @@ mod tests {
         let text = alloy::sol_types::SolError::abi_encode(&alloy::sol_types::Revert::from("nope"));
         assert_eq!(revert_reason(&[], &text).unwrap()["parameters"][0]["value"], "nope");
         assert!(revert_reason(&[], &[]).is_none());
+    }
+
+    /// `multicall(bytes[])` with `count` offsets all pointing at one `len`-byte value.
+    fn aliased_multicall(count: usize, len: usize) -> Vec<u8> {
+        let word = |n: usize| U256::from(n).to_be_bytes::<32>();
+        let mut input = alloy::hex::decode("ac9650d8").unwrap();
+        input.extend(word(32));
+        input.extend(word(count));
+        for _ in 0..count {
+            input.extend(word(32 * count));
+        }
+        input.extend(word(len));
+        input.extend(vec![0x41; len.div_ceil(32) * 32]);
+        input
+    }
+
+    #[test]
+    fn offsets_that_share_bytes_are_not_decoded() {
+        let abi = Abi::well_known();
+        // Canonical: two distinct elements decode.
+        let f = abi.functions.values().find(|(f, _, _)| f.name == "multicall").unwrap().0.clone();
+        let calls = vec![alloy::primitives::Bytes::from(vec![1u8; 40]), alloy::primitives::Bytes::from(vec![2u8; 3])];
+        let canonical = [&f.selector()[..], &(calls,).abi_encode_params()].concat();
+        assert_eq!(abi.decode_input(&canonical).unwrap()["parameters"][0]["value"][1], "0x020202");
+        // 100 offsets to one 3,000-byte value: 300 KB from 6.3 KB of data.
+        let aliased = aliased_multicall(100, 3000);
+        assert!(abi.decode_input(&aliased).is_none());
+        // Past 32 KiB a type with arrays of dynamic values is not decoded at all (its decoding would allocate first).
+        let long = aliased_multicall(1, 40_000);
+        assert!(abi.decode_input(&long).is_none());
+        assert!(abi.decode_input(&aliased_multicall(1, 30_000)).is_some(), "one element under 32 KiB decodes");
+        // A plain `bytes` parameter of any length has one region: decoded.
+        let plain = Abi::new(JsonAbi::parse(["function post(bytes data)"]).unwrap());
+        let (post, _, _) = plain.functions.values().next().unwrap();
+        let big =
+            [&post.selector()[..], &(alloy::primitives::Bytes::from(vec![7u8; 100_000]),).abi_encode_params()].concat();
+        assert!(plain.decode_input(&big).is_some());
+    }
+
+    #[test]
+    fn types_with_huge_fixed_arrays_are_not_indexed_or_decoded() {
+        let json: JsonAbi = serde_json::from_value(serde_json::json!([
+            {"type": "function", "name": "n", "inputs": [{"name": "a", "type": "uint8[12000000][]"}], "outputs": []},
+            {"type": "function", "name": "m", "inputs": [], "outputs": [{"name": "", "type": "uint256[9999999999]"}], "stateMutability": "view"},
+            {"type": "event", "name": "E", "inputs": [{"name": "a", "type": "bytes32[1000000]", "indexed": false}], "anonymous": false},
+            {"type": "function", "name": "ok", "inputs": [{"name": "a", "type": "uint8[16][]"}], "outputs": []}
+        ]))
+        .unwrap();
+        let mut undecodable = Abi::undecodable(&json);
+        undecodable.sort();
+        assert_eq!(undecodable, ["E(bytes32[1000000])", "m()", "n(uint8[12000000][])"]);
+        let abi = Abi::new(json);
+        let names: Vec<&str> = abi.functions.values().map(|(f, _, _)| f.name.as_str()).collect();
+        assert_eq!(names, ["ok"]);
+        assert!(abi.events.is_empty());
+        // An empty `uint8[12000000][]` decodes to nothing instead of 12 million placeholders.
+        let selector = alloy::primitives::keccak256("n(uint8[12000000][])");
+        let input = [&selector[..4], &U256::from(32).to_be_bytes::<32>(), &[0u8; 32]].concat();
+        assert!(abi.decode_input(&input).is_none());
     }
 }

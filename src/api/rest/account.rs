@@ -259,6 +259,13 @@ fn abi_text(abi: Option<&Value>) -> Result<String, ApiError> {
     if text.len() > crate::account::MAX_ABI_BYTES {
         return Err(invalid(&format!("At most {} bytes", crate::account::MAX_ABI_BYTES)));
     }
+    let json = serde_json::from_value::<alloy::json_abi::JsonAbi>(abi.clone())
+        .map_err(|e| invalid(&format!("Not an ABI: {e}")))?;
+    let undecodable = crate::contracts::abi::Abi::undecodable(&json);
+    if !undecodable.is_empty() {
+        let list = undecodable.iter().take(5).map(String::as_str).collect::<Vec<_>>().join(", ");
+        return Err(invalid(&format!("Types too large to decode (fixed-size arrays of over 16384 values): {list}")));
+    }
     Ok(text)
 }
 

@@ -21,7 +21,7 @@ use crate::store::keys::BlockKey;
 use crate::store::records::{ContractRecord, ProxyKind, ProxyRecord};
 use crate::store::tables::{Accounts, Code, Contracts as ContractRows, Headers, VerifiedCode, VerifiedSources};
 use crate::store::{Reader, StoreResult};
-use alloy::dyn_abi::{DynSolType, DynSolValue, FunctionExt, JsonAbiExt, Specifier};
+use alloy::dyn_abi::{DynSolType, DynSolValue, JsonAbiExt, Specifier};
 use alloy::primitives::{Address, Bytes, B256, KECCAK256_EMPTY};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -138,7 +138,7 @@ fn creation(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<(Addre
 /// `decoded_constructor_args`: `[[value, {name, type}], …]` from the constructor's ABI.
 fn decode_constructor(known: &Known, args: &[u8]) -> Option<Value> {
     let constructor = known.artifact.abi.json.constructor.as_ref()?;
-    let values = constructor.abi_decode_input(args).ok()?;
+    let values = known.artifact.abi.decode_constructor(args)?;
     let decoded: Vec<Value> = constructor
         .inputs
         .iter()
@@ -460,9 +460,9 @@ pub async fn query_read_method(
     let body = read_body(req, READ_METHOD_BODY_LIMIT, state.config.body_timeout()).await?;
     let request: ReadMethodRequest =
         serde_json::from_slice(&body).map_err(|e| ApiError::BadBody(format!("a read-method request: {e}")))?;
-    let selector = alloy::hex::decode(request.method_id.trim_start_matches("0x"))
+    let selector: [u8; 4] = alloy::hex::decode(request.method_id.trim_start_matches("0x"))
         .ok()
-        .filter(|bytes| bytes.len() == 4)
+        .and_then(|bytes| bytes.try_into().ok())
         .ok_or_else(|| ApiError::invalid("method_id", "Expected the function's 4-byte selector in hex"))?;
     if request.args.len() > READ_METHOD_ARGS {
         return Err(ApiError::invalid("args", format!("At most {READ_METHOD_ARGS} arguments")));
@@ -483,9 +483,9 @@ pub async fn query_read_method(
     };
     let proxy = request.contract_type.as_deref() == Some("proxy");
     let abis: Vec<_> = if proxy { info.abis() } else { info.abi.as_deref().into_iter().collect() };
-    let function = abis
+    let (abi, function) = abis
         .iter()
-        .find_map(|abi| abi.function(&selector))
+        .find_map(|abi| Some((abi, abi.function(&selector)?)))
         .ok_or_else(|| ApiError::invalid("method_id", "The contract's known ABI has no function with this selector"))?;
     if !matches!(
         function.state_mutability,
@@ -513,7 +513,7 @@ pub async fn query_read_method(
             "is_error": true,
             "result": {"message": format!("the answer is {} bytes, more than {READ_METHOD_OUTPUT_LIMIT} are not decoded", output.len()), "raw": null, "decoded": null},
         }),
-        CallOutcome::Returned(output) => match function.abi_decode_output(&output) {
+        CallOutcome::Returned(output) => match abi.decode_output(selector, &output) {
             Ok(decoded) => json!({
                 "is_error": false,
                 "result": {
