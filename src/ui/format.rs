@@ -25,7 +25,8 @@ pub fn units(raw: &str, decimals: u32, max_fraction: usize) -> String {
         return raw.to_owned();
     };
     let text = value.to_string();
-    let decimals = decimals.min(77) as usize;
+    // Tokens declare up to 255 decimals (a u8); past 77 every amount is below one.
+    let decimals = decimals.min(255) as usize;
     let (whole, fraction) = if text.len() > decimals {
         (text[..text.len() - decimals].to_owned(), text[text.len() - decimals..].to_owned())
     } else {
@@ -128,6 +129,10 @@ mod tests {
         assert_eq!(ether("21000000000000"), "0.000021 ETH");
         assert_eq!(gwei("1000000000"), "1 Gwei");
         assert_eq!(units("nope", 18, 4), "nope");
+        let max = U256::MAX.to_string();
+        assert_eq!(units(&max, 77, 4), "1.1579");
+        assert_eq!(units(&max, 100, 4), "<0.0001");
+        assert_eq!(units(&max, 255, 4), "<0.0001");
     }
 
     #[test]

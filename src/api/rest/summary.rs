@@ -26,16 +26,18 @@ const NATIVE_DECIMALS: u8 = 18;
 
 /// `amount` of a token with `decimals` as a decimal string (`1.5` for 15 with 1 decimal).
 pub fn decimal_amount(amount: U256, decimals: u8) -> String {
+    let digits = amount.to_string();
+    let decimals = usize::from(decimals);
     if decimals == 0 {
-        return amount.to_string();
+        return digits;
     }
-    let Some(scale) = U256::from(10u8).checked_pow(U256::from(decimals)) else { return amount.to_string() };
-    let (whole, fraction) = amount.div_rem(scale);
-    if fraction.is_zero() {
-        return whole.to_string();
+    // Scaled as text: 10^decimals is past U256 from 78 decimals on, and a token may declare up to 255.
+    let padded = format!("{digits:0>width$}", width = decimals + 1);
+    let (whole, fraction) = padded.split_at(padded.len() - decimals);
+    match fraction.trim_end_matches('0') {
+        "" => whole.to_owned(),
+        fraction => format!("{whole}.{fraction}"),
     }
-    let fraction = format!("{fraction:0>width$}", width = decimals as usize);
-    format!("{whole}.{}", fraction.trim_end_matches('0'))
 }
 
 /// One summary: a template and its variables.
@@ -160,6 +162,9 @@ mod tests {
         assert_eq!(decimal_amount(U256::from(1_234_500u64), 6), "1.2345");
         assert_eq!(decimal_amount(U256::from(5u8), 18), "0.000000000000000005");
         assert_eq!(decimal_amount(U256::from(42u8), 0), "42");
-        assert_eq!(decimal_amount(U256::MAX, 255), U256::MAX.to_string());
+        let max = U256::MAX.to_string();
+        assert_eq!(decimal_amount(U256::MAX, 255), format!("0.{}{max}", "0".repeat(255 - max.len())));
+        assert_eq!(decimal_amount(U256::from(5u8), 100), format!("0.{}5", "0".repeat(99)));
+        assert_eq!(decimal_amount(U256::from(10u8).pow(U256::from(77)), 77), "1");
     }
 }
