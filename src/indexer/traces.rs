@@ -138,8 +138,10 @@ pub fn revert_traces(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle)
 async fn fetch(node: &Node, number: u64, tx_hashes: &[B256]) -> Result<Option<BlockTraces>, NodeError> {
     let frames: Vec<(Option<B256>, RpcCallFrame)> = match node.trace_block(number).await {
         Ok(traces) => traces.into_iter().map(|t| (t.tx_hash, t.result)).collect(),
-        // Some nodes cannot trace whole blocks: one transaction at a time then.
-        Err(NodeError::Rpc { .. }) => {
+        // Some nodes cannot trace whole blocks, and a full block can take a node longer than one request may: one
+        // transaction at a time then (each within the request timeout), or the same block would time out forever.
+        Err(e @ (NodeError::Rpc { .. } | NodeError::Timeout(_))) => {
+            tracing::debug!(block = number, error = %e, "tracing the block's transactions one by one");
             let mut out = Vec::with_capacity(tx_hashes.len());
             for hash in tx_hashes {
                 out.push((Some(*hash), node.trace_transaction(*hash).await?));

@@ -1,6 +1,6 @@
 //! Turns chain events into WebSocket broadcasts, with the payloads Blockscout sends (objects rendered by the same
 //! code as the REST lists). Payloads are computed only for topics someone listens to, and blocks indexed while
-//! catching up (more than [`LIVE_WINDOW`] behind the node's head) are not broadcast one by one.
+//! catching up (more than [`BROADCAST_WINDOW`] behind the node's head) are not broadcast one by one.
 //!
 //! | topic | event | payload |
 //! |---|---|---|
@@ -43,7 +43,10 @@ use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use crate::indexer::LIVE_WINDOW;
+/// Blocks further than this behind the node's head are indexed while catching up and not broadcast one by one.
+/// Wide enough for a burst (`anvil_mine 100`, a node that stalled and produced many blocks at once, a client
+/// restart a minute behind a 400 ms chain): every block of it is broadcast.
+const BROADCAST_WINDOW: u64 = 256;
 
 /// How long a balance push waits for the node.
 const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -114,7 +117,7 @@ fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
         let payload = json!({"ratio": format!("{ratio:.4}"), "finished": finished});
         hub.publish(&internal_indexing, "index_status", &payload);
     }
-    if status.node_head.is_some_and(|head| block.number() + LIVE_WINDOW < head) {
+    if status.node_head.is_some_and(|head| block.number() + BROADCAST_WINDOW < head) {
         state.status.metrics().ws_catch_up_block();
         return Ok(());
     }
