@@ -484,6 +484,8 @@ pub struct TxJson {
     authorization_list: Vec<AuthorizationJson>,
     is_pending_update: bool,
     fhe_operations_count: u64,
+    /// Blockscout's decoded DeFi actions (swaps, mints…): none are decoded here, always `[]`.
+    actions: [u8; 0],
 }
 
 impl TxJson {
@@ -529,6 +531,7 @@ impl TxJson {
             authorization_list: Vec::new(),
             is_pending_update: false,
             fhe_operations_count: 0,
+            actions: [],
         }
     }
 

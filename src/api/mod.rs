@@ -176,6 +176,8 @@ pub struct Shared {
     /// CSV exports per client IP (a bucket of its own: an export costs far more than a page).
     csv_limiter: RateLimiter,
     names: names::NameCache,
+    /// NFT instance metadata resolved recently.
+    pub nft_metadata: nft_metadata::MetadataCache,
 }
 
 /// Authentication state shared by the routes.
@@ -268,6 +270,7 @@ impl AppState {
             on_chain: Mutex::new(OnChainCache::default()),
             csv_limiter,
             names: names::NameCache::default(),
+            nft_metadata: nft_metadata::MetadataCache::default(),
         }))
     }
 

@@ -162,9 +162,82 @@ async fn fetch_http(url: &str, config: &MetadataConfig) -> Option<Value> {
     tokio::time::timeout(config.timeout, work).await.ok().flatten()
 }
 
-/// The metadata of NFT `id` of `token`: `None` when the contract has no URI for it (reverts, no such method, node
-/// down or slow); otherwise the URI and, when it resolves, its document.
+/// How long a resolved instance's metadata is kept before the contract and the document are read again.
+const KEEP_RESOLVED: Duration = Duration::from_secs(600);
+/// How long an instance without metadata (no URI, node down) is kept so: a contract fixed later shows soon.
+const KEEP_MISSING: Duration = Duration::from_secs(60);
+/// Bytes of metadata kept at most (documents are up to 256 KiB each; most are a few hundred bytes).
+const CACHE_BYTES: u64 = 16 << 20;
+
+/// Metadata resolved per instance, shared by every request: pages and lists opened again, by anyone, neither call
+/// the contract nor fetch the document again within [`KEEP_RESOLVED`], so a list cannot be used to make the
+/// server send a request to some host per visit. `PATCH …/refetch-metadata` forgets one instance.
+pub struct MetadataCache {
+    entries: quick_cache::sync::Cache<(Address, U256), Resolved, DocumentWeight>,
+}
+
+#[derive(Clone)]
+struct Resolved {
+    at: tokio::time::Instant,
+    metadata: Option<InstanceMetadata>,
+}
+
+#[derive(Clone)]
+struct DocumentWeight;
+
+impl quick_cache::Weighter<(Address, U256), Resolved> for DocumentWeight {
+    fn weight(&self, _key: &(Address, U256), value: &Resolved) -> u64 {
+        let metadata = value.metadata.as_ref();
+        let document = metadata.and_then(|m| m.document.as_ref()).map_or(0, |d| d.to_string().len());
+        (128 + metadata.map_or(0, |m| m.uri.len()) + document) as u64
+    }
+}
+
+impl Default for MetadataCache {
+    fn default() -> Self {
+        MetadataCache { entries: quick_cache::sync::Cache::with_weighter(16_384, CACHE_BYTES, DocumentWeight) }
+    }
+}
+
+impl std::fmt::Debug for MetadataCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetadataCache").field("entries", &self.entries.len()).finish()
+    }
+}
+
+impl MetadataCache {
+    /// Forgets `id` of `token`: the next request reads its metadata again.
+    pub fn forget(&self, token: Address, id: U256) {
+        self.entries.remove(&(token, id));
+    }
+
+    fn fresh(&self, token: Address, id: U256) -> Option<Option<InstanceMetadata>> {
+        let hit = self.entries.get(&(token, id))?;
+        let keep = if hit.metadata.is_some() { KEEP_RESOLVED } else { KEEP_MISSING };
+        (hit.at.elapsed() < keep).then_some(hit.metadata)
+    }
+}
+
+/// The metadata of NFT `id` of `token`, from `cache` while fresh: `None` when the contract has no URI for it
+/// (reverts, no such method, node down or slow); otherwise the URI and, when it resolves, its document.
 pub async fn instance_metadata(
+    cache: &MetadataCache,
+    node: &Node,
+    token: Address,
+    kind: TokenKind,
+    id: U256,
+    config: &MetadataConfig,
+) -> Option<InstanceMetadata> {
+    if let Some(known) = cache.fresh(token, id) {
+        return known;
+    }
+    let metadata = resolve(node, token, kind, id, config).await;
+    let resolved = Resolved { at: tokio::time::Instant::now(), metadata: metadata.clone() };
+    cache.entries.insert((token, id), resolved);
+    metadata
+}
+
+async fn resolve(
     node: &Node,
     token: Address,
     kind: TokenKind,

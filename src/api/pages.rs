@@ -162,8 +162,8 @@ async fn list(state: &AppState, deadline: Instant, route: Route) -> Result<Value
             read(state, deadline, move |r| transactions::list(r, kinds, methods, page)).await
         }
         Route::PendingTransactions { page } => read(state, deadline, move |r| transactions::pending(r, page)).await,
-        Route::TransactionTokenTransfers { hash, page } => {
-            read(state, deadline, move |r| tokens::of_transaction(r, hash, page)).await
+        Route::TransactionTokenTransfers { hash, kinds, page } => {
+            read(state, deadline, move |r| tokens::of_transaction(r, hash, &kinds, page)).await
         }
         Route::TransactionInternal { hash, page } => {
             read(state, deadline, move |r| traces::of_transaction(r, hash, page)).await

@@ -163,16 +163,26 @@ fn direction(q: &Query) -> Result<Option<Direction>, ApiError> {
     }
 }
 
-fn token_kinds(q: &Query) -> Result<Vec<TokenKind>, ApiError> {
+/// Token standards Blockscout's `type` filters accept that this index never holds: a filter of only these matches
+/// nothing (the stock frontend offers ERC-404 on every chain).
+const NEVER_INDEXED_KINDS: [&str; 3] = ["ERC-404", "ERC-7984", "ERC-8056"];
+
+/// The `type` filter: every kind when empty; `None` when it names only [`NEVER_INDEXED_KINDS`].
+fn token_kinds(q: &Query) -> Result<Option<Vec<TokenKind>>, ApiError> {
     let Some(raw) = q.get("type") else {
-        return Ok(Vec::new());
+        return Ok(Some(Vec::new()));
     };
-    raw.trim_start_matches('[')
-        .trim_end_matches(']')
-        .split(',')
-        .filter(|k| !k.trim().is_empty())
-        .map(|k| TokenKind::parse(k.trim()).ok_or_else(|| ApiError::invalid("type", "Invalid value for enum")))
-        .collect()
+    let mut kinds = Vec::new();
+    let mut named = false;
+    for label in raw.trim_start_matches('[').trim_end_matches(']').split(',').map(str::trim).filter(|k| !k.is_empty()) {
+        named = true;
+        match TokenKind::parse(label) {
+            Some(kind) => kinds.push(kind),
+            None if NEVER_INDEXED_KINDS.iter().any(|k| k.eq_ignore_ascii_case(label)) => {}
+            None => return Err(ApiError::invalid("type", "Invalid value for enum")),
+        }
+    }
+    Ok((!named || !kinds.is_empty()).then_some(kinds))
 }
 
 /// Every endpoint, with its typed parameters.
@@ -188,6 +198,8 @@ pub enum Route {
     Socket,
     /// `GET /api/v2/stats`.
     Stats,
+    /// A list whose `type` filter names only standards the index never holds (ERC-404…): an empty page.
+    NoItems,
     /// `GET /api/v2/blocks`.
     Blocks {
         /// `type`.
@@ -233,6 +245,8 @@ pub enum Route {
     TransactionTokenTransfers {
         /// The transaction.
         hash: B256,
+        /// `type` filter.
+        kinds: Vec<TokenKind>,
         /// Size and cursor.
         page: Page<TransferCursor>,
     },
@@ -455,6 +469,8 @@ pub enum Route {
     },
     /// `GET /api/v2/tokens/:a/instances/:id`.
     TokenInstance(Address, U256),
+    /// `PATCH /api/v2/tokens/:a/instances/:id/refetch-metadata`: the instance's metadata is read again.
+    RefetchMetadata(Address, U256),
     /// `GET /api/v2/tokens/:a/instances/:id/transfers`.
     TokenInstanceTransfers {
         /// The collection.
@@ -631,8 +647,13 @@ impl Route {
                     _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
                 }
             }
-            // The Etherscan-style API: any method (clients GET and POST alike), parameters read when served.
-            ["api"] | ["api", "v1"] => return Ok(Route::Etherscan),
+            // The Etherscan-style API: clients GET and POST alike, parameters read when served.
+            ["api"] | ["api", "v1"] => {
+                return match *method {
+                    Method::GET | Method::HEAD | Method::POST => Ok(Route::Etherscan),
+                    _ => Err(ApiError::MethodNotAllowed { allow: "GET, POST" }),
+                }
+            }
             ["api", "account", "v2", rest @ ..] => return parse_account(method, rest, &q).map(Route::Account),
             ["api", "v2", "smart-contracts", hash, "verification", "via", via]
                 if super::rest::verification::Via::parse(via).is_some() =>
@@ -650,6 +671,13 @@ impl Route {
                 return match *method {
                     Method::POST => Ok(Route::QueryReadMethod(address)),
                     _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
+                };
+            }
+            ["api", "v2", "tokens", token, "instances", id, "refetch-metadata"] => {
+                let route = Route::RefetchMetadata(parse_address(token, "address_hash_param")?, token_id(id)?);
+                return match *method {
+                    Method::PATCH => Ok(route),
+                    _ => Err(ApiError::MethodNotAllowed { allow: "PATCH" }),
                 };
             }
             ["api", "v2", rest @ ..] => match Self::parse_v2(rest, &q)? {
@@ -701,7 +729,9 @@ impl Route {
             ["transactions", hash] => Route::Transaction(tx(hash)?),
             ["transactions", hash, "logs"] => Route::TransactionLogs { hash: tx(hash)?, page: page(q)? },
             ["transactions", hash, "token-transfers"] => {
-                Route::TransactionTokenTransfers { hash: tx(hash)?, page: page(q)? }
+                let hash = tx(hash)?;
+                let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
+                Route::TransactionTokenTransfers { hash, kinds, page: page(q)? }
             }
             ["transactions", hash, "internal-transactions"] => {
                 Route::TransactionInternal { hash: tx(hash)?, page: page(q)? }
@@ -745,21 +775,18 @@ impl Route {
             ["addresses", a, "tabs-counters"] => Route::AddressTabsCounters(addr(a)?),
             ["addresses", a, "coin-balance-history"] => Route::CoinBalanceHistory { address: addr(a)?, page: page(q)? },
             ["addresses", a, "token-transfers"] => {
-                let direction = direction(q)?;
+                let (address, direction) = (addr(a)?, direction(q)?);
                 let token = q.get("token").map(|t| parse_address(t, "token")).transpose()?;
-                Route::AddressTokenTransfers {
-                    address: addr(a)?,
-                    direction,
-                    kinds: token_kinds(q)?,
-                    token,
-                    page: page(q)?,
-                }
+                let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
+                Route::AddressTokenTransfers { address, direction, kinds, token, page: page(q)? }
             }
             ["addresses", a, "internal-transactions"] => {
                 Route::AddressInternal { address: addr(a)?, direction: direction(q)?, page: page(q)? }
             }
             ["addresses", a, "tokens"] => {
-                Route::AddressTokens { address: addr(a)?, kinds: token_kinds(q)?, page: page(q)? }
+                let address = addr(a)?;
+                let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
+                Route::AddressTokens { address, kinds, page: page(q)? }
             }
             ["addresses", a, "token-balances"] => Route::AddressTokenBalances(addr(a)?),
             ["tokens"] => {
@@ -767,7 +794,8 @@ impl Route {
                 if text.as_ref().is_some_and(|t| t.len() > 256) {
                     return Err(ApiError::invalid("q", "Invalid value: longer than 256 characters"));
                 }
-                Route::Tokens { kinds: token_kinds(q)?, q: text, page: page(q)? }
+                let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
+                Route::Tokens { kinds, q: text, page: page(q)? }
             }
             ["tokens", a] => Route::Token(addr(a)?),
             ["tokens", a, "transfers"] => Route::TokenTransfersOf { token: addr(a)?, page: page(q)? },
@@ -817,11 +845,20 @@ impl Route {
             ["tokens", a, "instances", id, "holders"] => {
                 Route::TokenInstanceHolders { token: addr(a)?, id: token_id(id)?, page: page(q)? }
             }
-            ["token-transfers"] => Route::TokenTransfers { kinds: token_kinds(q)?, page: page(q)? },
+            ["token-transfers"] => match token_kinds(q)? {
+                Some(kinds) => Route::TokenTransfers { kinds, page: page(q)? },
+                None => Route::NoItems,
+            },
             ["addresses", a, "blocks-validated"] => Route::BlocksValidated { address: addr(a)?, page: page(q)? },
-            ["addresses", a, "nft"] => Route::AddressNfts { address: addr(a)?, kinds: token_kinds(q)?, page: page(q)? },
+            ["addresses", a, "nft"] => {
+                let address = addr(a)?;
+                let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
+                Route::AddressNfts { address, kinds, page: page(q)? }
+            }
             ["addresses", a, "nft", "collections"] => {
-                Route::AddressNftCollections { address: addr(a)?, kinds: token_kinds(q)?, page: page(q)? }
+                let address = addr(a)?;
+                let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
+                Route::AddressNftCollections { address, kinds, page: page(q)? }
             }
             ["addresses"] => {
                 let ascending = match q.get("order") {
@@ -893,6 +930,7 @@ impl Route {
             Route::Etherscan => "/api",
             Route::Socket => "/socket/v2/websocket",
             Route::Stats => "/api/v2/stats",
+            Route::NoItems => "/api/v2 (a type filter of standards never indexed)",
             Route::Blocks { .. } => "/api/v2/blocks",
             Route::Block(_) => "/api/v2/blocks/:number_or_hash",
             Route::BlockTransactions { .. } => "/api/v2/blocks/:number_or_hash/transactions",
@@ -949,6 +987,7 @@ impl Route {
             Route::BlocksValidated { .. } => "/api/v2/addresses/:address_hash/blocks-validated",
             Route::TokenTransfers { .. } => "/api/v2/token-transfers",
             Route::TokenInstance(..) => "/api/v2/tokens/:address_hash/instances/:token_id",
+            Route::RefetchMetadata(..) => "/api/v2/tokens/:address_hash/instances/:token_id/refetch-metadata",
             Route::TokenInstanceTransfers { .. } => "/api/v2/tokens/:address_hash/instances/:token_id/transfers",
             Route::TokenInstanceTransfersCount(..) => {
                 "/api/v2/tokens/:address_hash/instances/:token_id/transfers-count"
@@ -1070,6 +1109,10 @@ impl Route {
             Route::SmartContracts { q, language, page } => {
                 read(state, deadline, move |r| smart_contracts::list(r, q, language, page)).await
             }
+            Route::NoItems => Ok(super::body::json_response(
+                StatusCode::OK,
+                &serde_json::json!({"items": [], "next_page_params": null}),
+            )),
             // Everything that scans runs on the blocking pool under the request's deadline.
             Route::Stats => {
                 let (state2, detailed) = (state.clone(), stats::wants_detailed_gas(req.headers()));
@@ -1086,6 +1129,7 @@ impl Route {
             }
             Route::TopAccounts { page } => read(state, deadline, move |r| addresses::top_accounts(r, page)).await,
             Route::TokenInstance(token, id) => tokens::instance(state, token, id, deadline).await,
+            Route::RefetchMetadata(token, id) => tokens::refetch_metadata(state, token, id, deadline).await,
             Route::TokenInstanceTransfers { token, id, page } => {
                 read(state, deadline, move |r| tokens::instance_transfers(r, token, id, page)).await
             }
@@ -1122,8 +1166,8 @@ impl Route {
             Route::TransactionLogs { hash, page } => {
                 read(state, deadline, move |r| transactions::logs(r, hash, page)).await
             }
-            Route::TransactionTokenTransfers { hash, page } => {
-                read(state, deadline, move |r| tokens::of_transaction(r, hash, page)).await
+            Route::TransactionTokenTransfers { hash, kinds, page } => {
+                read(state, deadline, move |r| tokens::of_transaction(r, hash, &kinds, page)).await
             }
             Route::TransactionInternal { hash, page } => {
                 read(state, deadline, move |r| traces::of_transaction(r, hash, page)).await
@@ -1231,6 +1275,10 @@ mod tests {
             (Method::GET, "/api/eth".into(), Err(ApiError::MethodNotAllowed { allow: "POST" })),
             (Method::POST, "/api/eth-rpc".into(), Ok(Route::EthRpc)),
             (Method::GET, "/api/eth-rpc".into(), Err(ApiError::MethodNotAllowed { allow: "POST" })),
+            (Method::POST, "/api/v1?module=block".into(), Ok(Route::Etherscan)),
+            (Method::DELETE, "/api?module=block".into(), Err(ApiError::MethodNotAllowed { allow: "GET, POST" })),
+            (Method::CONNECT, "/api".into(), Err(ApiError::MethodNotAllowed { allow: "GET, POST" })),
+            (Method::GET, "/api/v2/token-transfers?type=ERC-404".into(), Ok(Route::NoItems)),
             (Method::GET, "/api/v2/transactions/stats".into(), Ok(Route::TransactionStats)),
             (Method::GET, "/api/v2/stats/charts/market".into(), Ok(Route::MarketChart)),
             (Method::GET, "/api/v2/stats".into(), Ok(Route::Stats)),
@@ -1492,7 +1540,7 @@ mod tests {
             ("/api/v2/addresses?hash=0x000000000000000000000000000000000000dEaD".into(), "fetched_coin_balance"),
             ("/api/v2/addresses?sort=transactions_count".into(), "sort"),
             (format!("/api/v2/addresses/{dead}/nft?token_contract_address_hash={dead}"), "token_id"),
-            ("/api/v2/token-transfers?type=ERC-404".into(), "type"),
+            ("/api/v2/token-transfers?type=ERC-9".into(), "type"),
         ];
         for (path, param) in bad {
             let result = parse(Method::GET, path);

@@ -376,6 +376,24 @@ async fn address_tabs_list_validated_blocks_and_held_nfts() {
     let next = &page["next_page_params"];
     assert!(next["block_number"].is_u64() && next["index"].is_u64() && next["type"] == "ERC-721", "{next}");
     assert_eq!(http::get(addr, "/api/v2/token-transfers?type=ERC-5").await.status, 422);
+    // Standards Blockscout filters by and this index never holds (the stock frontend offers ERC-404 everywhere).
+    let none = http::get_json(addr, "/api/v2/token-transfers?type=ERC-404").await;
+    assert_eq!(none, json!({"items": [], "next_page_params": null}));
+    let with_404 = http::walk(addr, "/api/v2/token-transfers?type=ERC-1155,ERC-404&items_count=1").await;
+    assert_eq!(with_404, batch);
+    let none = http::get_json(addr, &format!("/api/v2/addresses/{}/nft?type=ERC-404", a[1])).await;
+    assert_eq!(none["items"], json!([]));
+    // A transaction's transfers by standard.
+    let batch_tx = batch[0]["transaction_hash"].as_str().unwrap();
+    let of_tx = |kinds: &str| format!("/api/v2/transactions/{batch_tx}/token-transfers?type={kinds}");
+    let by_id = |mut items: Vec<Value>| {
+        items.sort_by_key(|t| t["total"]["token_id"].as_str().map(str::to_owned));
+        items
+    };
+    assert_eq!(by_id(http::walk(addr, &of_tx("ERC-1155")).await), by_id(batch.clone()), "the batch, in log order");
+    assert_eq!(http::walk(addr, &of_tx("ERC-721")).await, Vec::<Value>::new());
+    assert_eq!(http::walk(addr, &of_tx("ERC-721,ERC-1155")).await.len(), 2);
+    assert_eq!(http::get(addr, &of_tx("FOO")).await.status, 422);
 
     let erc721_only = http::get_json(addr, &format!("/api/v2/addresses/{}/nft/collections?type=ERC-721", a[1])).await;
     assert_eq!(erc721_only["items"].as_array().unwrap().len(), 1);
@@ -509,7 +527,8 @@ async fn token_instances_with_metadata_transfers_and_holders() {
         assert_eq!(item["id"], n.to_string());
     }
 
-    // Held NFTs carry their metadata too (a[1] still holds ids 2 to 6), in both list forms.
+    let fetched = server.hits(); // instances 3 and 4 (over the size limit)
+                                 // Held NFTs carry their metadata too (a[1] still holds ids 2 to 6), in both list forms.
     let held = http::walk(open_addr, &format!("/api/v2/addresses/{}/nft?items_count=50", a[1])).await;
     let two = held.iter().find(|i| i["token"]["address_hash"] == nft.to_checksum(None) && i["id"] == "2").unwrap();
     assert_eq!(two["metadata"], json!({"name": "Two"}));
@@ -523,6 +542,17 @@ async fn token_instances_with_metadata_transfers_and_holders() {
         .find(|c| c["token"]["address_hash"] == nft.to_checksum(None))
         .unwrap();
     assert_eq!(ours["token_instances"][0]["metadata"], json!({"name": "Two"}));
+    assert_eq!(server.hits(), fetched, "lists showing instances 3 and 4 again read their metadata from the cache");
+    // Refetching forgets it: the next request reads the document again.
+    let refetch = |n: u64| format!("/api/v2/tokens/{nft}/instances/{n}/refetch-metadata");
+    let answer = http::request(open_addr, hyper::Method::PATCH, &refetch(3), &[], "").await;
+    assert_eq!((answer.status.as_u16(), answer.json()), (200, json!({"message": "OK"})));
+    assert_eq!(http::get_json(open_addr, &instance(3)).await["metadata"]["name"], "Served 3");
+    assert_eq!(server.hits(), fetched + 1);
+    let unknown = http::request(open_addr, hyper::Method::PATCH, &refetch(99), &[], "").await;
+    assert_eq!(unknown.status, 404, "an instance the index does not hold");
+    let get = http::get(open_addr, &refetch(3)).await;
+    assert_eq!((get.status.as_u16(), get.headers["allow"].to_str().unwrap()), (405, "PATCH"));
 
     // Transfers of one id, their count, its holders.
     let transfers = http::walk(addr, &format!("/api/v2/tokens/{nft}/instances/1/transfers?items_count=1")).await;

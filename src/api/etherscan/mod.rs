@@ -130,7 +130,9 @@ impl Params {
         };
         let first = self.lenient_u64("startblock").unwrap_or(0);
         let last = self.lenient_u64("endblock").unwrap_or(u64::MAX);
-        Ok(Paging { skip: ((page - 1) * offset) as usize, take: offset as usize, order, blocks: first..=last })
+        // Unchecked lists skip past any list the index can hold when the product overflows.
+        let skip = usize::try_from((page - 1).saturating_mul(offset)).unwrap_or(usize::MAX);
+        Ok(Paging { skip, take: offset as usize, order, blocks: first..=last })
     }
 }
 
@@ -340,6 +342,9 @@ mod tests {
         assert_eq!((p.skip, p.take, p.order, p.blocks.clone()), (0, 10, Order::NewestFirst, 0..=u64::MAX));
         assert_eq!(p.blocks_upto(Some(7)), Some(0..=7));
         assert_eq!(p.blocks_upto(None), None);
+        // A page past any list (the product overflows u64) skips everything instead of wrapping to the first page.
+        let far = params("page=4611686018427387905&offset=4").paging(10, false).unwrap();
+        assert_eq!((far.skip, far.take), (usize::MAX, 4));
         let late = params("startblock=8").paging(10, false).unwrap();
         assert_eq!(late.blocks_upto(Some(7)), None);
     }

@@ -97,17 +97,32 @@ pub fn tx_transfers(
     reader.transfers_in_logs(block, tx.first_log..tx.first_log.saturating_add(tx.log_count))
 }
 
-/// `GET /api/v2/transactions/:hash/token-transfers`.
-pub fn of_transaction(reader: &Reader<'_>, hash: B256, page: Page<TransferCursor>) -> Result<Response<Body>, ApiError> {
+/// `GET /api/v2/transactions/:hash/token-transfers`, of the `kinds` standards (all when empty).
+pub fn of_transaction(
+    reader: &Reader<'_>,
+    hash: B256,
+    kinds: &[TokenKind],
+    page: Page<TransferCursor>,
+) -> Result<Response<Body>, ApiError> {
     let Some((pos, tx)) = reader.tx(hash)? else {
         return Err(ApiError::NotFound);
     };
-    let all = tx_transfers(reader, pos.block, &tx)?;
+    let mut all = tx_transfers(reader, pos.block, &tx)?;
+    if !kinds.is_empty() {
+        let mut token_kinds: HashMap<Address, Option<TokenKind>> = HashMap::new();
+        let mut wanted = Vec::with_capacity(all.len());
+        for (pos, transfer) in all {
+            if token_kind(reader, &mut token_kinds, transfer.token)?.is_some_and(|k| kinds.contains(&k)) {
+                wanted.push((pos, transfer));
+            }
+        }
+        all = wanted;
+    }
     let start = page.after.map_or(0, |after| all.iter().position(|(p, _)| *p == after.0).map_or(all.len(), |i| i + 1));
     let rows: Vec<_> = all[start..].iter().take(page.size).cloned().collect();
     let more = start + rows.len() < all.len();
     let next = rows.last().filter(|_| more).map(|(p, _)| TransferCursor(*p));
-    Ok(ok(&envelope(transfer_items(reader, &rows)?, next, page.size, &[])))
+    Ok(ok(&envelope(transfer_items(reader, &rows)?, next, page.size, &type_echo(kinds))))
 }
 
 /// `GET /api/v2/tokens`: most held first, or name/symbol prefix matches with `q`.
@@ -245,11 +260,25 @@ pub async fn instance(
     })
     .await?;
     let config = &state.config.nft_metadata;
-    let metadata = nft_metadata::instance_metadata(&state.node, token, kind, id, config).await;
+    let metadata = nft_metadata::instance_metadata(&state.nft_metadata, &state.node, token, kind, id, config).await;
     let mut item = instance_json(&json, kind, id, owner, record.supply);
     with_metadata(&mut item, metadata.as_ref());
     item.as_object_mut().expect("an object").insert("token_type".into(), json!(kind.label()));
     Ok(ok(&item))
+}
+
+/// `PATCH …/instances/:id/refetch-metadata`: forgets the instance's metadata so that the next request reads it from
+/// the contract and its document again (Blockscout's answer, `{"message": "OK"}`); 404 for an instance the index
+/// does not hold.
+pub async fn refetch_metadata(
+    state: &AppState,
+    token: Address,
+    id: U256,
+    deadline: tokio::time::Instant,
+) -> Result<Response<Body>, ApiError> {
+    crate::api::blocking_read(state, deadline, move |r| indexed_instance(r, token, id).map(|_| ())).await?;
+    state.nft_metadata.forget(token, id);
+    Ok(ok(&json!({"message": "OK"})))
 }
 
 /// Transfers of one NFT id, newest first: the collection's transfers filtered by id (at most `SCAN_BUDGET` read
@@ -665,7 +694,7 @@ pub async fn with_list_metadata(state: &AppState, mut body: Value) -> Response<B
     let deadline = tokio::time::Instant::now() + config.timeout;
     let fetches = futures_util::stream::iter(keys).map(|key| async move {
         let (token, kind, id) = key?;
-        let fetch = nft_metadata::instance_metadata(&state.node, token, kind, id, config);
+        let fetch = nft_metadata::instance_metadata(&state.nft_metadata, &state.node, token, kind, id, config);
         tokio::time::timeout_at(deadline, fetch).await.ok().flatten()
     });
     let resolved: Vec<Option<InstanceMetadata>> = fetches.buffered(8).collect().await;
