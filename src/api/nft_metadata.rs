@@ -231,30 +231,23 @@ pub async fn instance_metadata(
     if let Some(known) = cache.fresh(token, id) {
         return known;
     }
-    let metadata = resolve(node, token, kind, id, config).await;
+    let metadata = async {
+        let call = node.call_contract(token, uri_call(kind, id), None);
+        let answer = tokio::time::timeout(config.timeout, call).await.ok()?.ok()??;
+        let uri = expand_id(&decode_uri(&answer)?, id);
+        let document = if uri.starts_with("data:") {
+            decode_data_uri(&uri, config.max_bytes)
+        } else if config.http && (uri.starts_with("http://") || uri.starts_with("https://")) {
+            fetch_http(&uri, config).await
+        } else {
+            None
+        };
+        Some(InstanceMetadata { uri, document })
+    }
+    .await;
     let resolved = Resolved { at: tokio::time::Instant::now(), metadata: metadata.clone() };
     cache.entries.insert((token, id), resolved);
     metadata
-}
-
-async fn resolve(
-    node: &Node,
-    token: Address,
-    kind: TokenKind,
-    id: U256,
-    config: &MetadataConfig,
-) -> Option<InstanceMetadata> {
-    let call = node.call_contract(token, uri_call(kind, id), None);
-    let answer = tokio::time::timeout(config.timeout, call).await.ok()?.ok()??;
-    let uri = expand_id(&decode_uri(&answer)?, id);
-    let document = if uri.starts_with("data:") {
-        decode_data_uri(&uri, config.max_bytes)
-    } else if config.http && (uri.starts_with("http://") || uri.starts_with("https://")) {
-        fetch_http(&uri, config).await
-    } else {
-        None
-    };
-    Some(InstanceMetadata { uri, document })
 }
 
 #[cfg(test)]
