@@ -142,16 +142,10 @@ pub fn check_name(field: &'static str, name: &str) -> Result<String, AccountErro
     if name.chars().any(char::is_control) {
         return Err(invalid("must not contain control characters".into()));
     }
-    if name.chars().any(is_invisible_format) {
+    if name.chars().any(crate::chain::is_invisible_format) {
         return Err(invalid("must not contain invisible or text-direction characters".into()));
     }
     Ok(name.to_owned())
-}
-
-/// Characters that change how text around them is shown without showing themselves: zero-width ones and the
-/// bidirectional overrides and isolates (a name could otherwise display as another).
-fn is_invisible_format(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
 /// A token or API key as listed (never its secret).

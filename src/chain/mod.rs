@@ -10,6 +10,12 @@ use crate::store::records::{direction, role, Bundle, TokenTransferRecord, TxBody
 use alloy::primitives::Address;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Characters that change how text around them is shown without showing themselves: zero-width ones and the
+/// bidirectional overrides and isolates (a name or a token symbol could otherwise display as another).
+pub fn is_invisible_format(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
 /// The addresses of one transaction with their role bits (`records::role`), in address order.
 pub fn tx_participants(tx: &TxRecord) -> BTreeMap<Address, u8> {
     let mut roles = BTreeMap::new();

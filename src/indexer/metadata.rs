@@ -42,7 +42,8 @@ pub fn decode_text(data: &[u8]) -> Option<String> {
         }
         Err(_) => return None,
     };
-    let clean: String = raw.chars().filter(|c| !c.is_control()).take(MAX_TEXT).collect();
+    let shown = |c: &char| !c.is_control() && !crate::chain::is_invisible_format(*c);
+    let clean: String = raw.chars().filter(shown).take(MAX_TEXT).collect();
     let clean = clean.trim().to_owned();
     (!clean.is_empty()).then_some(clean)
 }
@@ -207,6 +208,8 @@ mod tests {
         assert_eq!(decode_text(&[1, 2, 3]), None, "garbage");
         assert_eq!(decode_text(&[0; 32]), None, "empty");
         assert_eq!(decode_text(&"a\u{0}b\nc".to_string().abi_encode()).as_deref(), Some("abc"));
+        // A symbol cannot pose as another by reversing itself or hiding characters.
+        assert_eq!(decode_text(&"x\u{202E}evil\u{200B}".to_string().abi_encode()).as_deref(), Some("xevil"));
         assert_eq!(decode_text(&"x".repeat(500).abi_encode()).unwrap().len(), MAX_TEXT);
     }
 
