@@ -680,10 +680,13 @@ impl Route {
                     _ => Err(ApiError::MethodNotAllowed { allow: "PATCH" }),
                 };
             }
+            // Every other `/api/v2` route is read-only: another method is refused before its parameters are read.
+            ["api", "v2", ..] if method != Method::GET && method != Method::HEAD => {
+                return Err(ApiError::MethodNotAllowed { allow: "GET" })
+            }
             ["api", "v2", rest @ ..] => match Self::parse_v2(rest, &q)? {
                 Some(route) => route,
-                None if method == Method::GET => return Err(ApiError::UnknownAction),
-                None => return Err(ApiError::MethodNotAllowed { allow: "GET" }),
+                None => return Err(ApiError::UnknownAction),
             },
             _ => return Err(ApiError::NoRoute),
         };
@@ -1278,6 +1281,8 @@ mod tests {
             (Method::POST, "/api/v1?module=block".into(), Ok(Route::Etherscan)),
             (Method::DELETE, "/api?module=block".into(), Err(ApiError::MethodNotAllowed { allow: "GET, POST" })),
             (Method::CONNECT, "/api".into(), Err(ApiError::MethodNotAllowed { allow: "GET, POST" })),
+            (Method::POST, "/api/v2/blocks/xyz".into(), Err(ApiError::MethodNotAllowed { allow: "GET" })),
+            (Method::HEAD, "/api/v2/nonsense".into(), Err(ApiError::UnknownAction)),
             (Method::GET, "/api/v2/token-transfers?type=ERC-404".into(), Ok(Route::NoItems)),
             (Method::GET, "/api/v2/transactions/stats".into(), Ok(Route::TransactionStats)),
             (Method::GET, "/api/v2/stats/charts/market".into(), Ok(Route::MarketChart)),
