@@ -131,7 +131,10 @@ async fn assert_address_flags(addr: SocketAddr, node: &RootProvider, t: &Tokens,
     for address in parties.iter().chain([&t.erc20, &t.erc721, &t.erc1155, &t.liar]) {
         let object = get(addr, &format!("/api/v2/addresses/{address}")).await;
         let listed = get(addr, &format!("/api/v2/addresses/{address}/token-balances")).await;
-        let listed = !listed.as_array().unwrap().is_empty();
+        let tabs = get(addr, &format!("/api/v2/addresses/{address}/tabs-counters")).await;
+        let count = listed.as_array().unwrap().len();
+        assert_eq!(tabs["token_balances_count"], json!(count), "the tab counts what the list shows, for {address}");
+        let listed = count > 0;
         assert_eq!(object["has_tokens"], json!(listed), "has_tokens of {address}");
         let mut held = false;
         for token in [t.erc20, t.liar, t.erc721] {

@@ -713,14 +713,18 @@ fn type_echo(kinds: &[TokenKind]) -> Vec<(&'static str, Value)> {
     vec![("type", json!(labels.join(",")))]
 }
 
-/// Distinct tokens `address` holds (up to `cap`, for tab counters).
+/// The `/token-balances` items `address` has, counted as that list shows them: one per ERC-20 and ERC-721 token,
+/// one per ERC-1155 id (up to `cap`, for tab counters).
 pub fn holdings_count(reader: &Reader<'_>, address: Address, cap: usize) -> StoreResult<usize> {
-    let mut tokens = BTreeSet::new();
+    let mut items = BTreeSet::new();
+    let mut token_kinds: HashMap<Address, Option<TokenKind>> = HashMap::new();
     for row in reader.balances(address, None).take(SCAN_BUDGET) {
-        tokens.insert(row?.0.token);
-        if tokens.len() >= cap {
+        let key = row?.0;
+        let per_id = token_kind(reader, &mut token_kinds, key.token)? == Some(TokenKind::Erc1155);
+        items.insert((key.token, per_id.then_some(key.id)));
+        if items.len() >= cap {
             break;
         }
     }
-    Ok(tokens.len())
+    Ok(items.len())
 }
