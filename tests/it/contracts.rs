@@ -243,7 +243,7 @@ async fn foundry_artifacts_match_decode_and_rematch_after_a_rebuild() {
     assert!(c["compiler_version"].as_str().unwrap().starts_with("0.8.37+commit."), "{}", c["compiler_version"]);
     assert_eq!((c["optimization_enabled"].clone(), c["optimization_runs"].clone()), (json!(true), json!(200)));
     assert_eq!(c["evm_version"], "cancun");
-    assert_eq!(c["license_type"], "MIT");
+    assert_eq!(c["license_type"], "mit", "Blockscout's id of the SPDX license in the metadata");
     assert_eq!(c["constructor_args"], format!("0x{}", alloy::hex::encode(&args)));
     assert_eq!(c["decoded_constructor_args"][0][0], "7");
     assert_eq!(c["decoded_constructor_args"][0][1]["name"], "start");

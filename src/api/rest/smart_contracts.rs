@@ -219,7 +219,7 @@ fn contract_json(
         "optimization_enabled": optimization_enabled,
         "optimization_runs": optimization_runs,
         "evm_version": artifact.and_then(|a| a.evm_version()),
-        "license_type": artifact.and_then(|a| a.license.clone()),
+        "license_type": license_type(artifact.and_then(|a| a.license.as_deref())),
         "source_code": source_code,
         "file_path": file_path,
         "additional_sources": additional_sources,
@@ -336,7 +336,7 @@ pub fn list(
             "compiler_version": known.artifact.compiler_version,
             "has_constructor_args": Value::Null,
             "language": "solidity",
-            "license_type": known.artifact.license,
+            "license_type": license_type(known.artifact.license.as_deref()),
             "market_cap": Value::Null,
             "optimization_enabled": optimization_enabled,
             "reputation": "ok",
@@ -403,25 +403,35 @@ pub async fn verification_config(state: &AppState) -> Response<Body> {
     }))
 }
 
+/// Blockscout's license ids (numbered from 1 in the verification config) with the SPDX identifier each stands for.
+const LICENSES: [(&str, &str); 14] = [
+    ("none", "UNLICENSED"),
+    ("unlicense", "Unlicense"),
+    ("mit", "MIT"),
+    ("gnu_gpl_v2", "GPL-2.0"),
+    ("gnu_gpl_v3", "GPL-3.0"),
+    ("gnu_lgpl_v2_1", "LGPL-2.1"),
+    ("gnu_lgpl_v3", "LGPL-3.0"),
+    ("bsd_2_clause", "BSD-2-Clause"),
+    ("bsd_3_clause", "BSD-3-Clause"),
+    ("mpl_2_0", "MPL-2.0"),
+    ("osl_3_0", "OSL-3.0"),
+    ("apache_2_0", "Apache-2.0"),
+    ("gnu_agpl_v3", "AGPL-3.0"),
+    ("bsl_1_1", "BUSL-1.1"),
+];
+
+/// `license_type`: Blockscout's id of the SPDX license in the compiler metadata (`GPL-3.0-or-later` is
+/// `gnu_gpl_v3`), `null` when there is none or it has no id.
+fn license_type(spdx: Option<&str>) -> Option<&'static str> {
+    let spdx = spdx?.trim();
+    let base = spdx.strip_suffix("-only").or_else(|| spdx.strip_suffix("-or-later")).unwrap_or(spdx);
+    LICENSES.iter().find(|(_, known)| known.eq_ignore_ascii_case(base)).map(|(id, _)| *id)
+}
+
 fn license_types() -> Value {
-    let names = [
-        "none",
-        "unlicense",
-        "mit",
-        "gnu_gpl_v2",
-        "gnu_gpl_v3",
-        "gnu_lgpl_v2_1",
-        "gnu_lgpl_v3",
-        "bsd_2_clause",
-        "bsd_3_clause",
-        "mpl_2_0",
-        "osl_3_0",
-        "apache_2_0",
-        "gnu_agpl_v3",
-        "bsl_1_1",
-    ];
     let map: serde_json::Map<String, Value> =
-        names.iter().enumerate().map(|(i, n)| ((*n).to_owned(), json!(i + 1))).collect();
+        LICENSES.iter().enumerate().map(|(i, (id, _))| ((*id).to_owned(), json!(i + 1))).collect();
     Value::Object(map)
 }
 
@@ -547,4 +557,21 @@ fn argument(param: &alloy::json_abi::Param, arg: &Value) -> Result<DynSolValue, 
         let name = if param.name.is_empty() { param.selector_type().into_owned() } else { param.name.clone() };
         ApiError::invalid("args", format!("{name} is not a valid {}: {e}", param.selector_type()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spdx_licenses_become_blockscout_ids() {
+        assert_eq!(license_type(Some("MIT")), Some("mit"));
+        assert_eq!(license_type(Some("GPL-3.0-or-later")), Some("gnu_gpl_v3"));
+        assert_eq!(license_type(Some("LGPL-2.1-only")), Some("gnu_lgpl_v2_1"));
+        assert_eq!(license_type(Some("UNLICENSED")), Some("none"));
+        assert_eq!(license_type(Some("BUSL-1.1")), Some("bsl_1_1"));
+        assert_eq!(license_type(Some("WTFPL")), None);
+        assert_eq!(license_type(None), None);
+        assert_eq!(license_types()["apache_2_0"], 12);
+    }
 }
