@@ -68,7 +68,7 @@ fn hex_u64(n: u64) -> String {
 }
 
 /// `getLogs`: logs of a block range (default: every indexed block) by emitter and topics (`topicX_Y_opr` joins two
-/// topic conditions), oldest first, at most [`super::MAX_LOGS`].
+/// topic conditions), oldest first, a page of at most [`super::MAX_LOGS`].
 pub(super) async fn getlogs(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
     let tip = state.store.view().tip()?.map(|t| t.number).unwrap_or(0);
     let from = block_param(&params, "fromBlock", tip)?;
@@ -107,6 +107,14 @@ pub(super) async fn getlogs(params: Params, state: &AppState, deadline: tokio::t
         return Err(bad(format!("Required query parameters missing: {}", missing.join(", "))));
     }
     let (from, to) = (from.unwrap_or(0), to.unwrap_or(tip).min(tip));
+    // Etherscan's paging: `offset` logs (at most 1,000, the default) of page `page` (from 1), within the window.
+    let max = super::MAX_LOGS as u64;
+    let offset = params.lenient_u64("offset").filter(|o| (1..=max).contains(o)).unwrap_or(max);
+    let page = params.lenient_u64("page").filter(|p| *p > 0).unwrap_or(1);
+    if page.saturating_mul(offset) > super::RESULT_WINDOW {
+        return Err(bad("Result window is too large, PageNo x Offset size must be less than or equal to 10000"));
+    }
+    let (skip, take) = (((page - 1) * offset) as usize, offset as usize);
     let matches = move |log: &LogRecord| -> bool {
         if address.is_some_and(|a| a != log.address) {
             return false;
@@ -144,7 +152,8 @@ pub(super) async fn getlogs(params: Params, state: &AppState, deadline: tokio::t
         };
         let found: Vec<(BlockPos, LogRecord)> = emitted
             .filter(|row| row.as_ref().map_or(true, |(_, log)| matches(log)))
-            .take(super::MAX_LOGS)
+            .skip(skip)
+            .take(take)
             .collect::<StoreResult<_>>()?;
         let headers = headers(r, found.iter().map(|(p, _)| p.block))?;
         let mut txs = std::collections::HashMap::new();
