@@ -158,10 +158,11 @@ async fn fetch(node: &Node, number: u64, tx_hashes: &[B256]) -> Result<Option<Bl
     Ok(Some(frames.iter().zip(tx_hashes).map(|((_, frame), hash)| flatten(*hash, frame)).collect()))
 }
 
-/// Whether the node can trace (tried on block 0).
+/// Whether the node can trace (tried on block 0). A node that refuses answers at once; one that does not answer in
+/// time has the method and is slow at it (blocks are then traced one transaction at a time, see `fetch`).
 pub async fn supported(node: &Node) -> Result<bool, NodeError> {
     match node.trace_block(0).await {
-        Ok(_) => Ok(true),
+        Ok(_) | Err(NodeError::Timeout(_)) => Ok(true),
         Err(NodeError::Rpc { .. } | NodeError::Invalid(_)) => Ok(false),
         Err(e) => Err(e),
     }

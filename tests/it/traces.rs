@@ -128,11 +128,12 @@ fn trace_rows(t: &TestDaemon) -> Vec<(&'static str, Vec<u8>, Vec<u8>)> {
     t.daemon.store().raw_rows().unwrap().into_iter().filter(|(name, _, _)| tables.contains(name)).collect()
 }
 
-/// A JSON-RPC relay to the node that can hold back tracing: while held, `debug_trace*` requests wait until it is
-/// released (the daemon's node timeout ends the wait first); every other request passes straight through.
+/// A JSON-RPC relay to the node that can hold back tracing: while held, requests of the held methods
+/// (`debug_trace*`, or only whole-block traces) wait until it is released (the daemon's node timeout ends the wait
+/// first); every other request passes straight through.
 struct TraceGate {
     addr: SocketAddr,
-    open: watch::Sender<bool>,
+    open: watch::Sender<Option<&'static [u8]>>,
 }
 
 impl TraceGate {
@@ -140,7 +141,7 @@ impl TraceGate {
         let node: SocketAddr = ([127, 0, 0, 1], node_port).into();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let (open, opened) = watch::channel(true);
+        let (open, opened) = watch::channel(None::<&'static [u8]>);
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let opened = opened.clone();
@@ -148,9 +149,9 @@ impl TraceGate {
                     let mut opened = opened.clone();
                     async move {
                         let body = request.into_body().collect().await?.to_bytes();
-                        if body.windows(11).any(|w| w == b"debug_trace") {
-                            let _ = opened.wait_for(|open| *open).await;
-                        }
+                        let held =
+                            |methods: &Option<&[u8]>| methods.is_some_and(|m| body.windows(m.len()).any(|w| w == m));
+                        let _ = opened.wait_for(|methods| !held(methods)).await;
                         let headers = [("content-type", "application/json")];
                         // A node gone (the test ended) is a bad gateway, not a panic.
                         let (status, body) = match http::try_request(node, Method::POST, "/", &headers, body).await {
@@ -176,11 +177,16 @@ impl TraceGate {
     }
 
     fn hold(&self) {
-        self.open.send_replace(false);
+        self.open.send_replace(Some(b"debug_trace"));
+    }
+
+    /// Holds `debug_traceBlock*` only: a node that cannot trace a whole block within the daemon's timeout.
+    fn hold_block_traces(&self) {
+        self.open.send_replace(Some(b"debug_traceBlock"));
     }
 
     fn release(&self) {
-        self.open.send_replace(true);
+        self.open.send_replace(None);
     }
 }
 
@@ -472,5 +478,38 @@ async fn without_tracing_the_views_answer_empty_and_a_node_without_tracing_is_de
     let status = get(tracer.daemon.addr(), "/api/v2/main-page/indexing-status").await;
     assert_eq!(status["indexed_internal_transactions_ratio"], Value::Null);
     tracer.daemon.shutdown().await.unwrap();
+    t.daemon.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_whose_trace_times_out_are_traced_one_transaction_at_a_time() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let gate = TraceGate::start(anvil.port()).await;
+    // The node never answers a whole-block trace within the daemon's timeout (not even block 0's, which tells the
+    // daemon that the node traces); single transactions it does.
+    gate.hold_block_traces();
+    let t = start_daemon(&gate.url(), |c| {
+        c.tracing = true;
+        c.rpc_timeout = Duration::from_secs(2);
+    })
+    .await;
+    let addr = t.daemon.addr();
+    let factory_tx = deploy(&node, a[0], &DemoFactory::BYTECODE).await;
+    mine(&node, 1).await;
+    let factory = created_address(&node, factory_tx).await;
+    let spawn = send_call(&node, a[1], factory, DemoFactory::spawnCall { v: U256::from(5) }.abi_encode(), 1_000).await;
+    let spawn2 =
+        send_call(&node, a[2], factory, DemoFactory::spawn2Call { salt: B256::repeat_byte(9) }.abi_encode(), 0).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    wait_traced(addr, &node).await;
+    for tx in [spawn, spawn2] {
+        let want = node_frames(&node, tx).await;
+        assert!(!want.is_empty());
+        let got = api_frames(addr, &format!("/api/v2/transactions/{tx:#x}/internal-transactions")).await;
+        assert_eq!(got, want, "internal transactions of {tx:#x}");
+    }
     t.daemon.shutdown().await.unwrap();
 }
