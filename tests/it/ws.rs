@@ -198,3 +198,25 @@ async fn the_phoenix_npm_client_joins_and_receives_a_new_block() {
     client.finish().await;
     t.daemon.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_blocks_is_broadcast_block_by_block() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let start = wait_synced(&t.daemon, &node).await;
+    let mut c = WsClient::connect(t.daemon.addr(), PATH).await;
+    c.send(&json!(["1", "1", "blocks:new_block", "phx_join", {}])).await;
+    assert_eq!(c.frame().await[4]["status"], "ok");
+    // Thirty blocks at once (`anvil_mine`): the indexer sees them far behind the node's head, yet they are live.
+    mine(&node, 30).await;
+    let head = wait_synced(&t.daemon, &node).await;
+    assert_eq!(head, start + 30);
+    let mut heights = Vec::new();
+    while heights.last() != Some(&head) {
+        let pushed = c.until(Duration::from_secs(10), |f| f[3] == "new_block").await;
+        heights.push(pushed[4]["block"]["height"].as_u64().unwrap());
+    }
+    assert_eq!(heights, (start + 1..=head).collect::<Vec<_>>(), "every block once, in order");
+    t.daemon.shutdown().await.unwrap();
+}
