@@ -337,9 +337,40 @@ pub(super) fn eth_block_number(params: &Params, state: &AppState) -> Outcome {
 /// empty when the node gave none.
 async fn revert_text(replay: Option<Replay>, state: &AppState) -> String {
     let Some(replay) = replay else { return String::new() };
-    match replay.reason(state).await {
-        Some(reason) => reason["parameters"][0]["value"].as_str().map_or_else(|| reason.to_string(), str::to_string),
-        None => String::new(),
+    replay.reason(state).await.map(|reason| reason_text(&reason)).unwrap_or_default()
+}
+
+/// A decoded revert reason as one line of text: an `Error(string)`'s message, a panic's code with what Solidity
+/// means by it, a custom error as `Name(values…)`, else the raw revert data.
+fn reason_text(reason: &Value) -> String {
+    let values: Vec<String> = reason["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| p["value"].as_str().map_or_else(|| p["value"].to_string(), str::to_owned))
+        .collect();
+    let call = reason["method_call"].as_str().unwrap_or_default();
+    let name = call.split('(').next().unwrap_or_default();
+    match (name, values.as_slice()) {
+        ("Error", [message]) => message.clone(),
+        ("Panic", [code]) => {
+            let code = code.parse::<u64>().unwrap_or(u64::MAX);
+            let meaning = match code {
+                0x01 => "assertion failed",
+                0x11 => "arithmetic underflow or overflow",
+                0x12 => "division or modulo by zero",
+                0x21 => "invalid enum value",
+                0x22 => "invalid storage byte array",
+                0x31 => "pop from an empty array",
+                0x32 => "array index out of bounds",
+                0x41 => "out of memory",
+                0x51 => "call to an uninitialized function",
+                _ => "panic",
+            };
+            format!("Panic(0x{code:02x}): {meaning}")
+        }
+        ("", _) => reason["raw"].as_str().map_or_else(String::new, |raw| format!("Reverted with {raw}")),
+        (name, values) => format!("{name}({})", values.join(", ")),
     }
 }
 
@@ -599,6 +630,26 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn revert_reasons_read_as_one_line() {
+        use crate::contracts::abi::{revert_reason, Abi};
+        use alloy::sol_types::{Panic, Revert, SolError};
+        let text = |data: &[u8]| reason_text(&revert_reason(&[], data).unwrap());
+        assert_eq!(text(&Revert::from("nope").abi_encode()), "nope");
+        let overflow = Panic { code: alloy::primitives::U256::from(0x11) }.abi_encode();
+        assert_eq!(text(&overflow), "Panic(0x11): arithmetic underflow or overflow");
+        assert_eq!(text(&[0x22, 0x02, 0xf1, 0xfa]), "Reverted with 0x2202f1fa");
+        let custom = Abi::new(alloy::json_abi::JsonAbi::parse(["error Short(uint256 have, address who)"]).unwrap());
+        let error = custom.json.errors().next().unwrap();
+        let who = alloy::primitives::Address::repeat_byte(1);
+        let args = alloy::sol_types::SolValue::abi_encode_params(&(alloy::primitives::U256::from(3), who));
+        let data = [&error.selector()[..], &args].concat();
+        assert_eq!(
+            reason_text(&revert_reason(&[&custom], &data).unwrap()),
+            format!("Short(3, {})", who.to_checksum(None))
+        );
+    }
 
     #[test]
     fn hex_numbers_are_lowercase_and_zero_is_0x0() {
