@@ -80,19 +80,22 @@ pub enum TxType {
     ContractCreation,
     /// Calls a contract (or carries call data).
     ContractCall,
-    /// Carries EIP-4844 blobs.
+    /// Carries EIP-4844 blobs (envelope type 3).
     BlobTransaction,
+    /// Sets EOA code by EIP-7702 authorizations (envelope type 4).
+    SetCodeTransaction,
 }
 
 impl TxType {
     /// Every type, in the order Blockscout lists them.
-    pub const ALL: [TxType; 6] = [
+    pub const ALL: [TxType; 7] = [
         TxType::TokenTransfer,
         TxType::TokenCreation,
         TxType::CoinTransfer,
         TxType::ContractCreation,
         TxType::ContractCall,
         TxType::BlobTransaction,
+        TxType::SetCodeTransaction,
     ];
 
     /// The wire name.
@@ -104,6 +107,7 @@ impl TxType {
             TxType::ContractCreation => "contract_creation",
             TxType::ContractCall => "contract_call",
             TxType::BlobTransaction => "blob_transaction",
+            TxType::SetCodeTransaction => "set_code_transaction",
         }
     }
 
@@ -147,8 +151,7 @@ impl TxTypes {
         TxType::ALL.into_iter().filter(move |t| self.contains(*t))
     }
 
-    /// The types a mined transaction shows; `to_is_contract` tells whether its recipient holds code. (Blockscout
-    /// lists blob transactions by their envelope type, not in this list.)
+    /// The types a mined transaction shows; `to_is_contract` tells whether its recipient holds code.
     pub fn of_mined(tx: &TxRecord, to_is_contract: bool) -> Self {
         let mut types = TxTypes::of_call(tx, to_is_contract);
         if tx.token_transfers > 0 {
@@ -162,14 +165,17 @@ impl TxTypes {
 
     /// Whether a mined transaction passes this filter (an empty filter passes everything).
     pub fn admits(self, tx: &TxRecord, to_is_contract: bool) -> bool {
-        self.is_empty()
-            || self.intersects(TxTypes::of_mined(tx, to_is_contract))
-            || (self.contains(TxType::BlobTransaction) && tx.tx_type == 3)
+        self.is_empty() || self.intersects(TxTypes::of_mined(tx, to_is_contract))
     }
 
-    /// The types a transaction has from its call alone, before any receipt (all a pool transaction shows).
+    /// The types a transaction has from its call and envelope alone, before any receipt (all a pool transaction
+    /// shows).
     pub fn of_call(tx: &TxBody, to_is_contract: bool) -> Self {
-        let mut types = TxTypes::default();
+        let mut types = match tx.tx_type {
+            3 => TxTypes::default().with(TxType::BlobTransaction),
+            4 => TxTypes::default().with(TxType::SetCodeTransaction),
+            _ => TxTypes::default(),
+        };
         if !tx.value.is_zero() {
             types = types.with(TxType::CoinTransfer);
         }
@@ -184,5 +190,38 @@ impl TxTypes {
 impl serde::Serialize for TxTypes {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.iter().map(TxType::name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy::primitives::{Bytes, B256, U256};
+
+    fn call(tx_type: u8, value: u64) -> TxBody {
+        TxBody {
+            hash: B256::ZERO,
+            from: Address::repeat_byte(1),
+            to: Some(Address::repeat_byte(2)),
+            value: U256::from(value),
+            input: Bytes::new(),
+            nonce: 0,
+            gas_limit: 21_000,
+            gas_price: None,
+            max_fee_per_gas: Some(1),
+            max_priority_fee_per_gas: Some(1),
+            tx_type,
+        }
+    }
+
+    #[test]
+    fn blob_and_set_code_envelopes_are_transaction_types() {
+        let names = |types: TxTypes| types.iter().map(TxType::name).collect::<Vec<_>>();
+        assert_eq!(names(TxTypes::of_call(&call(2, 5), false)), ["coin_transfer"]);
+        assert_eq!(names(TxTypes::of_call(&call(3, 5), false)), ["coin_transfer", "blob_transaction"]);
+        assert_eq!(names(TxTypes::of_call(&call(4, 0), false)), ["set_code_transaction"]);
+        let filter = TxTypes::default().with(TxType::parse("set_code_transaction").unwrap());
+        assert!(filter.intersects(TxTypes::of_call(&call(4, 0), false)));
+        assert!(!filter.intersects(TxTypes::of_call(&call(2, 0), false)));
     }
 }
