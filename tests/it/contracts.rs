@@ -78,7 +78,7 @@ async fn smart_contract_routes_answer_every_contract() {
     assert_eq!(c["deployed_bytecode"], format!("{:#x}", code_at(&node, demo).await));
     let sent = node.get_transaction_by_hash(tx).await.unwrap().unwrap();
     assert_eq!(c["creation_bytecode"], format!("{:#x}", alloy::consensus::Transaction::input(&sent)));
-    assert_eq!(c["creation_status"], "success");
+    assert_eq!((&c["creation_status"], &c["is_self_destructed"]), (&json!("success"), &json!(false)));
     assert_eq!(c["is_verified"], false);
     assert_eq!(c["proxy_type"], json!(null));
     assert_eq!(c["implementations"], json!([]));

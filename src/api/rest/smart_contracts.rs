@@ -200,6 +200,8 @@ fn contract_json(
         "deployed_bytecode": format!("{code:#x}"),
         "creation_bytecode": creation_input.map(|i| format!("{i:#x}")),
         "creation_status": creation_ok.map(|ok| if !ok { "failed" } else if code.is_empty() { "selfdestructed" } else { "success" }),
+        // Blockscout's own flag for the same: created, and no code left.
+        "is_self_destructed": creation_ok == Some(true) && code.is_empty(),
         "is_verified": known.is_some(),
         "is_fully_verified": known.map(|k| k.kind == MatchKind::Full),
         "is_partially_verified": known.map(|k| k.kind == MatchKind::Partial),
