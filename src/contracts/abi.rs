@@ -82,39 +82,31 @@ const WELL_KNOWN: &[&str] = &[
 /// Most values a parameter list's types may stand for before any data is read: alloy builds one per element of
 /// a fixed-size array (`uint8[12000000][]` is 12 million, even for an empty array). Items past it are not decoded.
 const MAX_TEMPLATE: usize = 1 << 14;
-/// Data up to this size is decoded whatever its types; see [`Shape::regions`] for longer data.
-const ANY_SHAPE_DATA: usize = 32 << 10;
-/// Longer data is decoded only when its types have at most this many dynamic values that offsets point at.
-const FEW_REGIONS: usize = 64;
+/// Most 32-byte words one decode may produce at worst ([`cost`]): 16 MiB.
+const DECODE_BUDGET: usize = 1 << 19;
 
-/// What decoding a parameter list can cost, from its types alone. Call data, log data and revert data are
-/// untrusted: ABI offsets may all point at the same bytes, so `bytes[]` of N offsets to one L-byte value decodes to
-/// N·L bytes from 32·N + L of data (quadratic). Decoding is bounded by refusing types with too large a template,
-/// decoding long data only for types with few regions, and dropping decoded values larger than their data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What decoding a parameter list can cost. Call data, log data and revert data are untrusted: ABI offsets may all
+/// point at the same bytes, so `bytes[]` of N offsets to one L-byte value decodes to N·L bytes from 32·N + L of
+/// data, `bytes[][]` to the cube, and alloy copies a dynamic array's element template once per element. Decoding
+/// is bounded by refusing types with too large a template, decoding data only while the worst case its types allow
+/// for its length stays within [`DECODE_BUDGET`], and dropping decoded values larger than their data.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Shape {
-    /// Values alloy allocates before reading data (see [`MAX_TEMPLATE`]).
-    template: usize,
-    /// Dynamic values (bytes, strings, arrays) an encoding can point at; `usize::MAX` when an array holds dynamic
-    /// values (as many as the data names).
-    regions: usize,
+    types: Vec<DynSolType>,
 }
 
 impl Shape {
     /// The shape of `params`, `None` when a type does not resolve or its template is past [`MAX_TEMPLATE`].
     fn of<P: Specifier<DynSolType>>(params: &[P]) -> Option<Shape> {
-        let mut shape = Shape { template: 0, regions: 0 };
-        for param in params {
-            let ty = param.resolve().ok()?;
-            shape.template = shape.template.saturating_add(template(&ty));
-            shape.regions = shape.regions.saturating_add(regions(&ty));
-        }
-        (shape.template <= MAX_TEMPLATE).then_some(shape)
+        let types = params.iter().map(|p| p.resolve().ok()).collect::<Option<Vec<_>>>()?;
+        let total = types.iter().fold(0usize, |sum, t| sum.saturating_add(template(t)));
+        (total <= MAX_TEMPLATE).then_some(Shape { types })
     }
 
-    /// Whether `data` may be decoded as this shape.
+    /// Whether `data` may be decoded as this shape: its worst case within [`DECODE_BUDGET`].
     fn admits(&self, data: &[u8]) -> bool {
-        data.len() <= ANY_SHAPE_DATA || self.regions <= FEW_REGIONS
+        let words = data.len().div_ceil(32).max(1);
+        self.types.iter().fold(0usize, |sum, t| sum.saturating_add(cost(t, words))) <= DECODE_BUDGET
     }
 }
 
@@ -127,23 +119,26 @@ fn template(ty: &DynSolType) -> usize {
     }
 }
 
-fn regions(ty: &DynSolType) -> usize {
+/// The most words (values, or 32 bytes of a byte string) `ty` can decode to from `words` words of data: a byte
+/// string as long as the data, a dynamic array of as many elements as the data has words, each as large as its
+/// type allows.
+fn cost(ty: &DynSolType, words: usize) -> usize {
     match ty {
-        DynSolType::Bytes | DynSolType::String => 1,
-        DynSolType::Array(inner) if inner.is_dynamic() => usize::MAX,
-        DynSolType::Array(_) => 1,
-        DynSolType::FixedArray(inner, size) => size.saturating_mul(regions(inner)),
-        DynSolType::Tuple(items) => items.iter().fold(0, |sum, t| sum.saturating_add(regions(t))),
-        _ => 0,
+        DynSolType::Bytes | DynSolType::String => words,
+        DynSolType::Array(inner) => words.saturating_mul(cost(inner, words)).saturating_add(1),
+        DynSolType::FixedArray(inner, size) => size.saturating_mul(cost(inner, words)),
+        DynSolType::Tuple(items) => items.iter().fold(1, |sum, t| sum.saturating_add(cost(t, words))),
+        _ => 1,
     }
 }
 
-/// Bytes of data `value` stands for: 32 per word, a byte string's length. A value decoded from an encoding
-/// without shared offsets is never larger than that encoding.
+/// Bytes of data `value` stands for: 32 per word, a byte string's length (alloy replaces each byte of a string
+/// that is not UTF-8 with U+FFFD, three bytes: counted as the one it was). A value decoded from an encoding without
+/// shared offsets is never larger than that encoding.
 fn decoded_size(value: &DynSolValue) -> usize {
     match value {
         DynSolValue::Bytes(b) => b.len(),
-        DynSolValue::String(s) => s.len(),
+        DynSolValue::String(s) => s.len() - 2 * s.matches('\u{FFFD}').count(),
         DynSolValue::Array(items) | DynSolValue::FixedArray(items) | DynSolValue::Tuple(items) => {
             items.iter().fold(0, |sum, v| sum.saturating_add(decoded_size(v)))
         }
@@ -156,13 +151,16 @@ fn unaliased<'a>(values: impl IntoIterator<Item = &'a DynSolValue>, len: usize) 
     values.into_iter().fold(0usize, |sum, v| sum.saturating_add(decoded_size(v))) <= len
 }
 
-/// An ABI indexed for decoding: functions and errors by selector, events by topic 0; items whose types cannot be
-/// decoded within bounds ([`Shape`]) are left out.
+/// The shapes of a function's inputs and outputs (`None` in the index: too large to decode).
+type InputsOutputs = (Shape, Shape);
+
+/// An ABI indexed for decoding: functions and errors by selector, events by topic 0. Events and errors whose types
+/// cannot be decoded within bounds ([`Shape`]) are left out; such functions keep their name and are not decoded.
 #[derive(Debug, Default)]
 pub struct Abi {
     /// The ABI as given (served by `/smart-contracts/:hash`).
     pub json: JsonAbi,
-    functions: HashMap<[u8; 4], (Function, Shape, Shape)>,
+    functions: HashMap<[u8; 4], (Function, Option<InputsOutputs>)>,
     events: HashMap<B256, Vec<(Event, Shape)>>,
     errors: HashMap<[u8; 4], (AbiError, Shape)>,
     constructor: Option<Shape>,
@@ -173,7 +171,7 @@ impl Abi {
     pub fn new(json: JsonAbi) -> Self {
         let functions = json
             .functions()
-            .filter_map(|f| Some((f.selector().0, (f.clone(), Shape::of(&f.inputs)?, Shape::of(&f.outputs)?))))
+            .map(|f| (f.selector().0, (f.clone(), Shape::of(&f.inputs).zip(Shape::of(&f.outputs)))))
             .collect();
         let mut events: HashMap<B256, Vec<(Event, Shape)>> = HashMap::new();
         for event in json.events().filter(|e| !e.anonymous) {
@@ -186,7 +184,8 @@ impl Abi {
         Abi { json, functions, events, errors, constructor }
     }
 
-    /// The items of `json` whose types are too large to decode (see [`MAX_TEMPLATE`]), by signature.
+    /// The items of `json` whose types do not resolve or are too large to decode (see [`MAX_TEMPLATE`]), by
+    /// signature.
     pub fn undecodable(json: &JsonAbi) -> Vec<String> {
         let functions = json.functions().filter(|f| Shape::of(&f.inputs).is_none() || Shape::of(&f.outputs).is_none());
         let events = json.events().filter(|e| Shape::of(&e.inputs).is_none()).map(|e| e.signature());
@@ -207,18 +206,18 @@ impl Abi {
 
     /// The function a call's input selects.
     pub fn function(&self, input: &[u8]) -> Option<&Function> {
-        self.functions.get(&selector(input)?).map(|(function, _, _)| function)
+        self.functions.get(&selector(input)?).map(|(function, _)| function)
     }
 
     /// Functions named `name` (for method filters).
     pub fn selectors_named(&self, name: &str) -> Vec<[u8; 4]> {
-        self.functions.iter().filter(|(_, (f, _, _))| f.name == name).map(|(s, _)| *s).collect()
+        self.functions.iter().filter(|(_, (f, _))| f.name == name).map(|(s, _)| *s).collect()
     }
 
     /// `decoded_input` of a call: the selected function's parameters, when they decode within bounds.
     pub fn decode_input(&self, input: &[u8]) -> Option<Value> {
         let selector = selector(input)?;
-        let (function, shape, _) = self.functions.get(&selector)?;
+        let (function, Some((shape, _))) = self.functions.get(&selector)? else { return None };
         let data = &input[4..];
         let values = shape.admits(data).then(|| function.abi_decode_input(data).ok()).flatten()?;
         unaliased(&values, data.len())
@@ -227,7 +226,8 @@ impl Abi {
 
     /// The output of the function `selector` names (a read-method call's answer), when it decodes within bounds.
     pub fn decode_output(&self, selector: [u8; 4], output: &[u8]) -> Result<Vec<DynSolValue>, String> {
-        let (function, _, shape) = self.functions.get(&selector).ok_or("no such function")?;
+        let (function, shapes) = self.functions.get(&selector).ok_or("no such function")?;
+        let (_, shape) = shapes.as_ref().ok_or("its types are too large to decode")?;
         if !shape.admits(output) {
             return Err(format!("{} bytes of this shape are not decoded", output.len()));
         }
@@ -241,7 +241,7 @@ impl Abi {
     /// The constructor's arguments, when they decode within bounds.
     pub fn decode_constructor(&self, args: &[u8]) -> Option<Vec<DynSolValue>> {
         let constructor = self.json.constructor.as_ref()?;
-        self.constructor.filter(|shape| shape.admits(args))?;
+        self.constructor.as_ref().filter(|shape| shape.admits(args))?;
         let values = constructor.abi_decode_input(args).ok()?;
         unaliased(&values, args.len()).then_some(values)
     }
@@ -406,7 +406,7 @@ mod tests {
         let abi = Abi::well_known();
         let target = Address::repeat_byte(7);
         let calls = vec![(target, true, alloy::primitives::Bytes::from_static(&[1, 2]))];
-        let (f, _, _) = abi.functions.values().find(|(f, _, _)| f.name == "aggregate3").unwrap();
+        let (f, _) = abi.functions.values().find(|(f, _)| f.name == "aggregate3").unwrap();
         let input = [&f.selector()[..], &(calls,).abi_encode_params()].concat();
         let decoded = abi.decode_input(&input).unwrap();
         assert_eq!(decoded["method_call"], "aggregate3((address,bool,bytes)[] calls)");
@@ -465,23 +465,65 @@ mod tests {
     fn offsets_that_share_bytes_are_not_decoded() {
         let abi = Abi::well_known();
         // Canonical: two distinct elements decode.
-        let f = abi.functions.values().find(|(f, _, _)| f.name == "multicall").unwrap().0.clone();
+        let f = abi.functions.values().find(|(f, _)| f.name == "multicall").unwrap().0.clone();
         let calls = vec![alloy::primitives::Bytes::from(vec![1u8; 40]), alloy::primitives::Bytes::from(vec![2u8; 3])];
         let canonical = [&f.selector()[..], &(calls,).abi_encode_params()].concat();
         assert_eq!(abi.decode_input(&canonical).unwrap()["parameters"][0]["value"][1], "0x020202");
-        // 100 offsets to one 3,000-byte value: 300 KB from 6.3 KB of data.
+        // 100 offsets to one 3,000-byte value: 300 KB from 6.3 KB of data. alloy decodes it; the value is dropped.
         let aliased = aliased_multicall(100, 3000);
+        assert!(f.abi_decode_input(&aliased[4..]).is_ok());
         assert!(abi.decode_input(&aliased).is_none());
-        // Past 32 KiB a type with arrays of dynamic values is not decoded at all (its decoding would allocate first).
+        // `bytes[]` can cost the square of its data: past ~23 KiB it is not decoded at all (alloy would allocate
+        // before anything could be checked).
+        assert!(abi.decode_input(&aliased_multicall(1, 20_000)).is_some(), "one element of 20 KB decodes");
         let long = aliased_multicall(1, 40_000);
+        assert!(f.abi_decode_input(&long[4..]).is_ok());
         assert!(abi.decode_input(&long).is_none());
-        assert!(abi.decode_input(&aliased_multicall(1, 30_000)).is_some(), "one element under 32 KiB decodes");
-        // A plain `bytes` parameter of any length has one region: decoded.
+        // A plain `bytes` parameter costs its length: decoded at any length.
         let plain = Abi::new(JsonAbi::parse(["function post(bytes data)"]).unwrap());
-        let (post, _, _) = plain.functions.values().next().unwrap();
+        let (post, _) = plain.functions.values().next().unwrap();
         let big =
             [&post.selector()[..], &(alloy::primitives::Bytes::from(vec![7u8; 100_000]),).abi_encode_params()].concat();
         assert!(plain.decode_input(&big).is_some());
+    }
+
+    #[test]
+    fn nested_arrays_are_decoded_only_while_their_worst_case_is_small() {
+        let word = |n: usize| U256::from(n).to_be_bytes::<32>().to_vec();
+        // `bytes[][]`, 3 KB: 40 outer offsets to one array of 40 offsets to one 1,600-byte value.
+        let nested = Abi::new(JsonAbi::parse(["function deep(bytes[][] a)"]).unwrap());
+        let (deep, _) = nested.functions.values().next().unwrap().clone();
+        let mut input = deep.selector().to_vec();
+        input.extend(word(32));
+        input.extend(word(40));
+        input.extend((0..40).flat_map(|_| word(40 * 32)));
+        input.extend(word(40));
+        input.extend((0..40).flat_map(|_| word(40 * 32)));
+        input.extend(word(1600));
+        input.extend(vec![0x41; 1600]);
+        assert!(deep.abi_decode_input(&input[4..]).is_ok(), "alloy decodes 2.5 MB from 6.8 KB");
+        assert!(nested.decode_input(&input).is_none());
+        // `uint256[16000][][]` passes the template bound, but each element of the outer array copies 16,000 values.
+        let wide = Abi::new(JsonAbi::parse(["function wide(uint256[16000][][] a)"]).unwrap());
+        let (f, shapes) = wide.functions.values().next().unwrap();
+        let (shape, _) = shapes.as_ref().expect("within the template bound");
+        assert!(!shape.admits(&[0u8; 1024]), "1 KiB of it could build 32 × 32 × 16,000 values");
+        let mut empty = f.selector().to_vec();
+        empty.extend(word(32));
+        empty.extend(word(0));
+        assert!(wide.decode_input(&empty).is_some(), "an empty outer array (64 bytes) decodes");
+    }
+
+    #[test]
+    fn strings_that_are_not_utf8_still_decode() {
+        let abi = Abi::new(JsonAbi::parse(["function setName(string name)"]).unwrap());
+        let (f, _) = abi.functions.values().next().unwrap();
+        let mut input = f.selector().to_vec();
+        input.extend(U256::from(32).to_be_bytes::<32>());
+        input.extend(U256::from(100).to_be_bytes::<32>());
+        input.extend(vec![0xff; 128]);
+        let decoded = abi.decode_input(&input).expect("each invalid byte counts as the one it was");
+        assert_eq!(decoded["parameters"][0]["value"].as_str().unwrap().chars().count(), 100);
     }
 
     #[test]
@@ -497,12 +539,14 @@ mod tests {
         undecodable.sort();
         assert_eq!(undecodable, ["E(bytes32[1000000])", "m()", "n(uint8[12000000][])"]);
         let abi = Abi::new(json);
-        let names: Vec<&str> = abi.functions.values().map(|(f, _, _)| f.name.as_str()).collect();
-        assert_eq!(names, ["ok"]);
         assert!(abi.events.is_empty());
-        // An empty `uint8[12000000][]` decodes to nothing instead of 12 million placeholders.
+        // An empty `uint8[12000000][]` decodes to nothing instead of 12 million placeholders; the call keeps its name.
         let selector = alloy::primitives::keccak256("n(uint8[12000000][])");
         let input = [&selector[..4], &U256::from(32).to_be_bytes::<32>(), &[0u8; 32]].concat();
+        assert_eq!(abi.function(&input).map(|f| f.name.as_str()), Some("n"));
         assert!(abi.decode_input(&input).is_none());
+        let ok = alloy::primitives::keccak256("ok(uint8[16][])");
+        let input = [&ok[..4], &U256::from(32).to_be_bytes::<32>(), &[0u8; 32]].concat();
+        assert!(abi.decode_input(&input).is_some());
     }
 }

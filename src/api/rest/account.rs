@@ -264,7 +264,9 @@ fn abi_text(abi: Option<&Value>) -> Result<String, ApiError> {
     let undecodable = crate::contracts::abi::Abi::undecodable(&json);
     if !undecodable.is_empty() {
         let list = undecodable.iter().take(5).map(String::as_str).collect::<Vec<_>>().join(", ");
-        return Err(invalid(&format!("Types too large to decode (fixed-size arrays of over 16384 values): {list}")));
+        return Err(invalid(&format!(
+            "Types that do not resolve or are too large to decode (fixed-size arrays of over 16384 values): {list}"
+        )));
     }
     Ok(text)
 }
