@@ -132,6 +132,10 @@ impl Releases {
     /// Downloads `build`, checks its SHA-256 and installs it as `dir/solc-<version>`; returns that path.
     pub async fn install(&self, build: &Build, dir: &Path) -> Result<PathBuf, FetchError> {
         let _one_at_a_time = self.installing.lock().await;
+        // The list is untrusted: its version names the installed file, so it must be a version.
+        if !super::verifier::is_version(&build.version) {
+            return Err(FetchError::UnsafeName(build.version.clone()));
+        }
         let target = dir.join(format!("solc-{}", build.version));
         if target.is_file() {
             return Ok(target);
@@ -205,6 +209,18 @@ mod tests {
             sha256: B256::ZERO,
             prerelease: prerelease.map(str::to_owned),
         }
+    }
+
+    #[tokio::test]
+    async fn a_listed_version_that_is_not_a_version_is_never_installed() {
+        let dir = tempfile::tempdir().unwrap();
+        // Refused before anything is fetched (nothing listens at this address).
+        let releases = Releases::new("http://127.0.0.1:9/list.json".parse().unwrap());
+        for version in ["../../x", "0.8.37/../../y", "0.8"] {
+            let err = releases.install(&build(version, "abc", None), dir.path()).await.unwrap_err();
+            assert!(matches!(err, FetchError::UnsafeName(_)), "{version}: {err}");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

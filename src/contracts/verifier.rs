@@ -105,8 +105,10 @@ impl Compilers {
     /// (three numbers) names a file: anything else (a path, `..`) names none, so a request can run no other program.
     pub fn path(&self, version: &str) -> Result<PathBuf, VerifyError> {
         let wanted = short_version(version);
-        let unknown = || VerifyError::UnknownVersion { asked: version.to_string(), available: self.versions() };
-        if version_of_file(&wanted).is_none() {
+        // The answer names what was asked, cut short: it is the request's own text.
+        let asked = || version.chars().take(100).collect();
+        let unknown = || VerifyError::UnknownVersion { asked: asked(), available: self.versions() };
+        if !is_version(&wanted) {
             return Err(unknown());
         }
         let found = self.folders().find_map(|d| {
@@ -119,6 +121,8 @@ impl Compilers {
     pub async fn check(&self, version: &str) -> Result<(), VerifyError> {
         match (self.path(version), &self.downloads) {
             (Ok(_), _) => Ok(()),
+            // `path` refused anything but a version: only a version is looked up in the list.
+            (Err(missing), _) if !is_version(&short_version(version)) => Err(missing),
             (Err(missing), Some((_, releases))) => releases.find(version).await?.map(|_| ()).ok_or(missing),
             (Err(missing), None) => Err(missing),
         }
@@ -128,6 +132,7 @@ impl Compilers {
     pub async fn resolve(&self, version: &str) -> Result<PathBuf, VerifyError> {
         match (self.path(version), &self.downloads) {
             (Ok(path), _) => Ok(path),
+            (Err(missing), _) if !is_version(&short_version(version)) => Err(missing),
             (Err(missing), Some((dir, releases))) => match releases.find(version).await? {
                 Some(build) => Ok(releases.install(&build, dir).await?),
                 None => Err(missing),
@@ -137,12 +142,16 @@ impl Compilers {
     }
 }
 
+/// Whether `text` is a version: three numbers (`0.8.37`).
+pub fn is_version(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('.').collect();
+    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// `0.8.37` from a compiler file name, when it names a version.
 fn version_of_file(name: &str) -> Option<String> {
     let version = name.strip_prefix("solc-").unwrap_or(name);
-    let parts: Vec<&str> = version.split('.').collect();
-    (parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
-        .then(|| version.to_string())
+    is_version(version).then(|| version.to_string())
 }
 
 /// `0.8.37` from `v0.8.37+commit.abcdef`, `solc-0.8.37` or `0.8.37`.
