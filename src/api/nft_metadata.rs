@@ -162,9 +162,10 @@ async fn fetch_http(url: &str, config: &MetadataConfig) -> Option<Value> {
     tokio::time::timeout(config.timeout, work).await.ok().flatten()
 }
 
-/// How long a resolved instance's metadata is kept before the contract and the document are read again.
+/// How long an instance's metadata with its document is kept before the contract and the document are read again.
 const KEEP_RESOLVED: Duration = Duration::from_secs(600);
-/// How long an instance without metadata (no URI, node down) is kept so: a contract fixed later shows soon.
+/// How long an instance without a document (no URI, node down, the document unreadable) is kept so: a contract or
+/// server fixed later shows soon.
 const KEEP_MISSING: Duration = Duration::from_secs(60);
 /// Bytes of metadata kept at most (documents are up to 256 KiB each; most are a few hundred bytes).
 const CACHE_BYTES: u64 = 16 << 20;
@@ -188,8 +189,20 @@ struct DocumentWeight;
 impl quick_cache::Weighter<(Address, U256), Resolved> for DocumentWeight {
     fn weight(&self, _key: &(Address, U256), value: &Resolved) -> u64 {
         let metadata = value.metadata.as_ref();
-        let document = metadata.and_then(|m| m.document.as_ref()).map_or(0, |d| d.to_string().len());
+        let document = metadata.and_then(|m| m.document.as_ref()).map_or(0, held_bytes);
         (128 + metadata.map_or(0, |m| m.uri.len()) + document) as u64
+    }
+}
+
+/// Memory a parsed document holds: a `Value` per node (an element of `[0,0,…]` is two bytes of text and tens in
+/// memory) and its strings' bytes.
+fn held_bytes(value: &Value) -> usize {
+    let node = std::mem::size_of::<Value>();
+    match value {
+        Value::String(s) => node + s.len(),
+        Value::Array(items) => node + items.iter().map(held_bytes).sum::<usize>(),
+        Value::Object(members) => node + members.iter().map(|(k, v)| node + k.len() + held_bytes(v)).sum::<usize>(),
+        _ => node,
     }
 }
 
@@ -213,7 +226,8 @@ impl MetadataCache {
 
     fn fresh(&self, token: Address, id: U256) -> Option<Option<InstanceMetadata>> {
         let hit = self.entries.get(&(token, id))?;
-        let keep = if hit.metadata.is_some() { KEEP_RESOLVED } else { KEEP_MISSING };
+        let resolved = hit.metadata.as_ref().is_some_and(|m| m.document.is_some());
+        let keep = if resolved { KEEP_RESOLVED } else { KEEP_MISSING };
         (hit.at.elapsed() < keep).then_some(hit.metadata)
     }
 }

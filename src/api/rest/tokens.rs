@@ -97,17 +97,21 @@ pub fn tx_transfers(
     reader.transfers_in_logs(block, tx.first_log..tx.first_log.saturating_add(tx.log_count))
 }
 
-/// `GET /api/v2/transactions/:hash/token-transfers`, of the `kinds` standards (all when empty).
+/// `GET /api/v2/transactions/:hash/token-transfers`, of the `kinds` standards (all when empty, none when `None`).
 pub fn of_transaction(
     reader: &Reader<'_>,
     hash: B256,
-    kinds: &[TokenKind],
+    kinds: Option<&[TokenKind]>,
     page: Page<TransferCursor>,
 ) -> Result<Response<Body>, ApiError> {
     let Some((pos, tx)) = reader.tx(hash)? else {
         return Err(ApiError::NotFound);
     };
-    let mut all = tx_transfers(reader, pos.block, &tx)?;
+    let mut all = match kinds {
+        Some(_) => tx_transfers(reader, pos.block, &tx)?,
+        None => Vec::new(),
+    };
+    let kinds = kinds.unwrap_or_default();
     if !kinds.is_empty() {
         let mut token_kinds: HashMap<Address, Option<TokenKind>> = HashMap::new();
         let mut wanted = Vec::with_capacity(all.len());
@@ -694,8 +698,13 @@ pub async fn with_list_metadata(state: &AppState, mut body: Value) -> Response<B
     let deadline = tokio::time::Instant::now() + config.timeout;
     let fetches = futures_util::stream::iter(keys).map(|key| async move {
         let (token, kind, id) = key?;
-        let fetch = nft_metadata::instance_metadata(&state.nft_metadata, &state.node, token, kind, id, config);
-        tokio::time::timeout_at(deadline, fetch).await.ok().flatten()
+        // Its own task: a fetch the list stops waiting for still finishes and is kept for the next visit.
+        let state = state.clone();
+        let fetch = tokio::spawn(async move {
+            let config = &state.config.nft_metadata;
+            nft_metadata::instance_metadata(&state.nft_metadata, &state.node, token, kind, id, config).await
+        });
+        tokio::time::timeout_at(deadline, fetch).await.ok()?.ok().flatten()
     });
     let resolved: Vec<Option<InstanceMetadata>> = fetches.buffered(8).collect().await;
     for (slot, metadata) in slots.into_iter().zip(&resolved) {
