@@ -158,15 +158,24 @@ async fn fetch(node: &Node, number: u64, tx_hashes: &[B256]) -> Result<Option<Bl
     Ok(Some(frames.iter().zip(tx_hashes).map(|((_, frame), hash)| flatten(*hash, frame)).collect()))
 }
 
-/// Whether the node can trace (tried on block 0). A node that refuses answers at once; one that does not answer in
-/// time has the method and is slow at it (blocks are then traced one transaction at a time, see `fetch`).
+/// Whether the node can trace (tried on block 0). When block 0's trace does not come in time, a transaction trace
+/// tells: a node without the method refuses it as unknown (-32601), one with it refuses only the unknown
+/// transaction (blocks are then traced one transaction at a time, see `fetch`).
 pub async fn supported(node: &Node) -> Result<bool, NodeError> {
     match node.trace_block(0).await {
-        Ok(_) | Err(NodeError::Timeout(_)) => Ok(true),
+        Ok(_) => Ok(true),
+        Err(NodeError::Timeout(_)) => match node.trace_transaction(B256::ZERO).await {
+            Err(NodeError::Rpc { code: METHOD_NOT_FOUND, .. }) => Ok(false),
+            Ok(_) | Err(NodeError::Rpc { .. } | NodeError::Invalid(_)) => Ok(true),
+            Err(e) => Err(e),
+        },
         Err(NodeError::Rpc { .. } | NodeError::Invalid(_)) => Ok(false),
         Err(e) => Err(e),
     }
 }
+
+/// JSON-RPC's code for a method the node does not have.
+const METHOD_NOT_FOUND: i64 = -32601;
 
 /// The trace pass.
 #[derive(Debug)]
