@@ -163,7 +163,7 @@ async fn list(state: &AppState, deadline: Instant, route: Route) -> Result<Value
         }
         Route::PendingTransactions { page } => read(state, deadline, move |r| transactions::pending(r, page)).await,
         Route::TransactionTokenTransfers { hash, kinds, page } => {
-            read(state, deadline, move |r| tokens::of_transaction(r, hash, &kinds, page)).await
+            read(state, deadline, move |r| tokens::of_transaction(r, hash, kinds.as_deref(), page)).await
         }
         Route::TransactionInternal { hash, page } => {
             read(state, deadline, move |r| traces::of_transaction(r, hash, page)).await

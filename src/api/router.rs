@@ -245,8 +245,8 @@ pub enum Route {
     TransactionTokenTransfers {
         /// The transaction.
         hash: B256,
-        /// `type` filter.
-        kinds: Vec<TokenKind>,
+        /// `type` filter (`None`: only standards never indexed, nothing matches).
+        kinds: Option<Vec<TokenKind>>,
         /// Size and cursor.
         page: Page<TransferCursor>,
     },
@@ -674,9 +674,10 @@ impl Route {
                 };
             }
             ["api", "v2", "tokens", token, "instances", id, "refetch-metadata"] => {
-                let route = Route::RefetchMetadata(parse_address(token, "address_hash_param")?, token_id(id)?);
                 return match *method {
-                    Method::PATCH => Ok(route),
+                    Method::PATCH => {
+                        Ok(Route::RefetchMetadata(parse_address(token, "address_hash_param")?, token_id(id)?))
+                    }
                     _ => Err(ApiError::MethodNotAllowed { allow: "PATCH" }),
                 };
             }
@@ -732,9 +733,7 @@ impl Route {
             ["transactions", hash] => Route::Transaction(tx(hash)?),
             ["transactions", hash, "logs"] => Route::TransactionLogs { hash: tx(hash)?, page: page(q)? },
             ["transactions", hash, "token-transfers"] => {
-                let hash = tx(hash)?;
-                let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
-                Route::TransactionTokenTransfers { hash, kinds, page: page(q)? }
+                Route::TransactionTokenTransfers { hash: tx(hash)?, page: page(q)?, kinds: token_kinds(q)? }
             }
             ["transactions", hash, "internal-transactions"] => {
                 Route::TransactionInternal { hash: tx(hash)?, page: page(q)? }
@@ -778,18 +777,18 @@ impl Route {
             ["addresses", a, "tabs-counters"] => Route::AddressTabsCounters(addr(a)?),
             ["addresses", a, "coin-balance-history"] => Route::CoinBalanceHistory { address: addr(a)?, page: page(q)? },
             ["addresses", a, "token-transfers"] => {
-                let (address, direction) = (addr(a)?, direction(q)?);
+                let (address, direction, page) = (addr(a)?, direction(q)?, page(q)?);
                 let token = q.get("token").map(|t| parse_address(t, "token")).transpose()?;
                 let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
-                Route::AddressTokenTransfers { address, direction, kinds, token, page: page(q)? }
+                Route::AddressTokenTransfers { address, direction, kinds, token, page }
             }
             ["addresses", a, "internal-transactions"] => {
                 Route::AddressInternal { address: addr(a)?, direction: direction(q)?, page: page(q)? }
             }
             ["addresses", a, "tokens"] => {
-                let address = addr(a)?;
+                let (address, page) = (addr(a)?, page(q)?);
                 let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
-                Route::AddressTokens { address, kinds, page: page(q)? }
+                Route::AddressTokens { address, kinds, page }
             }
             ["addresses", a, "token-balances"] => Route::AddressTokenBalances(addr(a)?),
             ["tokens"] => {
@@ -797,8 +796,9 @@ impl Route {
                 if text.as_ref().is_some_and(|t| t.len() > 256) {
                     return Err(ApiError::invalid("q", "Invalid value: longer than 256 characters"));
                 }
+                let page = page(q)?;
                 let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
-                Route::Tokens { kinds, q: text, page: page(q)? }
+                Route::Tokens { kinds, q: text, page }
             }
             ["tokens", a] => Route::Token(addr(a)?),
             ["tokens", a, "transfers"] => Route::TokenTransfersOf { token: addr(a)?, page: page(q)? },
@@ -848,20 +848,23 @@ impl Route {
             ["tokens", a, "instances", id, "holders"] => {
                 Route::TokenInstanceHolders { token: addr(a)?, id: token_id(id)?, page: page(q)? }
             }
-            ["token-transfers"] => match token_kinds(q)? {
-                Some(kinds) => Route::TokenTransfers { kinds, page: page(q)? },
-                None => Route::NoItems,
-            },
+            ["token-transfers"] => {
+                let page = page(q)?;
+                match token_kinds(q)? {
+                    Some(kinds) => Route::TokenTransfers { kinds, page },
+                    None => Route::NoItems,
+                }
+            }
             ["addresses", a, "blocks-validated"] => Route::BlocksValidated { address: addr(a)?, page: page(q)? },
             ["addresses", a, "nft"] => {
-                let address = addr(a)?;
+                let (address, page) = (addr(a)?, page(q)?);
                 let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
-                Route::AddressNfts { address, kinds, page: page(q)? }
+                Route::AddressNfts { address, kinds, page }
             }
             ["addresses", a, "nft", "collections"] => {
-                let address = addr(a)?;
+                let (address, page) = (addr(a)?, page(q)?);
                 let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
-                Route::AddressNftCollections { address, kinds, page: page(q)? }
+                Route::AddressNftCollections { address, kinds, page }
             }
             ["addresses"] => {
                 let ascending = match q.get("order") {
@@ -1086,6 +1089,12 @@ impl Route {
                         rpc::code::INVALID_REQUEST,
                         &format!("request body too large (limit {limit} bytes)"),
                     )),
+                    Err(ApiError::BodyTimeout { within }) => Ok(rpc::error_response(
+                        StatusCode::REQUEST_TIMEOUT,
+                        serde_json::Value::Null,
+                        rpc::code::INVALID_REQUEST,
+                        &format!("request body not received within {} s", within.as_secs_f64()),
+                    )),
                     Err(e) => Err(e),
                 }
             }
@@ -1170,7 +1179,7 @@ impl Route {
                 read(state, deadline, move |r| transactions::logs(r, hash, page)).await
             }
             Route::TransactionTokenTransfers { hash, kinds, page } => {
-                read(state, deadline, move |r| tokens::of_transaction(r, hash, &kinds, page)).await
+                read(state, deadline, move |r| tokens::of_transaction(r, hash, kinds.as_deref(), page)).await
             }
             Route::TransactionInternal { hash, page } => {
                 read(state, deadline, move |r| traces::of_transaction(r, hash, page)).await
@@ -1546,6 +1555,7 @@ mod tests {
             ("/api/v2/addresses?sort=transactions_count".into(), "sort"),
             (format!("/api/v2/addresses/{dead}/nft?token_contract_address_hash={dead}"), "token_id"),
             ("/api/v2/token-transfers?type=ERC-9".into(), "type"),
+            ("/api/v2/tokens?type=ERC-404&items_count=abc".into(), "items_count"),
         ];
         for (path, param) in bad {
             let result = parse(Method::GET, path);

@@ -394,6 +394,9 @@ async fn address_tabs_list_validated_blocks_and_held_nfts() {
     assert_eq!(http::walk(addr, &of_tx("ERC-721")).await, Vec::<Value>::new());
     assert_eq!(http::walk(addr, &of_tx("ERC-721,ERC-1155")).await.len(), 2);
     assert_eq!(http::get(addr, &of_tx("FOO")).await.status, 422);
+    assert_eq!(http::walk(addr, &of_tx("ERC-404")).await, Vec::<Value>::new());
+    let unknown = format!("/api/v2/transactions/0x{}/token-transfers?type=ERC-404", "ab".repeat(32));
+    assert_eq!(http::get(addr, &unknown).await.status, 404, "an unknown transaction, whatever the filter");
 
     let erc721_only = http::get_json(addr, &format!("/api/v2/addresses/{}/nft/collections?type=ERC-721", a[1])).await;
     assert_eq!(erc721_only["items"].as_array().unwrap().len(), 1);

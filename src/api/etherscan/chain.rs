@@ -354,8 +354,8 @@ fn reason_text(reason: &Value) -> String {
     match (name, values.as_slice()) {
         ("Error", [message]) => message.clone(),
         ("Panic", [code]) => {
-            let code = code.parse::<u64>().unwrap_or(u64::MAX);
-            let meaning = match code {
+            let code = code.parse::<alloy::primitives::U256>().unwrap_or(alloy::primitives::U256::MAX);
+            let meaning = match code.saturating_to::<u64>() {
                 0x01 => "assertion failed",
                 0x11 => "arithmetic underflow or overflow",
                 0x12 => "division or modulo by zero",
@@ -367,7 +367,7 @@ fn reason_text(reason: &Value) -> String {
                 0x51 => "call to an uninitialized function",
                 _ => "panic",
             };
-            format!("Panic(0x{code:02x}): {meaning}")
+            format!("Panic({code:#04x}): {meaning}")
         }
         ("", _) => reason["raw"].as_str().map_or_else(String::new, |raw| format!("Reverted with {raw}")),
         (name, values) => format!("{name}({})", values.join(", ")),
