@@ -484,11 +484,6 @@ pub struct TxJson {
     authorization_list: Vec<AuthorizationJson>,
     is_pending_update: bool,
     fhe_operations_count: u64,
-    /// Blockscout's decoded DeFi actions (swaps, mints…): none are decoded here. `[]` on the detail form only, which
-    /// frontend v2.0.x reads it from (its type requires it); Blockscout 11 dropped the field, and its published
-    /// schema refuses it on list items.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    actions: Option<[u8; 0]>,
 }
 
 impl TxJson {
@@ -534,7 +529,6 @@ impl TxJson {
             authorization_list: Vec::new(),
             is_pending_update: false,
             fhe_operations_count: 0,
-            actions: None,
         }
     }
 
@@ -597,7 +591,6 @@ impl TxJson {
         self.token_transfers = Some(token_transfers);
         self.token_transfers_overflow = Some(overflow);
         self.revert_reason = revert_reason;
-        self.actions = Some([]);
         self
     }
 

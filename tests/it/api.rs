@@ -167,7 +167,9 @@ async fn rest_values_match_the_node_and_lists_page_exactly() {
         let tx = node.get_transaction_by_hash(*hash).await.unwrap().unwrap();
         let receipt = node.get_transaction_receipt(*hash).await.unwrap().unwrap();
         let d = get(addr, &format!("/api/v2/transactions/{hash:#x}")).await;
-        assert_eq!(d["actions"], json!([]), "the detail form carries actions, as frontend v2.0.x requires");
+        // Blockscout 11 dropped `actions` and its published schema refuses the field (rest-v2.md asks for it for
+        // frontend v2.0.x; the schema the conformance check holds wins).
+        assert!(d.get("actions").is_none());
         assert_eq!(d["block_number"], *block);
         assert_eq!(d["position"], *index);
         assert_eq!(d["from"]["hash"], checksummed(*from));
@@ -207,7 +209,7 @@ async fn rest_values_match_the_node_and_lists_page_exactly() {
         }
     }
     let items = walk(addr, "/api/v2/transactions?items_count=13").await;
-    // List items follow the published schema, which has no `actions`.
+    // List items follow the published schema, which has no `actions` either.
     assert!(items.iter().all(|t| t.get("actions").is_none()), "{:?}", items[0]);
     let listed: Vec<String> = items.iter().map(|t| t["hash"].as_str().unwrap().to_owned()).collect();
     assert_eq!(
