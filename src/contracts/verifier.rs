@@ -169,31 +169,20 @@ fn takes_no_import_callback(version: &str) -> bool {
 }
 
 /// An empty working directory for one compiler run, removed when dropped: solc's import callback reads files
-/// relative to it, so a submitted `import` finds nothing of the host's.
-struct EmptyDir(PathBuf);
-
-impl EmptyDir {
-    fn new() -> Result<EmptyDir, VerifyError> {
-        static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("rockscout-compile-{}-{run}", std::process::id()));
-        std::fs::create_dir(&path)
-            .map_err(|e| VerifyError::Compilation(format!("cannot make the compiler's working directory: {e}")))?;
-        Ok(EmptyDir(path))
-    }
-}
-
-impl Drop for EmptyDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// relative to it, so a submitted `import` finds nothing of the host's. `tempfile` names it at random and creates
+/// it for this process alone (a name another local user could guess and create first would stop verification).
+fn empty_dir() -> Result<tempfile::TempDir, VerifyError> {
+    tempfile::Builder::new()
+        .prefix("rockscout-compile-")
+        .tempdir()
+        .map_err(|e| VerifyError::Compilation(format!("cannot make the compiler's working directory: {e}")))
 }
 
 /// Runs `compiler --standard-json` (of solc `version`) on `input`, killing it past `limit`; returns its JSON
 /// output. The compiler reads no file of the host: sources come inside the input (no `urls`, see
 /// [`check_input`]), `--no-import-callback` where the version has it, and an empty working directory for older ones.
 pub async fn compile(compiler: &Path, version: &str, input: &[u8], limit: Duration) -> Result<Value, VerifyError> {
-    let workdir = EmptyDir::new()?;
+    let workdir = empty_dir()?;
     let run = async {
         let mut command = tokio::process::Command::new(compiler);
         command.arg("--standard-json");
@@ -201,7 +190,7 @@ pub async fn compile(compiler: &Path, version: &str, input: &[u8], limit: Durati
             command.arg("--no-import-callback");
         }
         let mut child = command
-            .current_dir(&workdir.0)
+            .current_dir(workdir.path())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
