@@ -107,14 +107,8 @@ pub(super) async fn getlogs(params: Params, state: &AppState, deadline: tokio::t
         return Err(bad(format!("Required query parameters missing: {}", missing.join(", "))));
     }
     let (from, to) = (from.unwrap_or(0), to.unwrap_or(tip).min(tip));
-    // Etherscan's paging: `offset` logs (at most 1,000, the default) of page `page` (from 1), within the window.
-    let max = super::MAX_LOGS as u64;
-    let offset = params.lenient_u64("offset").filter(|o| (1..=max).contains(o)).unwrap_or(max);
-    let page = params.lenient_u64("page").filter(|p| *p > 0).unwrap_or(1);
-    if page.saturating_mul(offset) > super::RESULT_WINDOW {
-        return Err(bad("Result window is too large, PageNo x Offset size must be less than or equal to 10000"));
-    }
-    let (skip, take) = (((page - 1) * offset) as usize, offset as usize);
+    // Etherscan's paging: `offset` logs (at most 1,000, the default) of page `page`, within the window.
+    let (skip, take) = params.window(super::MAX_LOGS as u64, super::MAX_LOGS as u64, true)?;
     let matches = move |log: &LogRecord| -> bool {
         if address.is_some_and(|a| a != log.address) {
             return false;

@@ -117,22 +117,29 @@ impl Params {
         self.get(key).and_then(|v| v.trim().parse::<u64>().ok())
     }
 
-    /// `page`, `offset`, `sort`, `startblock` and `endblock`, with the window checked.
-    fn paging(&self, default_offset: u64, check_window: bool) -> Result<Paging, Refusal> {
+    /// `page` (from 1) and `offset` (up to `max_offset`, else `default_offset`) as rows skipped and taken, with
+    /// `page × offset` checked against the window when `check_window`. Unchecked lists skip past any list the index
+    /// can hold when the product overflows.
+    fn window(&self, default_offset: u64, max_offset: u64, check_window: bool) -> Result<(usize, usize), Refusal> {
         let page = self.lenient_u64("page").filter(|p| *p > 0).unwrap_or(1);
-        let offset = self.lenient_u64("offset").filter(|o| (1..=RESULT_WINDOW).contains(o)).unwrap_or(default_offset);
+        let offset = self.lenient_u64("offset").filter(|o| (1..=max_offset).contains(o)).unwrap_or(default_offset);
         if check_window && page.saturating_mul(offset) > RESULT_WINDOW {
             return Err(bad("Result window is too large, PageNo x Offset size must be less than or equal to 10000"));
         }
+        let skip = usize::try_from((page - 1).saturating_mul(offset)).unwrap_or(usize::MAX);
+        Ok((skip, offset as usize))
+    }
+
+    /// `page`, `offset`, `sort`, `startblock` and `endblock`, with the window checked.
+    fn paging(&self, default_offset: u64, check_window: bool) -> Result<Paging, Refusal> {
+        let (skip, take) = self.window(default_offset, RESULT_WINDOW, check_window)?;
         let order = match self.get("sort") {
             Some("asc") => Order::OldestFirst,
             _ => Order::NewestFirst,
         };
         let first = self.lenient_u64("startblock").unwrap_or(0);
         let last = self.lenient_u64("endblock").unwrap_or(u64::MAX);
-        // Unchecked lists skip past any list the index can hold when the product overflows.
-        let skip = usize::try_from((page - 1).saturating_mul(offset)).unwrap_or(usize::MAX);
-        Ok(Paging { skip, take: offset as usize, order, blocks: first..=last })
+        Ok(Paging { skip, take, order, blocks: first..=last })
     }
 }
 
