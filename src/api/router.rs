@@ -563,20 +563,22 @@ pub enum AccountRoute {
 pub const ACCOUNT_PAGE: usize = 50;
 
 fn parse_account(method: &Method, segments: &[&str], q: &Query) -> Result<AccountRoute, ApiError> {
-    let only = |allowed: Method, allow: &'static str, route: AccountRoute| {
+    // The method is checked before any parameter, as on every route.
+    let only = |allowed: Method, allow: &'static str| {
         if *method == allowed || (allowed == Method::GET && *method == Method::HEAD) {
-            Ok(route)
+            Ok(())
         } else {
             Err(ApiError::MethodNotAllowed { allow })
         }
     };
     let kind = match segments {
-        ["user", "info"] => return only(Method::GET, "GET", AccountRoute::UserInfo),
+        ["user", "info"] => return only(Method::GET, "GET").map(|()| AccountRoute::UserInfo),
         ["siwe_message"] => {
+            only(Method::GET, "GET")?;
             let raw = q.get("address").ok_or_else(|| ApiError::invalid("address", "Missing parameter: address"))?;
-            return only(Method::GET, "GET", AccountRoute::SiweMessage(parse_address(raw, "address")?));
+            return Ok(AccountRoute::SiweMessage(parse_address(raw, "address")?));
         }
-        ["authenticate_via_wallet"] => return only(Method::POST, "POST", AccountRoute::AuthenticateViaWallet),
+        ["authenticate_via_wallet"] => return only(Method::POST, "POST").map(|()| AccountRoute::AuthenticateViaWallet),
         ["user", "tags", "address", ..] => ItemKind::AddressTag,
         ["user", "tags", "transaction", ..] => ItemKind::TransactionTag,
         ["user", "watchlist", ..] => ItemKind::Watch,
@@ -604,11 +606,11 @@ fn parse_account(method: &Method, segments: &[&str], q: &Query) -> Result<Accoun
             _ => return Err(ApiError::MethodNotAllowed { allow: "GET, POST" }),
         },
         [id] => {
-            let id = id.parse::<u64>().map_err(|_| ApiError::invalid("id", "Invalid format. Expected an integer"))?;
+            let id = || id.parse::<u64>().map_err(|_| ApiError::invalid("id", "Invalid format. Expected an integer"));
             match *method {
-                Method::GET | Method::HEAD => ItemAction::Get(id),
-                Method::PUT | Method::PATCH => ItemAction::Update(id),
-                Method::DELETE => ItemAction::Delete(id),
+                Method::GET | Method::HEAD => ItemAction::Get(id()?),
+                Method::PUT | Method::PATCH => ItemAction::Update(id()?),
+                Method::DELETE => ItemAction::Delete(id()?),
                 _ => return Err(ApiError::MethodNotAllowed { allow: "GET, PUT, DELETE" }),
             }
         }
@@ -1292,6 +1294,16 @@ mod tests {
             (Method::CONNECT, "/api".into(), Err(ApiError::MethodNotAllowed { allow: "GET, POST" })),
             (Method::POST, "/api/v2/blocks/xyz".into(), Err(ApiError::MethodNotAllowed { allow: "GET" })),
             (Method::HEAD, "/api/v2/nonsense".into(), Err(ApiError::UnknownAction)),
+            (
+                Method::POST,
+                "/api/account/v2/user/watchlist/abc".into(),
+                Err(ApiError::MethodNotAllowed { allow: "GET, PUT, DELETE" }),
+            ),
+            (
+                Method::POST,
+                "/api/account/v2/siwe_message?address=0x12".into(),
+                Err(ApiError::MethodNotAllowed { allow: "GET" }),
+            ),
             (Method::GET, "/api/v2/token-transfers?type=ERC-404".into(), Ok(Route::NoItems)),
             (Method::GET, "/api/v2/transactions/stats".into(), Ok(Route::TransactionStats)),
             (Method::GET, "/api/v2/stats/charts/market".into(), Ok(Route::MarketChart)),
