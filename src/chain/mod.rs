@@ -7,13 +7,29 @@ pub mod tokens;
 
 use crate::store::keys::TransferPos;
 use crate::store::records::{direction, role, Bundle, TokenTransferRecord, TxBody, TxRecord};
-use alloy::primitives::Address;
+use alloy::primitives::{Address, U256};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Characters that change how text around them is shown without showing themselves: zero-width ones and the
 /// bidirectional overrides and isolates (a name or a token symbol could otherwise display as another).
 pub fn is_invisible_format(c: char) -> bool {
     matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// `amount` of a token with `decimals` as a decimal string (`1.5` for 15 with 1 decimal), exact for any decimals.
+pub fn decimal_amount(amount: U256, decimals: u8) -> String {
+    let digits = amount.to_string();
+    let decimals = usize::from(decimals);
+    if decimals == 0 {
+        return digits;
+    }
+    // Scaled as text: 10^decimals is past U256 from 78 decimals on, and a token may declare up to 255.
+    let padded = format!("{digits:0>width$}", width = decimals + 1);
+    let (whole, fraction) = padded.split_at(padded.len() - decimals);
+    match fraction.trim_end_matches('0') {
+        "" => whole.to_owned(),
+        fraction => format!("{whole}.{fraction}"),
+    }
 }
 
 /// The addresses of one transaction with their role bits (`records::role`), in address order.
@@ -196,7 +212,7 @@ impl serde::Serialize for TxTypes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy::primitives::{Bytes, B256, U256};
+    use alloy::primitives::{Bytes, B256};
 
     fn call(tx_type: u8, value: u64) -> TxBody {
         TxBody {
@@ -223,5 +239,18 @@ mod tests {
         let filter = TxTypes::default().with(TxType::parse("set_code_transaction").unwrap());
         assert!(filter.intersects(TxTypes::of_call(&call(4, 0), false)));
         assert!(!filter.intersects(TxTypes::of_call(&call(2, 0), false)));
+    }
+
+    #[test]
+    fn amounts_are_scaled_by_decimals_without_trailing_zeros() {
+        assert_eq!(decimal_amount(U256::from(15u8), 1), "1.5");
+        assert_eq!(decimal_amount(U256::from(1_000_000u64), 6), "1");
+        assert_eq!(decimal_amount(U256::from(1_234_500u64), 6), "1.2345");
+        assert_eq!(decimal_amount(U256::from(5u8), 18), "0.000000000000000005");
+        assert_eq!(decimal_amount(U256::from(42u8), 0), "42");
+        let max = U256::MAX.to_string();
+        assert_eq!(decimal_amount(U256::MAX, 255), format!("0.{}{max}", "0".repeat(255 - max.len())));
+        assert_eq!(decimal_amount(U256::from(5u8), 100), format!("0.{}5", "0".repeat(99)));
+        assert_eq!(decimal_amount(U256::from(10u8).pow(U256::from(77)), 77), "1");
     }
 }

@@ -101,28 +101,37 @@ impl Compilers {
         versions
     }
 
-    /// The installed compiler for `version` (`0.8.37`, `v0.8.37+commit.…` or `solc-0.8.37`). Only a version
-    /// (three numbers) names a file: anything else (a path, `..`) names none, so a request can run no other program.
-    pub fn path(&self, version: &str) -> Result<PathBuf, VerifyError> {
+    /// The refusal of `version`, naming what was asked cut short (it is the request's own text).
+    fn unknown(&self, version: &str) -> VerifyError {
+        VerifyError::UnknownVersion { asked: version.chars().take(100).collect(), available: self.versions() }
+    }
+
+    /// `version` as the three numbers it names (`0.8.37` from `v0.8.37+commit.…` or `solc-0.8.37`). Only a
+    /// version names an installed file or a listed build: anything else (a path, `..`) is refused, so a request
+    /// can run no other program.
+    fn wanted(&self, version: &str) -> Result<String, VerifyError> {
         let wanted = short_version(version);
-        // The answer names what was asked, cut short: it is the request's own text.
-        let asked = || version.chars().take(100).collect();
-        let unknown = || VerifyError::UnknownVersion { asked: asked(), available: self.versions() };
-        if !is_version(&wanted) {
-            return Err(unknown());
+        if is_version(&wanted) {
+            Ok(wanted)
+        } else {
+            Err(self.unknown(version))
         }
+    }
+
+    /// The installed compiler for `version` (see [`Compilers::wanted`]).
+    pub fn path(&self, version: &str) -> Result<PathBuf, VerifyError> {
+        let wanted = self.wanted(version)?;
         let found = self.folders().find_map(|d| {
             [wanted.clone(), format!("solc-{wanted}")].into_iter().map(|n| d.join(n)).find(|p| p.is_file())
         });
-        found.ok_or_else(unknown)
+        found.ok_or_else(|| self.unknown(version))
     }
 
     /// Whether `version` can be had (installed, or in the release list), without downloading it.
     pub async fn check(&self, version: &str) -> Result<(), VerifyError> {
+        self.wanted(version)?;
         match (self.path(version), &self.downloads) {
             (Ok(_), _) => Ok(()),
-            // `path` refused anything but a version: only a version is looked up in the list.
-            (Err(missing), _) if !is_version(&short_version(version)) => Err(missing),
             (Err(missing), Some((_, releases))) => releases.find(version).await?.map(|_| ()).ok_or(missing),
             (Err(missing), None) => Err(missing),
         }
@@ -130,9 +139,9 @@ impl Compilers {
 
     /// The compiler for `version`: installed, or downloaded from the release list, checked and installed.
     pub async fn resolve(&self, version: &str) -> Result<PathBuf, VerifyError> {
+        self.wanted(version)?;
         match (self.path(version), &self.downloads) {
             (Ok(path), _) => Ok(path),
-            (Err(missing), _) if !is_version(&short_version(version)) => Err(missing),
             (Err(missing), Some((dir, releases))) => match releases.find(version).await? {
                 Some(build) => Ok(releases.install(&build, dir).await?),
                 None => Err(missing),

@@ -24,28 +24,16 @@ pub fn units(raw: &str, decimals: u32, max_fraction: usize) -> String {
     let Ok(value) = U256::from_str_radix(raw, 10) else {
         return raw.to_owned();
     };
-    let text = value.to_string();
-    // Tokens declare up to 255 decimals (a u8); past 77 every amount is below one.
-    let decimals = decimals.min(255) as usize;
-    let (whole, fraction) = if text.len() > decimals {
-        (text[..text.len() - decimals].to_owned(), text[text.len() - decimals..].to_owned())
-    } else {
-        ("0".to_owned(), format!("{text:0>decimals$}"))
-    };
-    let mut fraction: String = fraction.chars().take(max_fraction).collect();
-    while fraction.ends_with('0') {
-        fraction.pop();
-    }
-    let whole = thousands(&whole);
-    if fraction.is_empty() {
-        if value.is_zero() || decimals == 0 || text.len() > decimals {
-            whole
-        } else {
-            // Non-zero but below the shown precision.
-            format!("<0.{}1", "0".repeat(max_fraction.saturating_sub(1)))
-        }
-    } else {
-        format!("{whole}.{fraction}")
+    // Tokens declare up to 255 decimals (a u8); the exact scaling is the chain module's.
+    let exact = crate::chain::decimal_amount(value, u8::try_from(decimals).unwrap_or(u8::MAX));
+    let (whole, fraction) = exact.split_once('.').unwrap_or((&exact, ""));
+    let fraction: String = fraction.chars().take(max_fraction).collect();
+    let fraction = fraction.trim_end_matches('0');
+    match (fraction, whole) {
+        // Non-zero but below the shown precision.
+        ("", "0") if !value.is_zero() => format!("<0.{}1", "0".repeat(max_fraction.saturating_sub(1))),
+        ("", whole) => thousands(whole),
+        (fraction, whole) => format!("{}.{fraction}", thousands(whole)),
     }
 }
 

@@ -605,7 +605,7 @@ pub fn csv_rows<E: From<crate::store::StoreError>>(
                     let decimals = metadata.as_ref().and_then(|m| m.decimals).filter(|_| t.kind == TokenKind::Erc20);
                     let value = match (t.kind, decimals) {
                         (TokenKind::Erc721, _) => String::new(),
-                        (_, Some(d)) => super::summary::decimal_amount(t.amount, d),
+                        (_, Some(d)) => crate::chain::decimal_amount(t.amount, d),
                         (_, None) => t.amount.to_string(),
                     };
                     (

@@ -469,7 +469,7 @@ fn write_rows(reader: &Reader<'_>, export: &Export, params: &CsvParams, sink: &m
             let decimals = if kind == Some(TokenKind::Erc20) { decimals } else { 0 };
             for row in reader.holders(token, None).take(MAX_SCANNED) {
                 let (key, ()) = row?;
-                let fields = [checksum(Some(key.holder)), super::summary::decimal_amount(key.amount, decimals)];
+                let fields = [checksum(Some(key.holder)), crate::chain::decimal_amount(key.amount, decimals)];
                 if !sink.row(&fields)? {
                     break;
                 }

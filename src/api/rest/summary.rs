@@ -11,10 +11,11 @@ use super::tokens::{token_json, tx_transfers};
 use crate::api::body::{ok, Body};
 use crate::api::json::Contracts;
 use crate::api::ApiError;
+use crate::chain::decimal_amount;
 use crate::store::records::{TokenKind, TokenTransferRecord};
 use crate::store::tables::TokenMetadatas;
 use crate::store::Reader;
-use alloy::primitives::{Address, B256, U256};
+use alloy::primitives::{Address, B256};
 use hyper::Response;
 use serde_json::{json, Map, Value};
 
@@ -23,22 +24,6 @@ pub const MAX_TRANSFER_SUMMARIES: usize = 50;
 
 /// Decimals of the native coin.
 const NATIVE_DECIMALS: u8 = 18;
-
-/// `amount` of a token with `decimals` as a decimal string (`1.5` for 15 with 1 decimal).
-pub fn decimal_amount(amount: U256, decimals: u8) -> String {
-    let digits = amount.to_string();
-    let decimals = usize::from(decimals);
-    if decimals == 0 {
-        return digits;
-    }
-    // Scaled as text: 10^decimals is past U256 from 78 decimals on, and a token may declare up to 255.
-    let padded = format!("{digits:0>width$}", width = decimals + 1);
-    let (whole, fraction) = padded.split_at(padded.len() - decimals);
-    match fraction.trim_end_matches('0') {
-        "" => whole.to_owned(),
-        fraction => format!("{whole}.{fraction}"),
-    }
-}
 
 /// One summary: a template and its variables.
 struct Summary {
@@ -149,22 +134,4 @@ pub fn summary(reader: &Reader<'_>, hash: B256) -> Result<Response<Body>, ApiErr
     }
     let summaries: Vec<Value> = summaries.into_iter().map(Summary::into_json).collect();
     Ok(ok(&json!({"success": true, "data": {"summaries": summaries}})))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn amounts_are_scaled_by_decimals_without_trailing_zeros() {
-        assert_eq!(decimal_amount(U256::from(15u8), 1), "1.5");
-        assert_eq!(decimal_amount(U256::from(1_000_000u64), 6), "1");
-        assert_eq!(decimal_amount(U256::from(1_234_500u64), 6), "1.2345");
-        assert_eq!(decimal_amount(U256::from(5u8), 18), "0.000000000000000005");
-        assert_eq!(decimal_amount(U256::from(42u8), 0), "42");
-        let max = U256::MAX.to_string();
-        assert_eq!(decimal_amount(U256::MAX, 255), format!("0.{}{max}", "0".repeat(255 - max.len())));
-        assert_eq!(decimal_amount(U256::from(5u8), 100), format!("0.{}5", "0".repeat(99)));
-        assert_eq!(decimal_amount(U256::from(10u8).pow(U256::from(77)), 77), "1");
-    }
 }

@@ -107,20 +107,16 @@ pub fn of_transaction(
     let Some((pos, tx)) = reader.tx(hash)? else {
         return Err(ApiError::NotFound);
     };
-    let mut all = match kinds {
-        Some(_) => tx_transfers(reader, pos.block, &tx)?,
-        None => Vec::new(),
+    let Some(kinds) = kinds else {
+        return Ok(ok(&envelope(Vec::<Value>::new(), None::<TransferCursor>, page.size, &[])));
     };
-    let kinds = kinds.unwrap_or_default();
-    if !kinds.is_empty() {
-        let mut token_kinds: HashMap<Address, Option<TokenKind>> = HashMap::new();
-        let mut wanted = Vec::with_capacity(all.len());
-        for (pos, transfer) in all {
-            if token_kind(reader, &mut token_kinds, transfer.token)?.is_some_and(|k| kinds.contains(&k)) {
-                wanted.push((pos, transfer));
-            }
+    let mut token_kinds: HashMap<Address, Option<TokenKind>> = HashMap::new();
+    let mut all = Vec::new();
+    for (pos, transfer) in tx_transfers(reader, pos.block, &tx)? {
+        if kinds.is_empty() || token_kind(reader, &mut token_kinds, transfer.token)?.is_some_and(|k| kinds.contains(&k))
+        {
+            all.push((pos, transfer));
         }
-        all = wanted;
     }
     let start = page.after.map_or(0, |after| all.iter().position(|(p, _)| *p == after.0).map_or(all.len(), |i| i + 1));
     let rows: Vec<_> = all[start..].iter().take(page.size).cloned().collect();
@@ -498,27 +494,28 @@ pub fn balances(reader: &Reader<'_>, address: Address) -> Result<Response<Body>,
 
 /// The `/token-balances` items of `address` with each token's standard (also pushed on its WebSocket topic).
 pub fn balance_items(reader: &Reader<'_>, address: Address) -> StoreResult<Vec<(TokenKind, Value)>> {
-    let mut grouped: Vec<(Address, Option<U256>, U256)> = Vec::new();
-    let mut kinds: HashMap<Address, TokenKind> = HashMap::new();
+    let mut grouped: Vec<((Address, Option<U256>), U256)> = Vec::new();
+    let mut token_kinds: HashMap<Address, Option<TokenKind>> = HashMap::new();
     for row in reader.balances(address, None).take(BALANCES_LIMIT) {
         let (key, amount) = row?;
-        if let std::collections::hash_map::Entry::Vacant(slot) = kinds.entry(key.token) {
-            slot.insert(reader.get::<Tokens>(&key.token)?.map(|r| r.kind).unwrap_or(TokenKind::Erc20));
-        }
-        match kinds[&key.token] {
-            TokenKind::Erc721 => match grouped.last_mut() {
-                Some((token, None, count)) if *token == key.token => *count += amount.0,
-                _ => grouped.push((key.token, None, amount.0)),
-            },
-            TokenKind::Erc20 => grouped.push((key.token, None, amount.0)),
-            TokenKind::Erc1155 => grouped.push((key.token, Some(key.id), amount.0)),
+        let item = listed_as(token_kind(reader, &mut token_kinds, key.token)?, &key);
+        match grouped.last_mut() {
+            Some((last, count)) if *last == item => *count += amount.0,
+            _ => grouped.push((item, amount.0)),
         }
     }
-    let tokens = token_jsons(reader, grouped.iter().map(|g| g.0))?;
+    let tokens = token_jsons(reader, grouped.iter().map(|((token, _), _)| *token))?;
+    let kind = |token: &Address| token_kinds.get(token).copied().flatten().unwrap_or(TokenKind::Erc20);
     Ok(grouped
         .into_iter()
-        .filter_map(|(token, id, value)| Some((kinds[&token], balance_item(tokens.get(&token)?.clone(), id, value))))
+        .filter_map(|((token, id), value)| Some((kind(&token), balance_item(tokens.get(&token)?.clone(), id, value))))
         .collect())
+}
+
+/// The `/token-balances` item a balance row belongs to: one per ERC-1155 id, one per token otherwise (an
+/// ERC-721 collection's ids add up to a count).
+fn listed_as(kind: Option<TokenKind>, key: &BalanceKey) -> (Address, Option<U256>) {
+    (key.token, (kind == Some(TokenKind::Erc1155)).then_some(key.id))
 }
 
 /// `GET /api/v2/addresses/:a/tokens`: holdings one row per balance (per id for NFTs), paginated.
@@ -729,8 +726,7 @@ pub fn holdings_count(reader: &Reader<'_>, address: Address, cap: usize) -> Stor
     let mut token_kinds: HashMap<Address, Option<TokenKind>> = HashMap::new();
     for row in reader.balances(address, None).take(SCAN_BUDGET) {
         let key = row?.0;
-        let per_id = token_kind(reader, &mut token_kinds, key.token)? == Some(TokenKind::Erc1155);
-        items.insert((key.token, per_id.then_some(key.id)));
+        items.insert(listed_as(token_kind(reader, &mut token_kinds, key.token)?, &key));
         if items.len() >= cap {
             break;
         }
