@@ -409,7 +409,13 @@ pub struct HeadSignal {
 impl HeadSignal {
     /// Returns after a `newHeads` notification or after the poll interval, whichever comes first.
     pub async fn wait(&mut self) {
-        let _ = tokio::time::timeout(self.poll, self.rx.changed()).await;
+        let notified = async {
+            if self.rx.changed().await.is_err() {
+                // No notifier (no WebSocket URL, or its task ended): only the poll interval ends the wait.
+                std::future::pending::<()>().await;
+            }
+        };
+        let _ = tokio::time::timeout(self.poll, notified).await;
     }
 }
 
@@ -475,5 +481,19 @@ mod tests {
         let mut b = Backoff::new();
         let delays: Vec<_> = (0..8).map(|_| b.next_delay().as_millis()).collect();
         assert_eq!(delays, vec![100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+    }
+
+    /// Without a WebSocket URL nothing notifies: each wait lasts the whole poll interval (it once returned at once,
+    /// and the follower asked the node for its head in a tight loop).
+    #[tokio::test]
+    async fn without_notifications_a_wait_lasts_the_poll_interval() {
+        let node = Node::new("http://127.0.0.1:9", None, Duration::from_secs(1)).unwrap();
+        let poll = Duration::from_millis(50);
+        let mut signal = node.head_signal(poll, CancellationToken::new());
+        for _ in 0..3 {
+            let started = tokio::time::Instant::now();
+            signal.wait().await;
+            assert!(started.elapsed() >= poll, "a wait ended after {:?}", started.elapsed());
+        }
     }
 }
