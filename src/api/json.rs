@@ -12,8 +12,8 @@ use crate::contracts::abi::Abi;
 use crate::contracts::proxy::ProxyType;
 use crate::store::keys::{BlockPos, TracePos};
 use crate::store::records::{
-    AuthorizationRecord, BlockRecord, InternalTxRecord, LogRecord, PendingTxRecord, TokenKind, TokenMetadata,
-    TokenRecord, TokenTransferRecord, TxBody, TxRecord,
+    AuthorizationRecord, AuthorizationStatus, BlockRecord, InternalTxRecord, LogRecord, PendingTxRecord, TokenKind,
+    TokenMetadata, TokenRecord, TokenTransferRecord, TxBody, TxRecord,
 };
 use alloy::primitives::{Address, AddressChecksumBuffer, Bytes, B256, U256};
 use serde::Serialize;
@@ -438,7 +438,7 @@ impl AuthorizationJson {
             r: a.r.to_string(),
             s: a.s.to_string(),
             v: a.y_parity,
-            status: None,
+            status: a.status.map(AuthorizationStatus::label),
         }
     }
 }

@@ -67,6 +67,8 @@ pub struct CodeFacts {
     pub known: Option<Known>,
     /// The implementation, when the code is an EIP-1167 minimal proxy.
     pub minimal_proxy_of: Option<alloy::primitives::Address>,
+    /// The delegate, when the code is an EIP-7702 delegation designator (an account, not a contract).
+    pub delegate_of: Option<alloy::primitives::Address>,
 }
 
 /// The artifact set in use and the facts found so far.
@@ -119,7 +121,11 @@ impl Knowledge {
             }),
             known => known,
         };
-        let facts = CodeFacts { known, minimal_proxy_of: proxy::minimal_proxy_target(&code) };
+        let facts = CodeFacts {
+            known,
+            minimal_proxy_of: proxy::minimal_proxy_target(&code),
+            delegate_of: proxy::delegate_of(&code),
+        };
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= CACHE_LIMIT {
             cache.clear();

@@ -1,7 +1,8 @@
-//! Proxy patterns: EIP-1167 minimal proxies (the implementation is in the code), EIP-1967 logic and beacon slots
-//! and EIP-1822 (UUPS) `PROXIABLE` slot (the implementation is in storage, read from the node).
+//! Proxy patterns: EIP-1167 minimal proxies and EIP-7702 delegated accounts (the implementation is in the code),
+//! EIP-1967 logic and beacon slots and EIP-1822 (UUPS) `PROXIABLE` slot (the implementation is in storage, read
+//! from the node).
 
-use alloy::primitives::{b256, Address, B256};
+use alloy::primitives::{b256, Address, Bytes, B256};
 
 /// Blockscout's `proxy_type` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +15,8 @@ pub enum ProxyType {
     Eip1967Beacon,
     /// EIP-1822 `PROXIABLE` slot.
     Eip1822,
+    /// EIP-7702 delegation: an externally owned account whose code designates another account's code.
+    Eip7702,
 }
 
 impl ProxyType {
@@ -24,6 +27,7 @@ impl ProxyType {
             ProxyType::Eip1967 => "eip1967",
             ProxyType::Eip1967Beacon => "eip1967_beacon",
             ProxyType::Eip1822 => "eip1822",
+            ProxyType::Eip7702 => "eip7702",
         }
     }
 }
@@ -51,6 +55,20 @@ pub fn minimal_proxy_target(code: &[u8]) -> Option<Address> {
     let (prefix, rest) = code.split_at(MINIMAL_PREFIX.len());
     let (target, suffix) = rest.split_at(20);
     (prefix == MINIMAL_PREFIX && suffix == MINIMAL_SUFFIX).then(|| Address::from_slice(target))
+}
+
+/// The code EIP-7702 gives an account that delegates to another: this prefix, then the 20-byte delegate.
+const DELEGATION_PREFIX: [u8; 3] = [0xef, 0x01, 0x00];
+
+/// The code of an account delegating to `delegate` (EIP-7702's delegation designator).
+pub fn delegation_designator(delegate: Address) -> Bytes {
+    [&DELEGATION_PREFIX[..], delegate.as_slice()].concat().into()
+}
+
+/// The account whose code `code` designates, when it is an EIP-7702 delegation designator.
+pub fn delegate_of(code: &[u8]) -> Option<Address> {
+    let target = code.strip_prefix(&DELEGATION_PREFIX[..])?;
+    (target.len() == 20).then(|| Address::from_slice(target))
 }
 
 /// An address in a storage word (`None` for zero or a word with high bits set).

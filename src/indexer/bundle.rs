@@ -4,9 +4,12 @@
 use crate::chain::tokens;
 use crate::node::wire::{RpcReceipt, RpcTransaction};
 use crate::node::RawBundle;
-use crate::store::records::{AuthorizationRecord, BlockRecord, Bundle, LogRecord, TxBody, TxRecord};
+use crate::store::records::{
+    AuthorizationRecord, AuthorizationStatus, BlockRecord, Bundle, LogRecord, TxBody, TxRecord,
+};
 use alloy::eips::eip7702::{Authorization, SignedAuthorization};
-use alloy::primitives::{B64, U256};
+use alloy::primitives::{Address, B64, U256};
+use std::collections::HashMap;
 
 /// The node's block and receipts do not fit together (typically the chain moved between the two requests).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -91,6 +94,15 @@ pub fn from_rpc(raw: RawBundle) -> Result<Bundle, BundleError> {
                 .map(|a| {
                     let inner = Authorization { chain_id: a.chain_id, address: a.address, nonce: a.nonce.to() };
                     let signed = SignedAuthorization::new_unchecked(inner, a.y_parity.to(), a.r, a.s);
+                    let authority = signed.recover_authority().ok();
+                    // The transaction itself was valid on this chain, so its chain id is the chain's.
+                    let chain_ok = a.chain_id.is_zero() || tx.chain_id.is_some_and(|id| U256::from(id) == a.chain_id);
+                    let status = match (chain_ok, authority) {
+                        (false, _) => Some(AuthorizationStatus::InvalidChainId),
+                        (true, None) => Some(AuthorizationStatus::InvalidSignature),
+                        // Settled against the authority's nonce (`settle_authorizations`).
+                        (true, Some(_)) => None,
+                    };
                     AuthorizationRecord {
                         chain_id: a.chain_id,
                         address: a.address,
@@ -98,7 +110,8 @@ pub fn from_rpc(raw: RawBundle) -> Result<Bundle, BundleError> {
                         y_parity: a.y_parity.to(),
                         r: a.r,
                         s: a.s,
-                        authority: signed.recover_authority().ok(),
+                        authority,
+                        status,
                     }
                 })
                 .collect(),
@@ -133,6 +146,45 @@ pub fn from_rpc(raw: RawBundle) -> Result<Bundle, BundleError> {
         priority_fees,
     };
     Ok(Bundle { header, txs, logs, balances: Vec::new() })
+}
+
+/// The authorities of `block` whose authorizations wait only for their nonce before the block (signed for this
+/// chain by a recoverable key), each once.
+pub fn unsettled_authorities(block: &Bundle) -> Vec<Address> {
+    let mut found: Vec<Address> = block
+        .txs
+        .iter()
+        .flat_map(|tx| &tx.authorizations)
+        .filter(|a| a.status.is_none())
+        .filter_map(|a| a.authority)
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// Settles the authorizations of `block` that wait for their authority's nonce, as the chain processes them: in
+/// transaction order, each transaction's sender nonce taken first (a sender signing for itself authorizes its
+/// nonce + 1), each applied authorization taking the authority's next nonce. `nonces` holds each authority's nonce
+/// before the block; an authority missing from it (the node did not serve that state) keeps `None`. Nonces a
+/// delegated account's own code spends inside the block (`CREATE`) are not seen.
+pub fn settle_authorizations(block: &mut Bundle, nonces: &HashMap<Address, u64>) {
+    let mut next = nonces.clone();
+    for tx in &mut block.txs {
+        if let Some(nonce) = next.get_mut(&tx.from) {
+            *nonce = tx.nonce.saturating_add(1);
+        }
+        for auth in &mut tx.authorizations {
+            let (None, Some(authority)) = (auth.status, auth.authority) else { continue };
+            let Some(nonce) = next.get_mut(&authority) else { continue };
+            auth.status = if auth.nonce == *nonce && auth.nonce != u64::MAX {
+                *nonce += 1;
+                Some(AuthorizationStatus::Ok)
+            } else {
+                Some(AuthorizationStatus::InvalidNonce)
+            };
+        }
+    }
 }
 
 fn check_receipt(

@@ -15,6 +15,7 @@ use crate::status::Status;
 use crate::store::records::Bundle;
 use alloy::primitives::{Address, B256};
 use futures_util::StreamExt;
+use std::collections::HashMap;
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -146,6 +147,7 @@ impl Fetcher {
                 break;
             }
         }
+        self.settle_authorizations(&mut blocks, cancel).await?;
         // Live blocks (a suffix of the batch) come with their balances; the balance writer reads the others later,
         // the same rows either way.
         let live = blocks.iter().position(|b| to.saturating_sub(b.number()) <= LIVE_WINDOW).unwrap_or(blocks.len());
@@ -166,6 +168,37 @@ impl Fetcher {
         if blocks > 0 {
             self.txs_per_block.store(txs.div_ceil(blocks), Ordering::Relaxed);
         }
+    }
+
+    /// Settles the EIP-7702 authorizations of `blocks` from their authorities' nonces before each block (one
+    /// batched `eth_getTransactionCount` per authority, only for blocks that carry authorizations). A block whose
+    /// state the node refuses keeps those statuses unknown. `None` on cancellation.
+    async fn settle_authorizations(&self, blocks: &mut [Bundle], cancel: &CancellationToken) -> Option<()> {
+        let wanted: Vec<(usize, Vec<Address>)> = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, block)| (i, bundle::unsettled_authorities(block)))
+            .filter(|(_, authorities)| !authorities.is_empty())
+            .collect();
+        if wanted.is_empty() {
+            return Some(());
+        }
+        let queries: Vec<(Address, B256)> = wanted
+            .iter()
+            .flat_map(|(i, authorities)| authorities.iter().map(|a| (*a, blocks[*i].header.parent_hash)))
+            .collect();
+        let answers = ask(Some(&self.status), "authority nonces", cancel, || {
+            self.counts.requests.fetch_add(1, Ordering::Relaxed);
+            self.node.nonces_at(&queries)
+        })
+        .await?;
+        let mut answers = answers.into_iter();
+        for (i, authorities) in wanted {
+            let nonces: HashMap<Address, u64> =
+                authorities.into_iter().zip(answers.by_ref()).filter_map(|(a, n)| Some((a, n.ok()?))).collect();
+            bundle::settle_authorizations(&mut blocks[i], &nonces);
+        }
+        Some(())
     }
 
     /// The native balances after each block of the addresses it names. A block whose balances the node refuses

@@ -4,26 +4,27 @@
 //!   the address and token indexes). It is pure: applying a block puts exactly these rows; reverting it deletes
 //!   exactly these rows, recomputed from the stored copy of the block. One function, both directions.
 //! * [`derive`] updates the derived rows (account summaries, global counters, day statistics, token balances,
-//!   holders, NFT owners, token records) through [`Changes`], which records their prior values as the block's undo
-//!   data; reverting restores them verbatim.
+//!   holders, NFT owners, token records, EIP-7702 delegations) through [`Changes`], which records their prior
+//!   values as the block's undo data; reverting restores them verbatim.
 
 use crate::chain::{block_transfers, transfer_parties, tx_participants};
+use crate::contracts::proxy::{delegate_of, delegation_designator};
 use crate::store::keys::{
     AddressPos, AddressTransferPos, BalanceKey, BlockKey, BlockPos, DayKey, HolderKey, HolderRankKey, InstanceKey,
     MetaKey, TokenRankKey, TxHashKey,
 };
 use crate::store::records::{
-    role, AccountRecord, Amount, Bundle, Counters, Creation, DayStats, InstanceRecord, Meta, Seen, TokenKind,
-    TokenRecord, TokenTransferRecord,
+    role, AccountRecord, Amount, AuthorizationStatus, Bundle, ContractRecord, Counters, Creation, DayStats,
+    InstanceRecord, Meta, Seen, TokenKind, TokenRecord, TokenTransferRecord,
 };
 use crate::store::tables::{
-    Accounts, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, CoinBalances, Daily, Headers, HolderRanks, Logs,
-    MetaTable, NftInstances, Table, TokenBalances, TokenHolders, TokenRanks, TokenTransfers, Tokens, Transactions,
-    Transfers, TxHashes,
+    Accounts, AddressLogs, AddressTransfers, AddressTxs, BlockHashes, Code, CoinBalances, Contracts, Daily, Headers,
+    HolderRanks, Logs, MetaTable, NftInstances, Table, TokenBalances, TokenHolders, TokenRanks, TokenTransfers, Tokens,
+    Transactions, Transfers, TxHashes,
 };
 use crate::store::Changes;
 use crate::store::{Batch, StoreError, StoreResult};
-use alloy::primitives::{Address, U256};
+use alloy::primitives::{keccak256, Address, B256, U256};
 use std::collections::BTreeMap;
 
 /// Receives the rows of a block: a put when applying, a delete when reverting.
@@ -155,11 +156,51 @@ pub fn derive(block: &Bundle, changes: &mut Changes<'_>) -> StoreResult<()> {
         apply_transfer(changes, transfer, block.number())?;
     }
 
+    delegate(block, changes)?;
+
     // Native balances the node reported after this block (their history rows; the latest balance and the ranking
     // follow in block order from the balance writer).
     for (address, value) in &block.balances {
         let pos = AddressPos { address: *address, pos: BlockPos { block: block.number(), index: 0 } };
         changes.set::<CoinBalances>(&pos, Some(&Amount(*value)))?;
+    }
+    Ok(())
+}
+
+/// EIP-7702: each authority's last applied authorization of the block decides its code. Its `contracts` row holds
+/// the delegation designator as code (written by the set-code transaction, at its block), so the account shows as
+/// a contract delegating to its delegate; a delegation to address 0 clears it. A row of a contract created at that
+/// address is never replaced.
+fn delegate(block: &Bundle, changes: &mut Changes<'_>) -> StoreResult<()> {
+    let mut last: BTreeMap<Address, (Address, B256)> = BTreeMap::new();
+    for tx in &block.txs {
+        for auth in tx.authorizations.iter().filter(|a| a.status == Some(AuthorizationStatus::Ok)) {
+            if let Some(authority) = auth.authority {
+                last.insert(authority, (auth.address, tx.hash));
+            }
+        }
+    }
+    for (authority, (delegate, tx)) in last {
+        let delegated = match changes.get::<Contracts>(&authority)? {
+            None => false,
+            Some(row) => match changes.get::<Code>(&row.code_hash)? {
+                Some(code) if delegate_of(&code).is_some() => true,
+                _ => continue,
+            },
+        };
+        if delegate.is_zero() {
+            if delegated {
+                changes.set::<Contracts>(&authority, None)?;
+            }
+            continue;
+        }
+        let code = delegation_designator(delegate);
+        let code_hash = keccak256(&code);
+        if changes.get::<Code>(&code_hash)?.is_none() {
+            changes.set::<Code>(&code_hash, Some(&code))?;
+        }
+        let row = ContractRecord { code_hash, creation_tx: tx, block: block.number(), proxy: None };
+        changes.set::<Contracts>(&authority, Some(&row))?;
     }
     Ok(())
 }

@@ -305,9 +305,32 @@ impl Node {
     /// at a time. The outer error is a failed batch (transport, timeout); an inner one is the node's refusal of that
     /// one call (e.g. a pruned state).
     pub async fn balances_at(&self, queries: &[(Address, B256)]) -> Result<Vec<Result<U256, NodeError>>, NodeError> {
+        self.account_quantities("eth_getBalance", queries).await
+    }
+
+    /// The nonce of each `(address, block hash)` after that block, batched and answered like
+    /// [`Node::balances_at`].
+    pub async fn nonces_at(&self, queries: &[(Address, B256)]) -> Result<Vec<Result<u64, NodeError>>, NodeError> {
+        let answers = self.account_quantities("eth_getTransactionCount", queries).await?;
+        Ok(answers
+            .into_iter()
+            .map(|answer| {
+                answer.and_then(|n| u64::try_from(n).map_err(|_| NodeError::Invalid(format!("nonce {n} out of range"))))
+            })
+            .collect())
+    }
+
+    /// One quantity per `(address, block hash)` from the account method `method` (`eth_getBalance`,
+    /// `eth_getTransactionCount`): batches of at most [`BALANCE_BATCH`] calls, [`BALANCE_BATCHES_IN_FLIGHT`] at a
+    /// time.
+    async fn account_quantities(
+        &self,
+        method: &'static str,
+        queries: &[(Address, B256)],
+    ) -> Result<Vec<Result<U256, NodeError>>, NodeError> {
         // Futures are lazy: collected first (a closure in the stream's type defeats the compiler's proof that the
         // callers' futures are `Send`), they still start only as `buffered` polls them.
-        let batches: Vec<_> = queries.chunks(BALANCE_BATCH).map(|chunk| self.balance_batch(chunk)).collect();
+        let batches: Vec<_> = queries.chunks(BALANCE_BATCH).map(|chunk| self.quantity_batch(method, chunk)).collect();
         let mut batches = futures_util::stream::iter(batches).buffered(BALANCE_BATCHES_IN_FLIGHT);
         let mut out = Vec::with_capacity(queries.len());
         while let Some(answers) = batches.next().await {
@@ -316,14 +339,18 @@ impl Node {
         Ok(out)
     }
 
-    /// One JSON-RPC batch of `eth_getBalance` calls of [`Node::balances_at`].
-    async fn balance_batch(&self, chunk: &[(Address, B256)]) -> Result<Vec<Result<U256, NodeError>>, NodeError> {
+    /// One JSON-RPC batch of [`Node::account_quantities`].
+    async fn quantity_batch(
+        &self,
+        method: &'static str,
+        chunk: &[(Address, B256)],
+    ) -> Result<Vec<Result<U256, NodeError>>, NodeError> {
         let started = Instant::now();
         let mut batch = BatchRequest::new(self.provider.client());
         let waiters = chunk
             .iter()
             .map(|(address, block)| {
-                batch.add_call::<_, U256>("eth_getBalance", &(address, serde_json::json!({"blockHash": block})))
+                batch.add_call::<_, U256>(method, &(address, serde_json::json!({"blockHash": block})))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let answers = async {
@@ -331,7 +358,7 @@ impl Node {
             Ok(futures_util::future::join_all(waiters).await)
         };
         let mut out = Vec::with_capacity(chunk.len());
-        for answer in self.timed_batch("eth_getBalance", 1, started, answers).await? {
+        for answer in self.timed_batch(method, 1, started, answers).await? {
             match answer.map_err(NodeError::from) {
                 Err(e @ (NodeError::Transport(_) | NodeError::Timeout(_) | NodeError::Invalid(_))) => return Err(e),
                 answer => out.push(answer),

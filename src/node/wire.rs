@@ -92,6 +92,9 @@ pub struct RpcTransaction {
     /// Envelope type.
     #[serde(default, rename = "type")]
     pub tx_type: Option<U8>,
+    /// Chain id (absent on pre-EIP-155 legacy transactions).
+    #[serde(default)]
+    pub chain_id: Option<U64>,
     /// EIP-7702 authorizations.
     #[serde(default)]
     pub authorization_list: Vec<RpcAuthorization>,

@@ -82,6 +82,34 @@ pub struct AuthorizationRecord {
     pub s: U256,
     /// The signer, recovered from the signature (`None` when the signature is invalid).
     pub authority: Option<Address>,
+    /// Whether the chain applied it, as far as the indexer could tell (`None`: the node did not serve the
+    /// authority's nonce before the block).
+    pub status: Option<AuthorizationStatus>,
+}
+
+/// What became of an EIP-7702 authorization when its transaction ran (Blockscout's `status` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuthorizationStatus {
+    /// Applied: the authority's code now delegates to the authorization's address (or was cleared by address 0).
+    Ok,
+    /// Signed for another chain.
+    InvalidChainId,
+    /// No authority recovers from the signature (or its `s` is in the upper half).
+    InvalidSignature,
+    /// The authority's nonce was another one at that point (or the nonce is 2^64 − 1).
+    InvalidNonce,
+}
+
+impl AuthorizationStatus {
+    /// The wire name.
+    pub fn label(self) -> &'static str {
+        match self {
+            AuthorizationStatus::Ok => "ok",
+            AuthorizationStatus::InvalidChainId => "invalid_chain_id",
+            AuthorizationStatus::InvalidSignature => "invalid_signature",
+            AuthorizationStatus::InvalidNonce => "invalid_nonce",
+        }
+    }
 }
 
 /// What a transaction says before it is mined: shared by mined ([`TxRecord`]) and pool ([`PendingTxRecord`])

@@ -11,7 +11,7 @@ use alloy::sol_types::SolCall;
 use rockscout::dev::contracts::Demo;
 use rockscout::store::tables::{Code, Contracts};
 use rockscout::Daemon;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::time::Duration;
 
 async fn code_at(node: &RootProvider, address: Address) -> Bytes {
@@ -379,4 +379,112 @@ async fn upgrade_then_reorg(
     mine(node, 2).await;
     wait_synced(daemon, node).await;
     assert_eq!(get_json(daemon.addr(), &path).await["implementations"], *before, "the reorg removed the upgrade");
+}
+
+/// EIP-7702 authorizations of well-known dev keys, signed for `chain` (or another chain id).
+fn authorization(key: &str, chain: u64, delegate: Address, nonce: u64) -> alloy::eips::eip7702::SignedAuthorization {
+    use alloy::signers::SignerSync;
+    let signer: alloy::signers::local::PrivateKeySigner = key.parse().unwrap();
+    let auth = alloy::eips::eip7702::Authorization { chain_id: U256::from(chain), address: delegate, nonce };
+    let signature = signer.sign_hash_sync(&auth.signature_hash()).unwrap();
+    auth.into_signed(signature)
+}
+
+/// What the index and the API say of EIP-7702 authorizations and the accounts they delegate, against the node:
+/// each authorization's status (applied, another chain, a signature nobody made, a nonce already used, a sender
+/// signing for itself), the delegated account as a contract with `proxy_type` `eip7702` in lists and on its page,
+/// cleared by a delegation to address 0, and a reorg that removes the clearing block restoring the delegation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eip7702_delegations_follow_the_node() {
+    // anvil's dev keys 3, 4 and 5 (accounts[3..6]).
+    const KEY3: &str = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
+    const KEY4: &str = "0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a";
+    const KEY5: &str = "0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba";
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let chain = node.get_chain_id().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let (delegate, _) = deploy_demo(&node, accounts[0]).await;
+    let (a3, a4, a5) = (accounts[3], accounts[4], accounts[5]);
+    let nonce = |a: Address| {
+        let node = node.clone();
+        async move { node.get_transaction_count(a).await.unwrap() }
+    };
+    let (n3, n5) = (nonce(a3).await, nonce(a5).await);
+
+    // One block: a sponsored list (applied, same nonce again, another chain, a broken signature) and a sender
+    // authorizing for itself (its nonce + 1).
+    let signed = authorization(KEY4, chain, delegate, 0);
+    let (y_parity, r) = (signed.y_parity(), signed.r());
+    let broken = alloy::eips::eip7702::SignedAuthorization::new_unchecked(
+        signed.strip_signature(),
+        y_parity,
+        r,
+        U256::MAX - U256::from(1),
+    );
+    let list = vec![
+        authorization(KEY3, chain, delegate, n3),
+        authorization(KEY3, chain, delegate, n3),
+        authorization(KEY4, chain + 1, delegate, 0),
+        broken,
+    ];
+    let sponsored =
+        send(&node, json!({"from": accounts[0], "to": a3, "authorizationList": list, "gas": "0x100000"})).await;
+    let own = vec![authorization(KEY5, chain, delegate, n5 + 1)];
+    let self_sponsored = send(&node, json!({"from": a5, "to": a5, "authorizationList": own, "gas": "0x100000"})).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    let designator: Bytes = [&[0xef, 0x01, 0x00][..], delegate.as_slice()].concat().into();
+    assert_eq!(code_at(&node, a3).await, designator, "the node applied the first authorization");
+    assert_eq!(code_at(&node, a5).await, designator);
+    assert_eq!(code_at(&node, a4).await, Bytes::new(), "the node refused key 4's authorizations");
+    assert_eq!(nonce(a3).await, n3 + 1, "one of key 3's authorizations took its nonce");
+    assert_eq!(nonce(a5).await, n5 + 2, "the transaction and its authorization took a nonce each");
+
+    let addr = t.daemon.addr();
+    let statuses = |tx: Value| -> Vec<String> {
+        tx["authorization_list"].as_array().unwrap().iter().map(|a| a["status"].as_str().unwrap().to_owned()).collect()
+    };
+    let tx = get_json(addr, &format!("/api/v2/transactions/{sponsored}")).await;
+    assert_eq!(statuses(tx.clone()), ["ok", "invalid_nonce", "invalid_chain_id", "invalid_signature"], "{tx}");
+    assert_eq!(tx["authorization_list"][0]["authority"], a3.to_checksum(None));
+    assert_eq!(tx["authorization_list"][3]["authority"], Value::Null);
+    let tx = get_json(addr, &format!("/api/v2/transactions/{self_sponsored}")).await;
+    assert_eq!(statuses(tx), ["ok"]);
+
+    // The delegated accounts are contracts delegating to `delegate`, on their page and in lists.
+    let delegated = |a: Address| {
+        let path = format!("/api/v2/addresses/{a}");
+        async move {
+            let page = get_json(addr, &path).await;
+            let listed = get_json(addr, &format!("{path}/transactions")).await["items"][0]["to"].clone();
+            (page, listed)
+        }
+    };
+    let (page, listed) = delegated(a3).await;
+    assert_eq!((page["is_contract"].as_bool(), listed["is_contract"].as_bool()), (Some(true), Some(true)), "{page}");
+    assert_eq!(page["proxy_type"], "eip7702");
+    assert_eq!(page["implementations"][0]["address_hash"], delegate.to_checksum(None));
+    assert_eq!(listed["proxy_type"], "eip7702", "{listed}");
+    assert_eq!(page["creation_transaction_hash"], Value::Null, "a delegation creates nothing");
+    let (page, _) = delegated(a4).await;
+    assert_eq!(page["is_contract"], false, "{page}");
+
+    // Key 3 clears its delegation; a reorg removes that block again.
+    let clear = vec![authorization(KEY3, chain, Address::ZERO, n3 + 1)];
+    send(&node, json!({"from": accounts[0], "to": a4, "authorizationList": clear, "gas": "0x100000"})).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    assert_eq!(code_at(&node, a3).await, Bytes::new(), "the node cleared the delegation");
+    let (page, listed) = delegated(a3).await;
+    assert_eq!((page["is_contract"].as_bool(), listed["is_contract"].as_bool()), (Some(false), Some(false)), "{page}");
+    assert_eq!(page["proxy_type"], Value::Null);
+
+    let _: Value = node.raw_request("anvil_reorg".into(), json!([1, []])).await.unwrap();
+    wait_synced(&t.daemon, &node).await;
+    assert_eq!(code_at(&node, a3).await, designator, "the reorg dropped the clearing");
+    let (page, listed) = delegated(a3).await;
+    assert_eq!((page["is_contract"].as_bool(), listed["is_contract"].as_bool()), (Some(true), Some(true)), "{page}");
+    assert_eq!(listed["proxy_type"], "eip7702");
 }

@@ -14,8 +14,8 @@ use crate::api::{read_body, ApiError, AppState};
 use crate::store::keys::{BlockPos, SerialKey};
 use crate::store::records::TxRecord;
 use crate::store::records::{watch_flags as flag, AccountItem, ItemKind};
+use crate::store::tables::ApiKeys;
 use crate::store::tables::Transactions;
-use crate::store::tables::{Accounts as ChainAccounts, ApiKeys};
 use crate::store::{Order, Reader};
 use alloy::primitives::Address;
 use hyper::body::Incoming;
@@ -336,8 +336,7 @@ fn same_target(a: &AccountItem, b: &AccountItem) -> bool {
 }
 
 fn address_object(accounts: &Accounts, address: &Address) -> Result<AddressJson, ApiError> {
-    let is_contract = accounts.store().reader().get::<ChainAccounts>(address)?.is_some_and(|a| a.is_contract());
-    Ok(AddressJson::new(address, is_contract))
+    Ok(super::contracts(&accounts.store().reader(), [*address])?.address(address))
 }
 
 fn directions(flags: u16, incoming: u16, outgoing: u16) -> Value {

@@ -105,7 +105,7 @@ pub fn types_match(
     let Some(to) = tx.to else { return Ok(filter.admits(tx, false)) };
     let to_is_contract = match cache.entry(to) {
         Entry::Occupied(known) => *known.get(),
-        Entry::Vacant(slot) => *slot.insert(reader.get::<Accounts>(&to)?.is_some_and(|a| a.is_contract())),
+        Entry::Vacant(slot) => *slot.insert(super::contracts(reader, [to])?.is_contract(&to)),
     };
     Ok(filter.admits(tx, to_is_contract))
 }

@@ -23,9 +23,9 @@ use super::json::{Contracts, Envelope, TxJson};
 use super::{ApiError, AppState};
 use crate::store::keys::{BlockKey, BlockPos};
 use crate::store::records::{BlockRecord, TxRecord};
-use crate::store::tables::{Accounts, Headers};
+use crate::store::tables::{Accounts, Contracts as ContractRows, Headers};
 use crate::store::{Reader, StoreResult};
-use alloy::primitives::Address;
+use alloy::primitives::{Address, KECCAK256_EMPTY};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -96,8 +96,9 @@ pub fn envelope<T, C: Cursor>(
     Envelope { items, next_page_params: next.map(|c| next_page_params(&c, size, echo)) }
 }
 
-/// Contract flags of `addresses` from the account index, and from the contracts created inside transactions
-/// once the trace pass has run; for contracts with stored code, what is known about them (name, ABI, proxy).
+/// Contract flags of `addresses` from the account index, from the contracts created inside transactions once the
+/// trace pass has run, and from EIP-7702 delegations (accounts whose code designates another's); for contracts with
+/// stored code, what is known about them (name, ABI, proxy).
 pub fn contracts(reader: &Reader<'_>, addresses: impl IntoIterator<Item = Address>) -> StoreResult<Contracts> {
     let traced = reader.trace_tip()?.is_some();
     contracts_of(reader, addresses, traced)
@@ -114,11 +115,25 @@ fn contracts_of(
     let names = reader.primary_names(&unique)?;
     let mut flags = HashMap::with_capacity(unique.len());
     let mut known = HashMap::new();
+    let mut others = Vec::new();
     for (address, account) in unique.into_iter().zip(accounts) {
         let mut is_contract = account.is_some_and(|r| r.is_contract());
         if !is_contract && traced {
             is_contract = traces::internal_creation(reader, address)?.is_some_and(|c| c.success);
         }
+        if !is_contract {
+            others.push(address);
+            continue;
+        }
+        if let Some(info) = smart_contracts::contract_info(reader, &address)? {
+            known.insert(address, info);
+        }
+        flags.insert(address, true);
+    }
+    // The rest hold code only when an EIP-7702 delegation gave them some (their `contracts` row).
+    let rows = reader.multi_get::<ContractRows>(&others)?;
+    for (address, row) in others.into_iter().zip(rows) {
+        let is_contract = row.is_some_and(|row| row.code_hash != KECCAK256_EMPTY);
         if is_contract {
             if let Some(info) = smart_contracts::contract_info(reader, &address)? {
                 known.insert(address, info);

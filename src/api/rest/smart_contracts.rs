@@ -95,7 +95,8 @@ fn info_of(reader: &Reader<'_>, facts: &CodeFacts, proxy: Option<&ProxyRecord>) 
         proxy_type: None,
         implementations: Vec::new(),
     };
-    let (kind, target) = match (facts.minimal_proxy_of, proxy) {
+    let (kind, target) = match (facts.minimal_proxy_of.or(facts.delegate_of), proxy) {
+        (Some(target), _) if facts.delegate_of.is_some() => (ProxyType::Eip7702, target),
         (Some(target), _) => (ProxyType::Eip1167, target),
         (None, Some(p)) => (
             match p.kind {
