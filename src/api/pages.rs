@@ -8,14 +8,12 @@
 
 use super::body::Body;
 use super::body::{as_values, JsonValue};
-use super::cursor::InstanceCursor;
 use super::error::ApiError;
 use super::rest::{addresses, blocks, search, smart_contracts, stats, tokens, traces, transactions};
-use super::router::{Page, Route};
+use super::router::Route;
 use super::AppState;
 use crate::store::Reader;
 use crate::ui::{self, pages, pages::List, Ctx};
-use alloy::primitives::U256;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
@@ -200,7 +198,8 @@ async fn list(state: &AppState, deadline: Instant, route: Route) -> Result<Value
             read(state, deadline, move |r| tokens::instance_transfers(r, token, id, page)).await
         }
         Route::TokenInstances { token, holder, page } => {
-            read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await
+            let list = read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await?;
+            Ok(tokens::with_list_metadata(state, list).await)
         }
         Route::Search(q) => {
             let name = search::named(state, &q).await;
@@ -323,21 +322,14 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
             Ok(pages::token(ctx, &detail, &counters, current, List { envelope: &data, continued: more }))
         }
         ["token", t, "instance", id] => {
-            let token = match api_route(&format!("/api/v2/tokens/{t}"), None)? {
-                Route::Token(token) => token,
+            let (token, id) = match api_route(&format!("/api/v2/tokens/{t}/instances/{id}"), None)? {
+                Route::TokenInstance(token, id) => (token, id),
                 _ => return Err(ApiError::NoRoute),
             };
-            let id = U256::from_str_radix(id, 10)
-                .map_err(|_| ApiError::invalid("token_id_param", "Invalid format. Expected a decimal number"))?;
-            // The instance list is highest id first: the one page of one item below `id + 1` is `id` if it exists.
-            let page = Page { size: 1, after: Some(InstanceCursor(id.saturating_add(U256::from(1)))) };
-            let (detail, found) =
-                read(state, deadline, move |r| Ok((tokens::detail(r, token), tokens::instances(r, token, None, page))))
-                    .await?;
-            let (detail, found) = (json(detail).await?, json(found).await?);
-            let instance = ui::items(&found).first().filter(|i| ui::text(i, "id") == id.to_string()).cloned();
-            let instance = instance.ok_or(ApiError::NotFound)?;
-            let transfers = api_route(&format!("/api/v2/tokens/{t}/instances/{id}/transfers"), query)?;
+            let detail = json(read(state, deadline, move |r| Ok(tokens::detail(r, token))).await?).await?;
+            // The API's instance object: owner, and the metadata (fetched and cached like the API's).
+            let instance = json(tokens::instance(state, token, id, deadline).await).await?;
+            let transfers = api_route(&format!("/api/v2/tokens/{token}/instances/{id}/transfers"), query)?;
             let transfers = list(state, deadline, transfers).await?;
             Ok(pages::instance(ctx, &detail, &instance, List { envelope: &transfers, continued: more }))
         }

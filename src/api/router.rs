@@ -1222,7 +1222,8 @@ impl Route {
             }
             Route::TokenCounters(token) => read(state, deadline, move |r| tokens::counters(r, token)).await,
             Route::TokenInstances { token, holder, page } => {
-                read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await
+                let list = read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await?;
+                Ok(tokens::with_list_metadata(state, list).await)
             }
             Route::Search(q) => {
                 let name = search::named(state, &q).await;

@@ -131,7 +131,9 @@ pub fn block(ctx: Ctx, block: &Value, txs: List<'_>) -> Markup {
                 dl.overview {
                     dt { "Height" } dd #block-height { (height) }
                     dt { "Hash" } dd.mono #block-hash { (text(block, "hash")) }
-                    dt { "Parent" } dd.mono { a href={ "/block/" (text(block, "parent_hash")) } { (text(block, "parent_hash")) } }
+                    @if block["height"].as_u64().is_some_and(|h| h > 0) {
+                        dt { "Parent" } dd.mono { a href={ "/block/" (text(block, "parent_hash")) } { (text(block, "parent_hash")) } }
+                    }
                     dt { "Timestamp" } dd { (time(&text(block, "timestamp"), ctx)) " · " (text(block, "timestamp")) }
                     dt { "Transactions" } dd #block-tx-count { (number(&block["transactions_count"])) }
                     dt { "Miner" } dd { (address(&block["miner"])) }
@@ -184,14 +186,19 @@ pub fn tx(ctx: Ctx, tx: &Value, tab: &str, data: List<'_>) -> Markup {
                     dt { "Hash" } dd.mono #tx-hash { (hash) }
                     dt { "Status" } dd #tx-status { (status(tx)) }
                     @if !tx["revert_reason"].is_null() {
-                        dt { "Revert reason" } dd.mono #tx-revert { (revert_text(&tx["revert_reason"])) }
+                        dt { "Revert reason" } dd.mono #tx-revert { (revert_reason(&tx["revert_reason"])) }
                     }
                     dt { "Block" } dd #tx-block { (block_link(&tx["block_number"])) }
                     dt { "Timestamp" } dd { (time(&text(tx, "timestamp"), ctx)) " · " (text(tx, "timestamp")) }
                     dt { "From" } dd { (address(&tx["from"])) }
-                    dt { "To" } dd {
-                        @if tx["to"].is_object() { (address(&tx["to"])) }
-                        @if tx["created_contract"].is_object() { "Created " (address(&tx["created_contract"])) }
+                    @if tx["created_contract"].is_object() {
+                        // The API also puts the new contract in `to` (the schema wants an object there): shown once.
+                        dt { "Contract creation" } dd #tx-created {
+                            (address(&tx["created_contract"]))
+                            @if tx["status"] == "error" { " " span.muted { "(creation failed: no contract)" } }
+                        }
+                    } @else {
+                        dt { "To" } dd { (address(&tx["to"])) }
                     }
                     dt { "Value" } dd #tx-value data-wei=(text(tx, "value")) { (ether(&text(tx, "value"))) }
                     dt { "Fee" } dd #tx-fee data-wei=(text(&tx["fee"], "value")) { (ether(&text(&tx["fee"], "value"))) }
@@ -199,6 +206,9 @@ pub fn tx(ctx: Ctx, tx: &Value, tab: &str, data: List<'_>) -> Markup {
                     @if !tx["gas_price"].is_null() { dt { "Gas price" } dd { (gwei(&text(tx, "gas_price"))) } }
                     dt { "Nonce" } dd #tx-nonce { (text(tx, "nonce")) }
                     dt { "Position" } dd { (text(tx, "position")) }
+                    @if let Some(list) = tx["authorization_list"].as_array().filter(|l| !l.is_empty()) {
+                        dt { "Authorizations" } dd #tx-authorizations { (authorizations(list)) }
+                    }
                     @if decoded.is_object() {
                         dt { "Decoded input" } dd #tx-decoded { code { (text(decoded, "method_call")) } (parameters(&decoded["parameters"])) }
                     }
@@ -219,12 +229,37 @@ pub fn tx(ctx: Ctx, tx: &Value, tab: &str, data: List<'_>) -> Markup {
     )
 }
 
-fn revert_text(reason: &Value) -> String {
-    match reason {
-        Value::Object(o) => {
-            o.get("method_call").or_else(|| o.get("raw")).map(value_text).unwrap_or_else(|| reason.to_string())
+/// A revert reason: the decoded error with its parameters (`Error(string)`'s message, `Panic(uint256)`'s code),
+/// or the raw data.
+fn revert_reason(reason: &Value) -> Markup {
+    html! {
+        @if reason["method_call"].is_string() {
+            code { (text(reason, "method_call")) } (parameters(&reason["parameters"]))
+        } @else if reason["raw"].is_string() {
+            (text(reason, "raw"))
+        } @else {
+            (value_text(reason))
         }
-        other => value_text(other),
+    }
+}
+
+/// A set-code transaction's EIP-7702 authorizations: who delegates to whom, and whether the chain applied it.
+fn authorizations(list: &[Value]) -> Markup {
+    html! {
+        table {
+            thead { tr { th { "Authority" } th { "Delegate" } th { "Nonce" } th { "Chain" } th { "Status" } } }
+            tbody {
+                @for a in list {
+                    tr {
+                        td { @if a["authority"].is_string() { (address_full(&text(a, "authority"))) } @else { "—" } }
+                        td { (address_full(&text(a, "address_hash"))) }
+                        td.mono { (text(a, "nonce")) }
+                        td.mono { (text(a, "chain_id")) }
+                        td { @if a["status"].is_string() { (text(a, "status").replace('_', " ")) } @else { "unknown" } }
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -281,7 +316,9 @@ pub fn address_page(ctx: Ctx, addr: &Value, counters: &Value, tab: &str, data: L
     let hash = text(addr, "hash");
     let base = format!("/address/{hash}");
     let tab_base = format!("{base}?tab={tab}");
-    let is_contract = addr["is_contract"] == Value::Bool(true);
+    // An account an EIP-7702 authorization delegates holds code but is no contract: its delegate's code runs.
+    let delegate = (addr["proxy_type"] == "eip7702").then(|| &addr["implementations"][0]);
+    let is_contract = addr["is_contract"] == Value::Bool(true) && delegate.is_none();
     let shown: Vec<(&str, &str)> =
         ADDRESS_TABS.iter().copied().filter(|(k, _)| is_contract || *k != "contract").collect();
     let title = if is_contract { "Contract" } else { "Address" };
@@ -297,6 +334,13 @@ pub fn address_page(ctx: Ctx, addr: &Value, counters: &Value, tab: &str, data: L
                     dt { "Transactions" } dd #address-tx-count { (number(&counters["transactions_count"])) }
                     dt { "Token transfers" } dd { (number(&counters["token_transfers_count"])) }
                     dt { "Gas used" } dd { (number(&counters["gas_usage_count"])) }
+                    @if let Some(delegate) = delegate {
+                        dt { "Delegates to" } dd #address-delegate {
+                            (address_full(&text(delegate, "address_hash")))
+                            @if delegate["name"].is_string() { " (" (text(delegate, "name")) ")" }
+                            " " span.muted { "(EIP-7702)" }
+                        }
+                    }
                     @if is_contract {
                         dt { "Verified" } dd #address-verified { @if addr["is_verified"] == Value::Bool(true) { "Yes" } @else { "No" } }
                         @if addr["creator_address_hash"].is_string() {

@@ -545,6 +545,13 @@ async fn token_instances_with_metadata_transfers_and_holders() {
         .find(|c| c["token"]["address_hash"] == nft.to_checksum(None))
         .unwrap();
     assert_eq!(ours["token_instances"][0]["metadata"], json!({"name": "Two"}));
+    // The collection's own instance list, and the instance's page.
+    let listed = http::walk(open_addr, &format!("/api/v2/tokens/{nft}/instances")).await;
+    let metadata = |id: &str| listed.iter().find(|i| i["id"] == id).map(|i| i["metadata"].clone());
+    assert_eq!((metadata("1"), metadata("2")), (Some(doc.clone()), Some(json!({"name": "Two"}))));
+    let page = http::get(open_addr, &format!("/token/{nft}/instance/1")).await;
+    let page = String::from_utf8_lossy(&page.body);
+    assert!(page.contains("Metadata") && page.contains("https://one.example"), "{page}");
     assert_eq!(server.hits(), fetched, "lists showing instances 3 and 4 again read their metadata from the cache");
     // Refetching forgets it: the next request reads the document again.
     let refetch = |n: u64| format!("/api/v2/tokens/{nft}/instances/{n}/refetch-metadata");

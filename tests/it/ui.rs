@@ -204,6 +204,48 @@ async fn no_ui_serves_the_api_only() {
     d.daemon.shutdown().await.unwrap();
 }
 
+/// What went wrong is on the transaction page: a revert's message (not only the error's signature), a failed
+/// contract creation named once as a creation that made no contract; the genesis block links no parent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transaction_pages_say_what_happened() {
+    use rockscout::dev::contracts::Demo;
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a: Vec<Address> = node.get_accounts().await.unwrap();
+    let demo_tx = deploy(&node, a[0], &Demo::BYTECODE).await;
+    mine(&node, 1).await;
+    let demo = created_address(&node, demo_tx).await;
+    let reverted = call(&node, a[0], demo, Demo::mayFailCall { x: U256::from(5) }.abi_encode()).await;
+    // Creation code that reverts at once (PUSH1 0, PUSH1 0, REVERT).
+    let failed =
+        crate::support::send(&node, serde_json::json!({"from": a[0], "data": "0x60006000fd", "gas": "0x100000"})).await;
+    mine(&node, 1).await;
+    let d = start_daemon(&anvil.http_url(), |_| {}).await;
+    wait_synced(&d.daemon, &node).await;
+    let addr = d.daemon.addr();
+    let body = |path: String| async move { String::from_utf8(page(addr, &path).await.body.to_vec()).unwrap() };
+
+    let status = node.get_transaction_receipt(reverted).await.unwrap().unwrap().status();
+    assert!(!status, "the node reverted the call");
+    let html = body(format!("/tx/{reverted}")).await;
+    assert!(html.contains("Demo: multiple of five"), "the revert's message is shown: {html}");
+
+    let receipt = node.get_transaction_receipt(failed).await.unwrap().unwrap();
+    let sent = node.get_transaction_by_hash(failed).await.unwrap().unwrap();
+    let created = a[0].create(alloy::consensus::Transaction::nonce(&sent));
+    assert!(!receipt.status() && node.get_code_at(created).await.unwrap().is_empty());
+    let html = body(format!("/tx/{failed}")).await;
+    let created = created.to_checksum(None);
+    assert!(html.contains("Contract creation") && html.contains("creation failed"), "{html}");
+    assert_eq!(html.matches(&format!("href=\"/address/{created}\"")).count(), 1, "the address once: {html}");
+    assert!(!html.contains("<dt>To</dt>"), "a creation has no recipient row: {html}");
+
+    let genesis = body("/block/0".into()).await;
+    assert!(!genesis.contains("Parent"), "block 0 has no parent to link: {genesis}");
+    assert!(body("/block/1".into()).await.contains("Parent"));
+    d.daemon.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pages_in_a_real_browser() {
     let chromium = chromium();

@@ -407,13 +407,14 @@ fn instance_json(token: &TokenJson, kind: TokenKind, id: U256, owner: Option<Add
     })
 }
 
-/// `GET /api/v2/tokens/:a/instances`: the ids of an NFT collection, highest first, with their owners.
+/// `GET /api/v2/tokens/:a/instances`: the ids of an NFT collection, highest first, with their owners (the metadata
+/// is added by [`with_list_metadata`]).
 pub fn instances(
     reader: &Reader<'_>,
     token: Address,
     holder: Option<Address>,
     page: Page<InstanceCursor>,
-) -> Result<Response<Body>, ApiError> {
+) -> Result<Value, ApiError> {
     let Some(json) = token_json(reader, &token)? else {
         return Err(ApiError::NotFound);
     };
@@ -429,7 +430,8 @@ pub fn instances(
         .iter()
         .map(|(k, i)| instance_json(&json, kind, k.id, i.owner.map(|o| contracts.address(&o)), i.supply))
         .collect();
-    Ok(ok(&envelope(items, rows.next.map(|k| InstanceCursor(k.id)), page.size, &[])))
+    let envelope = envelope(items, rows.next.map(|k| InstanceCursor(k.id)), page.size, &[]);
+    Ok(serde_json::to_value(envelope).expect("envelope serializes"))
 }
 
 /// `GET /api/v2/addresses/:a/token-transfers`.
@@ -686,7 +688,8 @@ pub async fn with_list_metadata(state: &AppState, mut body: Value) -> Response<B
     slots.truncate(LIST_METADATA);
     let key = |slot: &Value| -> Option<(Address, TokenKind, U256)> {
         let token = slot["token"]["address_hash"].as_str()?.parse().ok()?;
-        let kind = TokenKind::parse(slot["token_type"].as_str()?)?;
+        // Address NFT lists name the type on the item, a collection's instances on their token.
+        let kind = TokenKind::parse(slot["token_type"].as_str().or_else(|| slot["token"]["type"].as_str())?)?;
         Some((token, kind, slot["id"].as_str()?.parse().ok()?))
     };
     let keys: Vec<Option<(Address, TokenKind, U256)>> = slots.iter().map(|slot| key(slot)).collect();
