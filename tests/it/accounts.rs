@@ -363,6 +363,9 @@ async fn watchlists_name_addresses_and_list_their_transactions() {
     assert_eq!(created["notification_settings"]["native"], json!({"incoming": true, "outcoming": false}));
     assert_eq!(created["notification_settings"]["ERC-20"], json!({"incoming": true, "outcoming": true}));
     assert_eq!(created["notification_settings"]["ERC-721"], json!({"incoming": false, "outcoming": false}));
+    let balance = alloy::providers::Provider::get_balance(&node, a[1]).await.unwrap();
+    assert_eq!(created["address_balance"], balance.to_string(), "the watched address's balance, as the node says");
+    assert_eq!((&created["tokens_count"], &created["tokens_overflow"]), (&json!(0), &json!(false)));
     assert_eq!(call(addr, Method::POST, list, Some(&alice), entry).await.status, 422, "one entry per address");
     assert_eq!(call(addr, Method::POST, list, None, json!({})).await.status, 401);
 

@@ -14,8 +14,8 @@ use crate::api::{read_body, ApiError, AppState};
 use crate::store::keys::{BlockPos, SerialKey};
 use crate::store::records::TxRecord;
 use crate::store::records::{watch_flags as flag, AccountItem, ItemKind};
-use crate::store::tables::ApiKeys;
 use crate::store::tables::Transactions;
+use crate::store::tables::{ApiKeys, CoinBalanceNow};
 use crate::store::{Order, Reader};
 use alloy::primitives::Address;
 use hyper::body::Incoming;
@@ -344,6 +344,9 @@ fn directions(flags: u16, incoming: u16, outgoing: u16) -> Value {
 }
 
 /// The JSON of one item; `key` is an API key's full text, shown only in the answer that created it.
+/// Most token holdings a watchlist entry counts (Blockscout's cap; more sets `tokens_overflow`).
+const WATCHED_TOKENS: usize = 150;
+
 fn render(accounts: &Accounts, id: u64, item: &AccountItem, key: Option<String>) -> Result<Value, ApiError> {
     Ok(match item {
         AccountItem::AddressTag { address, name } => json!({
@@ -357,7 +360,11 @@ fn render(accounts: &Accounts, id: u64, item: &AccountItem, key: Option<String>)
             "transaction_hash": hash_hex(hash),
             "name": name,
         }),
-        AccountItem::Watch { address, name, flags, email } => json!({
+        AccountItem::Watch { address, name, flags, email } => {
+            let reader = accounts.store().reader();
+            let balance = reader.get::<CoinBalanceNow>(address)?.map(|b| b.value.to_string());
+            let tokens = super::tokens::holdings_count(&reader, *address, WATCHED_TOKENS + 1)?;
+            json!({
             "id": id,
             "address_hash": checksum(address),
             "address": address_object(accounts, address)?,
@@ -369,12 +376,13 @@ fn render(accounts: &Accounts, id: u64, item: &AccountItem, key: Option<String>)
                 "ERC-404": directions(*flags, flag::ERC404_IN, flag::ERC404_OUT),
             },
             "notification_methods": {"email": email},
-            "address_balance": null,
+            "address_balance": balance,
             "exchange_rate": null,
-            "tokens_count": 0,
+            "tokens_count": tokens.min(WATCHED_TOKENS),
             "tokens_fiat_value": null,
-            "tokens_overflow": false,
-        }),
+            "tokens_overflow": tokens > WATCHED_TOKENS,
+            })
+        }
         AccountItem::CustomAbi { address, name, abi } => json!({
             "id": id,
             "contract_address_hash": checksum(address),
