@@ -139,7 +139,9 @@ async fn authenticate(addr: SocketAddr, message: &str, signer: &PrivateKeySigner
 async fn sign_in_with_ethereum_by_a_dev_key() {
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
-    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    // Behind a trusted proxy on loopback, so a request can come from another machine (X-Forwarded-For).
+    let t = start_daemon(&anvil.http_url(), |c| c.api.rate_limit.trusted_proxies = vec!["127.0.0.1".parse().unwrap()])
+        .await;
     wait_synced(&t.daemon, &node).await;
     let addr = t.daemon.addr();
     let signer: PrivateKeySigner = DEV_KEY.parse().unwrap();
@@ -201,6 +203,13 @@ async fn sign_in_with_ethereum_by_a_dev_key() {
     };
     assert_eq!(status, 401, "{body}");
     assert!(body["message"].as_str().unwrap().contains("--siwe-domain"), "{body}");
+    // Nor does another machine claiming to ask for localhost.
+    let path = format!("/api/account/v2/siwe_message?address={}", signer.address());
+    let headers = [("host", "localhost"), ("x-forwarded-for", "203.0.113.7")];
+    let remote = http::request(addr, hyper::Method::GET, &path, &headers, bytes::Bytes::new()).await;
+    assert_eq!(remote.status, 401, "{}", remote.json());
+    let local = http::request(addr, hyper::Method::GET, &path, &[("host", "localhost")], bytes::Bytes::new()).await;
+    assert_eq!(local.status, 200, "{}", local.json());
 
     let fresh = siwe_message(addr, signer.address()).await;
     let other: PrivateKeySigner = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d".parse().unwrap();

@@ -92,12 +92,13 @@ fn siwe_message(
 ) -> Result<Response<Body>, ApiError> {
     let domain = match &state.config.auth.siwe_domain {
         Some(domain) => domain.clone(),
-        // Without a configured domain the message names the host asked, but only a loopback one: a page elsewhere
-        // could otherwise fetch a message naming its own domain for a visitor's address, have the visitor's wallet
-        // sign it there, and sign in as the visitor.
+        // Without a configured domain the message names the host asked, but only a loopback one asked from this
+        // machine: a page elsewhere could otherwise fetch a message naming its own domain (or, with a forged Host
+        // header, `localhost`) for a visitor's address, have the visitor's wallet sign it there, and sign in as the
+        // visitor.
         None => {
             let host = req.headers().get(HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
-            if !is_loopback_host(host) {
+            if !is_loopback_host(host) || !client.is_loopback() {
                 return Err(ApiError::Refused(format!(
                     "Sign-in with Ethereum on {host} needs the explorer's public host name: start it with --siwe-domain"
                 )));
