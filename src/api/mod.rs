@@ -274,8 +274,8 @@ impl AppState {
         }))
     }
 
-    /// Balance and code presence of `address` at the indexed tip `tip` (block 0 before any block is indexed), from
-    /// the node, cached per tip.
+    /// Balance and code presence of `address` after the indexed tip `tip` (block 0 before any block is indexed),
+    /// from the node, cached per tip.
     pub async fn account_state(&self, address: Address, tip: Option<Tip>) -> Result<OnChain, NodeError> {
         {
             let cache = self.on_chain.lock().unwrap_or_else(|p| p.into_inner());
@@ -283,8 +283,13 @@ impl AppState {
                 return Ok(*hit);
             }
         }
-        let number = tip.map_or(0, |t| t.number);
-        let (balance, code) = tokio::try_join!(self.node.balance(address, number), self.node.code(address, number))?;
+        // By the tip's hash: a node that moved to another branch answers for the indexed block or not at all.
+        let (balance, code) = match tip {
+            Some(tip) => {
+                tokio::try_join!(self.node.balance_after(address, tip.hash), self.node.code_after(address, tip.hash))?
+            }
+            None => tokio::try_join!(self.node.balance(address, 0), self.node.code(address, 0))?,
+        };
         let fresh = OnChain { balance, has_code: !code.is_empty() };
         let mut cache = self.on_chain.lock().unwrap_or_else(|p| p.into_inner());
         if cache.tip != tip || cache.entries.len() >= ON_CHAIN_CACHE_LIMIT {

@@ -367,6 +367,16 @@ impl Node {
         Ok(out)
     }
 
+    /// Native balance of `address` after the block with hash `block` (EIP-1898: never another branch's block).
+    pub async fn balance_after(&self, address: Address, block: B256) -> Result<U256, NodeError> {
+        self.call("eth_getBalance", serde_json::json!([address, {"blockHash": block}])).await
+    }
+
+    /// Code at `address` after the block with hash `block` (EIP-1898).
+    pub async fn code_after(&self, address: Address, block: B256) -> Result<Bytes, NodeError> {
+        self.call("eth_getCode", serde_json::json!([address, {"blockHash": block}])).await
+    }
+
     /// Code at `address` at block `number`.
     pub async fn code(&self, address: Address, number: u64) -> Result<Bytes, NodeError> {
         self.call("eth_getCode", serde_json::json!([address, quantity(number)])).await

@@ -220,3 +220,36 @@ async fn a_burst_of_blocks_is_broadcast_block_by_block() {
     assert_eq!(heights, (start + 1..=head).collect::<Vec<_>>(), "every block once, in order");
     t.daemon.shutdown().await.unwrap();
 }
+
+/// Balance pushes of consecutive blocks arrive in block order, so the last `current_coin_balance` an address gets
+/// is the node's balance after the head (they were sent by one task per block, in whatever order they finished).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balance_pushes_follow_block_order() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    wait_synced(&t.daemon, &node).await;
+    let mut c = WsClient::connect(t.daemon.addr(), PATH).await;
+    let receiver = accounts[7];
+    let topic = format!("addresses:{receiver:#x}");
+    c.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+    assert_eq!(c.frame().await[4]["status"], "ok");
+    const BLOCKS: usize = 20;
+    // A block per transfer, back to back: the daemon indexes several per look at the head.
+    let _: Value =
+        alloy::providers::Provider::raw_request(&node, "evm_setAutomine".into(), json!([true])).await.unwrap();
+    for _ in 0..BLOCKS {
+        transfer(&node, accounts[0], receiver, 1_000_000_007).await;
+    }
+    let head = wait_synced(&t.daemon, &node).await;
+    let mut pushed = Vec::new();
+    while pushed.len() < BLOCKS {
+        let f = c.until(Duration::from_secs(30), |f| f[2] == topic.as_str() && f[3] == "current_coin_balance").await;
+        pushed.push((f[4]["block_number"].as_u64().unwrap(), f[4]["coin_balance"].as_str().unwrap().to_owned()));
+    }
+    let numbers: Vec<u64> = pushed.iter().map(|(n, _)| *n).collect();
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "pushed in block order: {numbers:?}");
+    let on_chain = alloy::providers::Provider::get_balance(&node, receiver).await.unwrap();
+    assert_eq!(pushed.last().unwrap(), &(head, on_chain.to_string()), "the last push is the head's balance");
+}

@@ -59,9 +59,25 @@ fn address_topic(address: &Address) -> String {
     Topic::Address(*address).to_string()
 }
 
+/// Blocks whose balance pushes may wait for the node at once; a block beyond them gets none.
+const BALANCE_QUEUE: usize = 64;
+
+/// The balance pushes of one block: read from the node by the block's and its parent's hashes.
+struct BalanceJob {
+    number: u64,
+    hash: B256,
+    parent_hash: B256,
+    timestamp: u64,
+    addresses: Vec<(Address, Option<B256>)>,
+}
+
 /// Publishes chain events until `cancel` fires.
 pub async fn run(state: AppState, cancel: CancellationToken) {
     let mut events = state.events.subscribe();
+    // Balance pushes need the node, so they leave the event loop; one worker sends them block after block, so an
+    // address's last push is its latest balance.
+    let (balances, jobs) = tokio::sync::mpsc::channel(BALANCE_QUEUE);
+    tokio::spawn(publish_balances(state.clone(), jobs, cancel.clone()));
     loop {
         let event = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -69,7 +85,7 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
         };
         match event {
             Ok(ChainEvent::Applied(block)) => {
-                if let Err(e) = publish_block(&state, &block) {
+                if let Err(e) = publish_block(&state, &block, &balances) {
                     tracing::warn!(error = %e, block = block.number(), "building broadcasts failed");
                 }
             }
@@ -96,7 +112,11 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
     }
 }
 
-fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
+fn publish_block(
+    state: &AppState,
+    block: &Bundle,
+    balances_queue: &tokio::sync::mpsc::Sender<BalanceJob>,
+) -> StoreResult<()> {
     let hub = &state.ws.hub;
     if hub.connections() == 0 {
         return Ok(());
@@ -185,7 +205,16 @@ fn publish_block(state: &AppState, block: &Bundle) -> StoreResult<()> {
         balances.push((block.header.miner, None));
     }
     if !balances.is_empty() {
-        tokio::spawn(publish_balances(state.clone(), number, block.header.timestamp, balances));
+        let job = BalanceJob {
+            number,
+            hash: block.header.hash,
+            parent_hash: block.header.parent_hash,
+            timestamp: block.header.timestamp,
+            addresses: balances,
+        };
+        if balances_queue.try_send(job).is_err() {
+            tracing::debug!(block = number, "balance pushes skipped: the node is behind on earlier blocks' balances");
+        }
     }
     Ok(())
 }
@@ -225,42 +254,54 @@ fn publish_watchlists(state: &AppState, block: &Bundle) -> StoreResult<()> {
     Ok(())
 }
 
-/// Balance pushes need the node, so they run apart from the block's other broadcasts.
-async fn publish_balances(state: AppState, number: u64, timestamp: u64, addresses: Vec<(Address, Option<B256>)>) {
-    for (address, tx) in addresses {
-        let fetch = async {
-            let after = state.node.balance(address, number).await?;
-            let before = match number.checked_sub(1) {
-                Some(parent) => state.node.balance(address, parent).await?,
-                None => U256::ZERO,
+/// Sends each queued block's balance pushes, in block order, until `cancel` fires. Balances are read by block hash
+/// (EIP-1898), so a block a reorg replaced meanwhile pushes nothing rather than another branch's balance.
+async fn publish_balances(
+    state: AppState,
+    mut jobs: tokio::sync::mpsc::Receiver<BalanceJob>,
+    cancel: CancellationToken,
+) {
+    loop {
+        let job = tokio::select! {
+            _ = cancel.cancelled() => return,
+            job = jobs.recv() => match job { Some(job) => job, None => return },
+        };
+        for (address, tx) in &job.addresses {
+            let fetch = async {
+                let after = state.node.balance_after(*address, job.hash).await?;
+                let before = match job.number {
+                    0 => U256::ZERO,
+                    _ => state.node.balance_after(*address, job.parent_hash).await?,
+                };
+                Ok::<_, crate::node::NodeError>((after, before))
             };
-            Ok::<_, crate::node::NodeError>((after, before))
-        };
-        let Ok(Ok((after, before))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
-            continue;
-        };
-        let topic = address_topic(&address);
-        let hub = &state.ws.hub;
-        hub.publish(
-            &topic,
-            "balance",
-            &json!({"balance": after.to_string(), "block_number": number, "exchange_rate": null}),
-        );
-        if after != before {
-            let delta = if after >= before { (after - before).to_string() } else { format!("-{}", before - after) };
+            let Ok(Ok((after, before))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
+                continue;
+            };
+            let number = job.number;
+            let topic = address_topic(address);
+            let hub = &state.ws.hub;
             hub.publish(
                 &topic,
-                "current_coin_balance",
-                &json!({"coin_balance": after.to_string(), "exchange_rate": null, "block_number": number}),
+                "balance",
+                &json!({"balance": after.to_string(), "block_number": number, "exchange_rate": null}),
             );
-            let item = json!({
-                "transaction_hash": tx.map(|h| hash_hex(&h)),
-                "block_number": number,
-                "delta": delta,
-                "value": after.to_string(),
-                "block_timestamp": iso_timestamp(timestamp),
-            });
-            hub.publish(&topic, "coin_balance", &json!({"coin_balance": item}));
+            if after != before {
+                let delta = if after >= before { (after - before).to_string() } else { format!("-{}", before - after) };
+                hub.publish(
+                    &topic,
+                    "current_coin_balance",
+                    &json!({"coin_balance": after.to_string(), "exchange_rate": null, "block_number": number}),
+                );
+                let item = json!({
+                    "transaction_hash": tx.map(|h| hash_hex(&h)),
+                    "block_number": number,
+                    "delta": delta,
+                    "value": after.to_string(),
+                    "block_timestamp": iso_timestamp(job.timestamp),
+                });
+                hub.publish(&topic, "coin_balance", &json!({"coin_balance": item}));
+            }
         }
     }
 }
