@@ -75,7 +75,7 @@ pub fn flatten(tx_hash: B256, top: &RpcCallFrame) -> Vec<InternalTxRecord> {
 pub type BlockTraces = Vec<Vec<InternalTxRecord>>;
 
 /// Every row the traces of block `number` own, fed to `sink`.
-pub fn trace_rows(number: u64, traces: &BlockTraces, sink: &mut impl RowSink) -> StoreResult<()> {
+pub fn trace_rows(number: u64, traces: &[Vec<InternalTxRecord>], sink: &mut impl RowSink) -> StoreResult<()> {
     let mut summary = TraceSummary::default();
     for (tx, frames) in traces.iter().enumerate() {
         let mut has_error = false;
@@ -138,9 +138,10 @@ pub fn revert_traces(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle)
 async fn fetch(node: &Node, number: u64, tx_hashes: &[B256]) -> Result<Option<BlockTraces>, NodeError> {
     let frames: Vec<(Option<B256>, RpcCallFrame)> = match node.trace_block(number).await {
         Ok(traces) => traces.into_iter().map(|t| (t.tx_hash, t.result)).collect(),
-        // Some nodes cannot trace whole blocks, and a full block can take a node longer than one request may: one
-        // transaction at a time then (each within the request timeout), or the same block would time out forever.
-        Err(e @ (NodeError::Rpc { .. } | NodeError::Timeout(_))) => {
+        // Some nodes cannot trace whole blocks (or answer errors in place of some transactions' traces), and a full
+        // block can take a node longer than one request may: one transaction at a time then (each within the
+        // request timeout), or the same block would time out forever.
+        Err(e @ (NodeError::Rpc { .. } | NodeError::Timeout(_) | NodeError::Invalid(_))) => {
             tracing::debug!(block = number, error = %e, "tracing the block's transactions one by one");
             let mut out = Vec::with_capacity(tx_hashes.len());
             for hash in tx_hashes {
@@ -186,15 +187,26 @@ pub struct TraceFollower {
     events: EventSender,
     concurrency: usize,
     coin_balances: bool,
+    /// The block the node last refused to trace, and in how many rounds in a row.
+    refusals: std::sync::Mutex<Option<(u64, u32)>>,
 }
 
 /// Blocks traced per round.
 const ROUND: u64 = 64;
+/// Rounds in a row the node may refuse to trace one block before the pass leaves it untraced and goes on.
+const REFUSALS_BEFORE_SKIP: u32 = 3;
+
+/// Whether the node refused to trace (an error answer, or an answer without traces: its state is gone, the block
+/// is not traceable) rather than failing to answer (transport, timeout: tried again as long as it takes).
+fn refused(e: &NodeError) -> bool {
+    matches!(e, NodeError::Rpc { .. } | NodeError::Invalid(_))
+}
 
 impl TraceFollower {
     /// A trace pass over `store`, tracing with `concurrency` blocks in flight.
     pub fn new(store: Arc<Store>, node: Node, status: Arc<Status>, events: EventSender, concurrency: usize) -> Self {
-        TraceFollower { store, node, status, events, concurrency: concurrency.max(1), coin_balances: true }
+        let refusals = std::sync::Mutex::new(None);
+        TraceFollower { store, node, status, events, concurrency: concurrency.max(1), coin_balances: true, refusals }
     }
 
     /// Whether traced blocks also index the native balances of addresses only their calls name (as the block
@@ -276,12 +288,19 @@ impl TraceFollower {
             };
             let Some((n, hash, txs, traces)) = next else { break };
             let (traces, balances) = match traces {
-                Ok(Some(traced)) => traced,
+                Ok(Some((traces, balances))) => (Some(traces), balances),
                 Ok(None) => return Ok(committed), // the chain moved: the follower reverts, then we retry
+                // A node that keeps refusing one block (its state pruned, a transaction it cannot replay) would
+                // hold back every later block: after a few rounds the block is committed without traces (its
+                // transactions then show no internal transactions and an unknown internal error flag).
+                Err(e) if refused(&e) && self.refused_again(n) => {
+                    tracing::warn!(block = n, error = %e, "the node refuses to trace this block: left without internal transactions");
+                    (None, Vec::new())
+                }
                 Err(e) => return Err(RoundError::Node(e)),
             };
             let store = self.store.clone();
-            let done = tokio::task::spawn_blocking(move || commit(&store, n, hash, &traces, &balances))
+            let done = tokio::task::spawn_blocking(move || commit(&store, n, hash, traces.as_ref(), &balances))
                 .await
                 .map_err(|e| RoundError::Task(e.to_string()))??;
             if !done {
@@ -292,6 +311,19 @@ impl TraceFollower {
             committed = true;
         }
         Ok(committed)
+    }
+}
+
+impl TraceFollower {
+    /// Counts one more refusal of block `n`; true once it has been refused [`REFUSALS_BEFORE_SKIP`] rounds in a row.
+    fn refused_again(&self, n: u64) -> bool {
+        let mut refusals = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
+        let count = match *refusals {
+            Some((block, count)) if block == n => count + 1,
+            _ => 1,
+        };
+        *refusals = Some((n, count));
+        count >= REFUSALS_BEFORE_SKIP
     }
 }
 
@@ -370,7 +402,13 @@ pub(super) fn coin_balance_rows(reader: &Reader<'_>, n: u64, balances: &[(Addres
 
 /// Writes the traces of block `n` (and the balances its calls changed, as late rows of the block) if the stored
 /// block is still the one traced and the trace tip is just below it.
-fn commit(store: &Store, n: u64, hash: B256, traces: &BlockTraces, balances: &[(Address, U256)]) -> StoreResult<bool> {
+fn commit(
+    store: &Store,
+    n: u64,
+    hash: B256,
+    traces: Option<&BlockTraces>,
+    balances: &[(Address, U256)],
+) -> StoreResult<bool> {
     let _writes = store.lock_writes();
     let reader = store.reader();
     let header = reader.get::<Headers>(&BlockKey(n))?;
@@ -383,16 +421,15 @@ fn commit(store: &Store, n: u64, hash: B256, traces: &BlockTraces, balances: &[(
     if !balances.is_empty() && reader.balance_tip()?.is_none_or(|t| t.number < n) {
         return Ok(false);
     }
-    // The transaction count must match what is stored (checked by hashes already); keep the rows consistent.
+    // The transaction count must match what is stored (checked by hashes already); keep the rows consistent. A
+    // block the node refused to trace gets an empty summary: passed, without internal transactions.
     let stored_txs = reader.block_txs(n, None).count();
-    if stored_txs != traces.len() {
-        return Err(StoreError::Inconsistent(format!(
-            "block {n}: {} traces for {stored_txs} transactions",
-            traces.len()
-        )));
+    if traces.is_some_and(|t| t.len() != stored_txs) {
+        let count = traces.map_or(0, Vec::len);
+        return Err(StoreError::Inconsistent(format!("block {n}: {count} traces for {stored_txs} transactions")));
     }
     let mut batch = store.batch();
-    trace_rows(n, traces, &mut super::rows::PutRows(&mut batch))?;
+    trace_rows(n, traces.map_or(&[][..], Vec::as_slice), &mut super::rows::PutRows(&mut batch))?;
     batch.set_late_rows(&reader, n, &coin_balance_rows(&reader, n, balances)?)?;
     batch.put_meta(&Meta::TraceTip(Tip { number: n, hash }))?;
     store.write(batch, Durability::Buffered)?;
@@ -427,14 +464,17 @@ mod tests {
         let hash = block.header.hash;
         apply_blocks(&store, &[block], true).unwrap();
         let (callee, value) = (Address::repeat_byte(9), U256::from(5));
-        assert!(!commit(&store, 0, hash, &Vec::new(), &[(callee, value)]).unwrap(), "the writer is not past block 0");
+        assert!(
+            !commit(&store, 0, hash, Some(&Vec::new()), &[(callee, value)]).unwrap(),
+            "the writer is not past block 0"
+        );
         let reader = store.reader();
         assert_eq!((reader.trace_tip().unwrap(), reader.get::<CoinBalanceNow>(&callee).unwrap()), (None, None));
         drop(reader);
         let mut batch = store.batch();
         batch.put_meta(&Meta::BalanceTip(Tip { number: 0, hash })).unwrap();
         store.write(batch, Durability::Buffered).unwrap();
-        assert!(commit(&store, 0, hash, &Vec::new(), &[(callee, value)]).unwrap());
+        assert!(commit(&store, 0, hash, Some(&Vec::new()), &[(callee, value)]).unwrap());
         let now = store.reader().get::<CoinBalanceNow>(&callee).unwrap();
         assert_eq!(now, Some(CoinBalance { block: 0, value }));
     }

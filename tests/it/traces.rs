@@ -21,6 +21,7 @@ use rockscout::dev::contracts::{DemoFactory, DemoToken};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -134,6 +135,8 @@ fn trace_rows(t: &TestDaemon) -> Vec<(&'static str, Vec<u8>, Vec<u8>)> {
 struct TraceGate {
     addr: SocketAddr,
     open: watch::Sender<Option<&'static [u8]>>,
+    /// Trace requests naming any of these (a block number, a transaction hash) get an error answer.
+    refused: Arc<Mutex<Vec<String>>>,
 }
 
 impl TraceGate {
@@ -142,13 +145,28 @@ impl TraceGate {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (open, opened) = watch::channel(None::<&'static [u8]>);
+        let refused = Arc::new(Mutex::new(Vec::<String>::new()));
+        let refusing = refused.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let opened = opened.clone();
+                let (opened, refusing) = (opened.clone(), refusing.clone());
                 let relay = service_fn(move |request: hyper::Request<Incoming>| {
-                    let mut opened = opened.clone();
+                    let (mut opened, refusing) = (opened.clone(), refusing.clone());
                     async move {
                         let body = request.into_body().collect().await?.to_bytes();
+                        let text = String::from_utf8_lossy(&body).into_owned();
+                        let refuse = text.contains("debug_trace")
+                            && refusing.lock().unwrap().iter().any(|pattern| text.contains(pattern.as_str()));
+                        if refuse {
+                            let id =
+                                serde_json::from_slice::<Value>(&body).map(|v| v["id"].clone()).unwrap_or_default();
+                            let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "historical state not available"}});
+                            let response = hyper::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(bytes::Bytes::from(error.to_string())))
+                                .unwrap();
+                            return Ok::<_, hyper::Error>(response);
+                        }
                         let held =
                             |methods: &Option<&[u8]>| methods.is_some_and(|m| body.windows(m.len()).any(|w| w == m));
                         let _ = opened.wait_for(|methods| !held(methods)).await;
@@ -169,7 +187,12 @@ impl TraceGate {
                 tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), relay));
             }
         });
-        TraceGate { addr, open }
+        TraceGate { addr, open, refused }
+    }
+
+    /// Refuses, from now on, every trace request that names `pattern`.
+    fn refuse(&self, pattern: String) {
+        self.refused.lock().unwrap().push(pattern);
     }
 
     fn url(&self) -> String {
@@ -511,5 +534,41 @@ async fn blocks_whose_trace_times_out_are_traced_one_transaction_at_a_time() {
         let got = api_frames(addr, &format!("/api/v2/transactions/{tx:#x}/internal-transactions")).await;
         assert_eq!(got, want, "internal transactions of {tx:#x}");
     }
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// A block the node refuses to trace (its state gone: errors for the block and for each of its transactions) is
+/// left without internal transactions after a few rounds, and the pass goes on: later blocks are traced as the
+/// node traces them (it once retried the refused block forever, and nothing after it was ever traced).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_the_node_refuses_to_trace_is_passed() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let gate = TraceGate::start(anvil.port()).await;
+    let factory_tx = deploy(&node, a[0], &DemoFactory::BYTECODE).await;
+    mine(&node, 1).await;
+    let factory = created_address(&node, factory_tx).await;
+    let refused =
+        send_call(&node, a[1], factory, DemoFactory::spawnCall { v: U256::from(5) }.abi_encode(), 1_000).await;
+    mine(&node, 1).await;
+    let refused_block = node.get_transaction_receipt(refused).await.unwrap().unwrap().block_number.unwrap();
+    gate.refuse(format!("\"{refused_block:#x}\""));
+    gate.refuse(format!("{refused:#x}"));
+    let later = send_call(&node, a[2], factory, DemoFactory::spawnCall { v: U256::from(6) }.abi_encode(), 1_000).await;
+    mine(&node, 1).await;
+    let t = start_daemon(&gate.url(), |c| c.tracing = true).await;
+    let addr = t.daemon.addr();
+    wait_synced(&t.daemon, &node).await;
+    wait_traced(addr, &node).await;
+
+    let want = node_frames(&node, later).await;
+    assert!(!want.is_empty());
+    assert_eq!(api_frames(addr, &format!("/api/v2/transactions/{later:#x}/internal-transactions")).await, want);
+    assert!(!node_frames(&node, refused).await.is_empty(), "the node itself traces it (only the gate refuses)");
+    let passed = get(addr, &format!("/api/v2/transactions/{refused:#x}/internal-transactions")).await;
+    assert_eq!(passed["items"], json!([]), "the refused block has no internal transactions");
+    let tx = get(addr, &format!("/api/v2/transactions/{refused:#x}")).await;
+    assert_eq!(tx["has_error_in_internal_transactions"], Value::Null, "unknown, not false");
     t.daemon.shutdown().await.unwrap();
 }
