@@ -2,7 +2,8 @@
 //! `eth_call`, off the block path, so slow or hostile contracts never stall indexing. Answers are tolerated in
 //! every shape seen in the wild: ABI strings, bytes32 strings (MKR-style), reverts, missing methods and garbage
 //! (which give nothing). Results go to `token_metadata` and the prefix index `token_search`; they are not chain
-//! state and are never reverted. While the store refuses writes (disk full) the fetcher pauses (see `pause`) and
+//! state and are never reverted, but read again when the code writer stores a contract's code at a token's
+//! address (a reorg replaced the chain that created it, perhaps with another contract). While the store refuses writes (disk full) the fetcher pauses (see `pause`) and
 //! keeps the unsaved tokens for a retry.
 
 use super::pause::Pauser;
@@ -12,7 +13,7 @@ use crate::node::Node;
 use crate::status::{Status, Writer};
 use crate::store::keys::SearchKey;
 use crate::store::records::TokenMetadata;
-use crate::store::tables::{TokenMetadatas, TokenSearch, Tokens};
+use crate::store::tables::{Contracts, TokenMetadatas, TokenSearch, Tokens};
 use crate::store::{Durability, Store, StoreResult};
 use alloy::primitives::{Address, Bytes, U256};
 use alloy::sol_types::SolValue;
@@ -62,13 +63,20 @@ pub struct MetadataFetcher {
     pauser: Pauser,
     /// Set while the store refuses writes: when to try saving again.
     store_retry: Option<Duration>,
+    /// The newest block announced so far.
+    head: u64,
+    /// Tokens read by this run, and the newest block announced before each read (bounded).
+    read_after: std::collections::HashMap<Address, u64>,
 }
+
+/// Most tokens whose read [`MetadataFetcher::read_after`] remembers.
+const REMEMBERED_READS: usize = 100_000;
 
 impl MetadataFetcher {
     /// A fetcher for tokens of `store`, reading from `node`, reporting pauses through `status`.
     pub fn new(store: Arc<Store>, node: Node, status: Arc<Status>, events: EventSender) -> Self {
         let pauser = Pauser::new(status, Writer::TokenMetadata);
-        MetadataFetcher { store, node, events, pauser, store_retry: None }
+        MetadataFetcher { store, node, events, pauser, store_retry: None, head: 0, read_after: Default::default() }
     }
 
     /// How long to wait before retrying the tokens of the last fetch that failed.
@@ -95,6 +103,25 @@ impl MetadataFetcher {
         self.store.write(batch, Durability::Buffered)
     }
 
+    /// Forgets what was read of `token` (its metadata and search rows): a contract (re)created at its address (a reorg
+    /// replaced the chain that created it) is read again.
+    fn forget(&self, token: Address) -> StoreResult<bool> {
+        let reader = self.store.reader();
+        let Some(old) = reader.get::<TokenMetadatas>(&token)? else { return Ok(false) };
+        // Read by this run once the creating block was announced (a token minting in its constructor): current.
+        let created = reader.get::<Contracts>(&token)?.map(|c| c.block);
+        if created.is_some_and(|block| self.read_after.get(&token).is_some_and(|read| *read >= block)) {
+            return Ok(false);
+        }
+        let mut batch = self.store.batch();
+        batch.delete::<TokenMetadatas>(&token);
+        for text in [&old.name, &old.symbol].into_iter().flatten() {
+            batch.delete::<TokenSearch>(&SearchKey::new(text, token));
+        }
+        self.store.write(batch, Durability::Buffered)?;
+        Ok(true)
+    }
+
     /// Fetches what is missing among `tokens`; returns the ones the node could not answer for or the store could
     /// not save.
     async fn fetch(&mut self, tokens: BTreeSet<Address>) -> BTreeSet<Address> {
@@ -116,6 +143,10 @@ impl MetadataFetcher {
             }
             match self.read(token).await {
                 Ok(metadata) => {
+                    if self.read_after.len() >= REMEMBERED_READS {
+                        self.read_after.clear();
+                    }
+                    self.read_after.insert(token, self.head);
                     tracing::debug!(%token, ?metadata, "token metadata");
                     match self.save(token, &metadata) {
                         Ok(()) => self.pauser.succeeded(),
@@ -158,12 +189,27 @@ impl MetadataFetcher {
             };
             match event {
                 Ok(ChainEvent::Applied(block)) => {
+                    self.head = block.number();
                     let tokens = block_tokens(&block);
                     if !tokens.is_empty() {
                         retry.extend(self.fetch(tokens).await);
                         next_retry = next_retry.min(tokio::time::Instant::now() + self.retry_delay());
                     }
                 }
+                // What was read while blocks now reverted were the chain may hold their contracts' answers.
+                Ok(ChainEvent::Reverted { number, .. }) => {
+                    self.head = number.saturating_sub(1);
+                    self.read_after.clear();
+                }
+                // Code stored for an address is a contract created there: after a reorg, maybe another one.
+                Ok(ChainEvent::CodeStored { address, .. }) => match self.forget(address) {
+                    Ok(true) => {
+                        retry.extend(self.fetch(BTreeSet::from([address])).await);
+                        next_retry = next_retry.min(tokio::time::Instant::now() + self.retry_delay());
+                    }
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, token = %address, "forgetting token metadata failed"),
+                },
                 Ok(_) => {}
                 // Missed blocks: their tokens are found by a scan of the token table.
                 Err(RecvError::Lagged(_)) => retry.extend(self.known_tokens().unwrap_or_default()),

@@ -7,6 +7,7 @@ use alloy::primitives::{Address, U256};
 use alloy::providers::{Provider, RootProvider};
 use serde_json::json;
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 /// A fresh address that only the new branch of a reorg pays.
 fn newcomer(seed: u8) -> Address {
@@ -148,5 +149,58 @@ async fn snapshot_revert_replaces_a_branch() {
     let replaced: BTreeSet<_> = old_branch.difference(&now).copied().collect();
     assert_eq!(replaced.len(), 7, "the deploy block's successors on the old branch");
     assert_eq!(reorged_hashes(t.daemon.store()), replaced);
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// A token whose creation a reorg replaced with another token at the same address (same sender and nonce) shows the
+/// new contract's name and symbol, and is found by them only (the old branch's were kept and never read again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_recreated_by_a_reorg_is_read_again() {
+    use alloy::primitives::Bytes;
+    use alloy::sol_types::{SolCall, SolConstructor};
+    use rockscout::dev::contracts::DemoToken;
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let token = |name: &str, symbol: &str| {
+        let args = DemoToken::constructorCall {
+            name_: name.into(),
+            symbol_: symbol.into(),
+            initialSupply: U256::from(10u64).pow(U256::from(24)),
+        };
+        Bytes::from([&DemoToken::BYTECODE[..], &args.abi_encode()].concat())
+    };
+    let named = |address: Address, name: &'static str| async move {
+        let answer = http::get_json(addr, &format!("/api/v2/tokens/{address}")).await;
+        (answer["name"] == name).then_some(answer)
+    };
+    let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+    let deployed = deploy(&node, a[5], &token("OldTok", "OLD")).await;
+    mine(&node, 1).await;
+    let old = created_address(&node, deployed).await;
+    call(&node, a[5], old, DemoToken::transferCall { to: a[6], value: U256::from(7) }.abi_encode()).await;
+    mine(&node, 2).await;
+    wait_synced(&t.daemon, &node).await;
+    poll_until("the old token's name", Duration::from_secs(30), || named(old, "OldTok")).await;
+
+    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+    assert!(reverted);
+    let deployed = deploy(&node, a[5], &token("NewTok", "NEW")).await;
+    mine(&node, 1).await;
+    let new = created_address(&node, deployed).await;
+    assert_eq!(new, old, "same sender and nonce, same address");
+    call(&node, a[5], new, DemoToken::transferCall { to: a[6], value: U256::from(8) }.abi_encode()).await;
+    mine(&node, 3).await;
+    wait_synced(&t.daemon, &node).await;
+    let token = poll_until("the new token's name", Duration::from_secs(30), || named(new, "NewTok")).await;
+    assert_eq!(token["symbol"], "NEW");
+    let found = |q: &'static str| async move {
+        let items = http::get_json(addr, &format!("/api/v2/search?q={q}")).await["items"].clone();
+        items.as_array().unwrap().iter().any(|i| i["address_hash"] == new.to_checksum(None))
+    };
+    assert!(found("NewTok").await, "found by its new name");
+    assert!(!found("OldTok").await, "not by the replaced one");
     t.daemon.shutdown().await.unwrap();
 }
