@@ -42,9 +42,14 @@ pub fn ether(wei: &str) -> String {
     format!("{} ETH", units(wei, 18, 8))
 }
 
-/// Wei as gwei: `1.25 Gwei`.
+/// Wei as ether to the wei, for one value on a detail page: `0.000000000000012345 ETH`.
+pub fn ether_exact(wei: &str) -> String {
+    format!("{} ETH", units(wei, 18, 18))
+}
+
+/// Wei as gwei, to the wei: `1.25 Gwei`, `0.000000007 Gwei`.
 pub fn gwei(wei: &str) -> String {
-    format!("{} Gwei", units(wei, 9, 4))
+    format!("{} Gwei", units(wei, 9, 9))
 }
 
 /// `0x1234…cdef` for long hex strings; short ones unchanged.
@@ -116,6 +121,8 @@ mod tests {
         assert_eq!(units("120", 2, 4), "1.2");
         assert_eq!(ether("21000000000000"), "0.000021 ETH");
         assert_eq!(gwei("1000000000"), "1 Gwei");
+        assert_eq!(gwei("7"), "0.000000007 Gwei", "a base fee of 7 wei, exactly");
+        assert_eq!(ether_exact("12345"), "0.000000000000012345 ETH");
         assert_eq!(units("nope", 18, 4), "nope");
         let max = U256::MAX.to_string();
         assert_eq!(units(&max, 77, 4), "1.1579");

@@ -1,6 +1,6 @@
 //! One function per page: the REST layer's JSON values in, the whole HTML document out.
 
-use super::format::{ether, gwei, thousands, units};
+use super::format::{ether, ether_exact, gwei, thousands, units};
 use super::{
     address, address_full, block_link, block_table, internal_table, items, layout, log_list, number, pager, parameters,
     status, tabs, text, time, token_link, transfer_table, tx_link, tx_table, value_text, Ctx,
@@ -200,8 +200,11 @@ pub fn tx(ctx: Ctx, tx: &Value, tab: &str, data: List<'_>) -> Markup {
                     } @else {
                         dt { "To" } dd { (address(&tx["to"])) }
                     }
-                    dt { "Value" } dd #tx-value data-wei=(text(tx, "value")) { (ether(&text(tx, "value"))) }
-                    dt { "Fee" } dd #tx-fee data-wei=(text(&tx["fee"], "value")) { (ether(&text(&tx["fee"], "value"))) }
+                    dt { "Value" } dd #tx-value data-wei=(text(tx, "value")) { (ether_exact(&text(tx, "value"))) }
+                    dt { "Fee" } dd #tx-fee data-wei=(text(&tx["fee"], "value")) {
+                        (ether_exact(&text(&tx["fee"], "value")))
+                        @if tx["fee"]["type"] == "maximum" { " " span.muted { "(maximum: not mined yet)" } }
+                    }
                     dt { "Gas used / limit" } dd #tx-gas { (number(&tx["gas_used"])) " / " (number(&tx["gas_limit"])) }
                     @if !tx["gas_price"].is_null() { dt { "Gas price" } dd { (gwei(&text(tx, "gas_price"))) } }
                     dt { "Nonce" } dd #tx-nonce { (text(tx, "nonce")) }
@@ -330,7 +333,7 @@ pub fn address_page(ctx: Ctx, addr: &Value, counters: &Value, tab: &str, data: L
                 dl.overview {
                     @if !addr["name"].is_null() { dt { "Name" } dd #address-name { (text(addr, "name")) } }
                     @if !addr["ens_domain_name"].is_null() { dt { "Name service" } dd #address-ens { (text(addr, "ens_domain_name")) } }
-                    dt { "Balance" } dd #address-balance data-wei=(text(addr, "coin_balance")) { (ether(&text(addr, "coin_balance"))) }
+                    dt { "Balance" } dd #address-balance data-wei=(text(addr, "coin_balance")) { (ether_exact(&text(addr, "coin_balance"))) }
                     dt { "Transactions" } dd #address-tx-count { (number(&counters["transactions_count"])) }
                     dt { "Token transfers" } dd { (number(&counters["token_transfers_count"])) }
                     dt { "Gas used" } dd { (number(&counters["gas_usage_count"])) }
@@ -586,7 +589,11 @@ pub fn search(q: &str, results: &Value) -> Markup {
                                     "block" => { (block_link(&r["block_number"])) },
                                     "transaction" => { (tx_link(&text(r, "transaction_hash"))) },
                                     "token" => { (token_link(r)) },
-                                    _ => { (address_full(&text(r, "address_hash"))) @if !r["name"].is_null() { " " (text(r, "name")) } },
+                                    _ => {
+                                        (address_full(&text(r, "address_hash")))
+                                        @if r["name"].is_string() { " " (text(r, "name")) }
+                                        @else if r["ens_info"]["name"].is_string() { " " (text(&r["ens_info"], "name")) }
+                                    },
                                 }
                             }
                         }

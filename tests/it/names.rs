@@ -119,6 +119,12 @@ async fn names_follow_registrations_changes_transfers_and_reverse_records() {
     assert_eq!(hit["priority"], 4);
     assert_eq!(hit["ens_info"]["names_count"], 1);
     assert!(hit["ens_info"]["expiry_date"].as_str().is_some_and(|d| d.ends_with('Z')));
+    let page = http::get(addr, "/search-results?q=alic").await;
+    let page = String::from_utf8_lossy(&page.body);
+    assert!(
+        page.contains("ens_domain: ") && page.contains("alice.dev</li>"),
+        "the results page names the name: {page}"
+    );
     assert_eq!(reverse_on_chain(&anvil, &service, alice).await, "alice.dev");
     assert_eq!(shown_names(addr, alice).await, (json!("alice.dev"), json!("alice.dev")));
     assert_eq!(shown_names(addr, bob).await, (json!("bob.dev"), json!("bob.dev")));
