@@ -90,6 +90,11 @@ async function main() {
     await page.waitForSelector(`#latest-blocks tr[data-height="${head + 1}"]`, { timeout: 20000 });
     await page.waitForSelector(`#latest-txs a[data-hash="${liveTx}"]`, { timeout: 20000 });
     check(await page.evaluate(() => window.notReloaded === true), "home: the new block and transaction arrived without a reload");
+    const stats = await (await fetch(input.base + "/api/v2/stats")).json();
+    const total = Number(stats.total_blocks).toLocaleString("en-US");
+    await page.waitForFunction((want) => document.getElementById("tile-blocks").textContent === want, total, { timeout: 15000 })
+      .then(() => check(true, "home: the total blocks tile follows live"))
+      .catch(() => check(false, "home: the total blocks tile follows live (want " + total + ")"));
   } catch (e) {
     check(false, "home: mined block " + (head + 1) + " and its transaction appear live: " + e.message);
   }

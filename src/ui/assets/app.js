@@ -53,6 +53,23 @@ function short(hash) {
   return hash && hash.length > 14 ? hash.slice(0, 8) + "…" + hash.slice(-6) : hash || "";
 }
 
+// A table cell for an API address object, as the server renders it: its name (or short hash), then its ENS name.
+function addressCell(address) {
+  var hash = address && address.hash;
+  if (!hash) return el("td", "—");
+  var cell = el("td", address.name || short(hash), "/address/" + hash);
+  cell.firstChild.className = "mono";
+  cell.firstChild.title = hash;
+  cell.firstChild.setAttribute("data-hash", hash);
+  if (address.ens_domain_name) {
+    var ens = document.createElement("span");
+    ens.className = "ens";
+    ens.textContent = "(" + address.ens_domain_name + ")";
+    cell.appendChild(ens);
+  }
+  return cell;
+}
+
 (function search() {
   var input = document.getElementById("search-q");
   var list = document.getElementById("suggestions");
@@ -161,6 +178,9 @@ Phoenix.prototype.join = function (topic) {
   });
   client.join("blocks:new_block");
   client.join("transactions:new_transaction");
+  // As many rows as the server rendered.
+  var blockRows = blocks.children.length || 6;
+  var txRows = txs.children.length || 6;
 
   function addBlock(block) {
     if (blocks.querySelector('[data-height="' + Number(block.height) + '"]')) return;
@@ -175,32 +195,45 @@ Phoenix.prototype.join = function (topic) {
     when.appendChild(time);
     row.appendChild(when);
     row.appendChild(el("td", String(block.transactions_count)));
-    var miner = block.miner && block.miner.hash;
-    var minerCell = el("td", short(miner), miner ? "/address/" + miner : null);
-    if (minerCell.firstChild && minerCell.firstChild.tagName === "A") {
-      minerCell.firstChild.className = "mono";
-      minerCell.firstChild.setAttribute("data-hash", miner);
-    }
-    row.appendChild(minerCell);
+    row.appendChild(addressCell(block.miner));
     blocks.insertBefore(row, blocks.firstChild);
-    while (blocks.children.length > 6) blocks.removeChild(blocks.lastChild);
+    while (blocks.children.length > blockRows) blocks.removeChild(blocks.lastChild);
     var height = document.getElementById("tile-height");
     if (height) height.textContent = Number(block.height).toLocaleString("en-US");
+    reloadTiles();
+  }
+
+  // The counters of the tiles, from /stats (at most once per second).
+  var tilesAsked = 0;
+  function reloadTiles() {
+    if (Date.now() - tilesAsked < 1000) return;
+    tilesAsked = Date.now();
+    fetch("/api/v2/stats")
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (stats) {
+        if (!stats) return;
+        [["tile-blocks", "total_blocks"], ["tile-transactions", "total_transactions"],
+          ["tile-today", "transactions_today"], ["tile-addresses", "total_addresses"]].forEach(function (pair) {
+          var tile = document.getElementById(pair[0]);
+          var value = Number(stats[pair[1]]);
+          if (tile && isFinite(value)) tile.textContent = value.toLocaleString("en-US");
+        });
+      })
+      .catch(function () { /* the next block retries */ });
   }
 
   function reloadTransactions() {
     fetch("/api/v2/main-page/transactions")
       .then(function (r) { return r.ok ? r.json() : []; })
       .then(function (items) {
-        var rows = (Array.isArray(items) ? items : []).slice(0, 6).map(function (tx) {
+        var rows = (Array.isArray(items) ? items : []).slice(0, txRows).map(function (tx) {
           var row = document.createElement("tr");
           var hashCell = el("td", short(tx.hash), "/tx/" + tx.hash);
           hashCell.firstChild.className = "mono";
           hashCell.firstChild.setAttribute("data-hash", tx.hash);
           row.appendChild(hashCell);
-          row.appendChild(el("td", short(tx.from && tx.from.hash), tx.from ? "/address/" + tx.from.hash : null));
-          var to = tx.to && tx.to.hash;
-          row.appendChild(el("td", short(to), to ? "/address/" + to : null));
+          row.appendChild(addressCell(tx.from));
+          row.appendChild(addressCell(tx.to));
           row.appendChild(el("td", String(tx.block_number), "/block/" + tx.block_number));
           return row;
         });
