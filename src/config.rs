@@ -239,6 +239,11 @@ pub struct DaemonArgs {
     /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
     #[arg(long, env = "ROCKSCOUT_TRACING")]
     pub tracing: bool,
+    /// How long, in milliseconds, the node must keep refusing to trace one block (error answers for the block and
+    /// for one of its transactions: a pruned state) before the trace pass leaves it without internal transactions
+    /// and goes on
+    #[arg(long = "trace-refusal-window-ms", env = "ROCKSCOUT_TRACE_REFUSAL_WINDOW_MS", default_value_t = DEFAULT_TRACE_REFUSAL_WINDOW_MS)]
+    pub trace_refusal_window_ms: u64,
     /// Folder of local build artifacts (Foundry `out/`, Hardhat `artifacts/`, with their build-info): deployed
     /// contracts whose code matches one get its name, ABI and sources. Repeatable; rescanned when it changes.
     #[arg(long = "artifacts", env = "ROCKSCOUT_ARTIFACTS", value_delimiter = ',')]
@@ -383,6 +388,9 @@ pub enum MetricsListen {
     At(SocketAddr),
 }
 
+/// Default of `--trace-refusal-window-ms`: ten minutes.
+pub const DEFAULT_TRACE_REFUSAL_WINDOW_MS: u64 = 600_000;
+
 /// Default metrics address of `rockscout run`.
 pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9100);
 
@@ -433,6 +441,8 @@ pub struct Config {
     pub reindex: bool,
     /// Index call traces (and allow `debug_*` on `/api/eth`).
     pub tracing: bool,
+    /// How long the node must keep refusing to trace a block before the trace pass passes it.
+    pub trace_refusal_window: Duration,
     /// Node request timeout.
     pub rpc_timeout: Duration,
     /// Follower settings.
@@ -471,6 +481,7 @@ impl Config {
             metrics_listen: None,
             reindex: false,
             tracing: false,
+            trace_refusal_window: Duration::from_millis(DEFAULT_TRACE_REFUSAL_WINDOW_MS),
             rpc_timeout: Duration::from_secs(10),
             indexer: IndexerConfig::default(),
             api: ApiConfig::default(),
@@ -502,6 +513,7 @@ impl Config {
             },
             reindex: args.reindex,
             tracing: args.tracing,
+            trace_refusal_window: Duration::from_millis(args.trace_refusal_window_ms),
             artifacts: args.artifacts.clone(),
             demo_artifacts: false,
             compilers_dir: args.compilers_dir.clone(),

@@ -209,7 +209,8 @@ impl Daemon {
                 events.clone(),
                 config.indexer.fetch_concurrency,
             )
-            .with_coin_balances(config.indexer.coin_balances);
+            .with_coin_balances(config.indexer.coin_balances)
+            .with_refusal_window(config.trace_refusal_window);
             helpers.spawn(traces.run(cancel.clone()));
         }
         helpers.close();

@@ -187,26 +187,43 @@ pub struct TraceFollower {
     events: EventSender,
     concurrency: usize,
     coin_balances: bool,
-    /// The block the node last refused to trace, and in how many rounds in a row.
-    refusals: std::sync::Mutex<Option<(u64, u32)>>,
+    /// How long the node must refuse a block before it is passed.
+    refused_for: Duration,
+    /// The block the node last refused to trace, in how many rounds in a row, since when.
+    refusals: std::sync::Mutex<Option<(u64, u32, std::time::Instant)>>,
 }
 
 /// Blocks traced per round.
 const ROUND: u64 = 64;
-/// Rounds in a row the node may refuse to trace one block before the pass leaves it untraced and goes on.
-const REFUSALS_BEFORE_SKIP: u32 = 3;
+/// Rounds in a row the node must refuse to trace one block, over at least the refusal window
+/// (`--trace-refusal-window-ms`), before the pass leaves it untraced and goes on.
+const REFUSALS_BEFORE_SKIP: u32 = 5;
 
 /// Whether the node refused to trace (an error answer, or an answer without traces: its state is gone, the block
-/// is not traceable) rather than failing to answer (transport, timeout: tried again as long as it takes).
+/// is not traceable) rather than failing to answer for now (transport, timeout, a rate limit, a busy or lagging
+/// backend: tried again as long as it takes).
 fn refused(e: &NodeError) -> bool {
-    matches!(e, NodeError::Rpc { .. } | NodeError::Invalid(_))
+    match e {
+        NodeError::Invalid(_) => true,
+        NodeError::Rpc { code, message } => {
+            let message = message.to_ascii_lowercase();
+            let passing = ["timeout", "timed out", "rate", "limit", "busy", "try again", "header not found"];
+            *code != LIMIT_EXCEEDED && !passing.iter().any(|word| message.contains(word))
+        }
+        NodeError::Transport(_) | NodeError::Timeout(_) => false,
+    }
 }
+
+/// JSON-RPC's code for a request over the provider's limits (EIP-1474).
+const LIMIT_EXCEEDED: i64 = -32005;
 
 impl TraceFollower {
     /// A trace pass over `store`, tracing with `concurrency` blocks in flight.
     pub fn new(store: Arc<Store>, node: Node, status: Arc<Status>, events: EventSender, concurrency: usize) -> Self {
         let refusals = std::sync::Mutex::new(None);
-        TraceFollower { store, node, status, events, concurrency: concurrency.max(1), coin_balances: true, refusals }
+        let refused_for = Duration::from_millis(crate::config::DEFAULT_TRACE_REFUSAL_WINDOW_MS);
+        let concurrency = concurrency.max(1);
+        TraceFollower { store, node, status, events, concurrency, coin_balances: true, refused_for, refusals }
     }
 
     /// Whether traced blocks also index the native balances of addresses only their calls name (as the block
@@ -214,6 +231,13 @@ impl TraceFollower {
     /// writer, which must run too.
     pub fn with_coin_balances(mut self, on: bool) -> Self {
         self.coin_balances = on;
+        self
+    }
+
+    /// How long the node must keep refusing to trace one block before the pass leaves it untraced (default 10
+    /// minutes).
+    pub fn with_refusal_window(mut self, window: Duration) -> Self {
+        self.refused_for = window;
         self
     }
 
@@ -260,6 +284,8 @@ impl TraceFollower {
             return Ok(false);
         }
         let to = ready.number.min(from + ROUND - 1);
+        // While the node refuses a block, the blocks after it wait without being traced again and again.
+        let to = self.refused_block().filter(|b| *b >= from).map_or(to, |b| to.min(b));
         let mut targets = Vec::new();
         for n in from..=to {
             let Some(block) = reader.load_block(n)? else { break };
@@ -307,6 +333,7 @@ impl TraceFollower {
                 return Ok(committed);
             }
             self.status.set_traced(Some(n));
+            self.refusals.lock().unwrap_or_else(|p| p.into_inner()).take_if(|(block, _, _)| *block <= n);
             let _ = self.events.send(ChainEvent::Traced { number: n, txs: Arc::new(txs) });
             committed = true;
         }
@@ -315,15 +342,21 @@ impl TraceFollower {
 }
 
 impl TraceFollower {
-    /// Counts one more refusal of block `n`; true once it has been refused [`REFUSALS_BEFORE_SKIP`] rounds in a row.
+    /// Counts one more refusal of block `n`; true once it has been refused [`REFUSALS_BEFORE_SKIP`] rounds in a row
+    /// over at least the refusal window.
     fn refused_again(&self, n: u64) -> bool {
         let mut refusals = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
-        let count = match *refusals {
-            Some((block, count)) if block == n => count + 1,
-            _ => 1,
+        let (count, since) = match *refusals {
+            Some((block, count, since)) if block == n => (count + 1, since),
+            _ => (1, std::time::Instant::now()),
         };
-        *refusals = Some((n, count));
-        count >= REFUSALS_BEFORE_SKIP
+        *refusals = Some((n, count, since));
+        count >= REFUSALS_BEFORE_SKIP && since.elapsed() >= self.refused_for
+    }
+
+    /// The block the node keeps refusing, if any: rounds go no further until it is traced or passed.
+    fn refused_block(&self) -> Option<u64> {
+        self.refusals.lock().unwrap_or_else(|p| p.into_inner()).map(|(block, _, _)| block)
     }
 }
 
@@ -373,7 +406,8 @@ async fn call_balances(
     }
     match node.balances_after(&addresses, hash).await {
         Ok(values) => Ok(addresses.into_iter().zip(values).collect()),
-        Err(NodeError::Rpc { .. }) => Ok(Vec::new()),
+        // A refusal, or an answer that makes no sense, gives none: the traces are kept all the same.
+        Err(NodeError::Rpc { .. } | NodeError::Invalid(_)) => Ok(Vec::new()),
         Err(e) => Err(e),
     }
 }

@@ -557,9 +557,16 @@ async fn a_block_the_node_refuses_to_trace_is_passed() {
     gate.refuse(format!("{refused:#x}"));
     let later = send_call(&node, a[2], factory, DemoFactory::spawnCall { v: U256::from(6) }.abi_encode(), 1_000).await;
     mine(&node, 1).await;
-    let t = start_daemon(&gate.url(), |c| c.tracing = true).await;
+    let t = start_daemon(&gate.url(), |c| {
+        c.tracing = true;
+        c.trace_refusal_window = Duration::from_secs(2);
+    })
+    .await;
     let addr = t.daemon.addr();
     wait_synced(&t.daemon, &node).await;
+    // Held at the refused block for the window: nothing after it is traced meanwhile.
+    let health = get(addr, "/health").await;
+    assert!(health["traced_tip"].as_u64().is_none_or(|tip| tip < refused_block), "{health}");
     wait_traced(addr, &node).await;
 
     let want = node_frames(&node, later).await;
@@ -570,5 +577,7 @@ async fn a_block_the_node_refuses_to_trace_is_passed() {
     assert_eq!(passed["items"], json!([]), "the refused block has no internal transactions");
     let tx = get(addr, &format!("/api/v2/transactions/{refused:#x}")).await;
     assert_eq!(tx["has_error_in_internal_transactions"], Value::Null, "unknown, not false");
+    let block = get(addr, &format!("/api/v2/blocks/{refused_block}")).await;
+    assert_eq!(block["internal_transactions_count"], Value::Null, "unknown, not 0: {block}");
     t.daemon.shutdown().await.unwrap();
 }

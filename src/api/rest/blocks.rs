@@ -76,7 +76,11 @@ pub fn detail(state: &AppState, id: BlockId) -> Result<Response<Body>, ApiError>
         Some((block, kind)) => {
             let item = block_items(&reader, std::slice::from_ref(&block), kind, true)?.remove(0);
             let internal = match kind {
-                BlockKind::Block => reader.trace_summary(block.number)?.map(|s| s.internal_count()),
+                // A block the trace pass passed untraced (the node refused) has an empty summary: unknown.
+                BlockKind::Block => reader
+                    .trace_summary(block.number)?
+                    .filter(|s| !s.txs.is_empty() || block.tx_count == 0)
+                    .map(|s| s.internal_count()),
                 _ => None,
             };
             Ok(ok(&item.with_internal_count(internal)))
