@@ -95,8 +95,9 @@ pub fn from_rpc(raw: RawBundle) -> Result<Bundle, BundleError> {
                     let inner = Authorization { chain_id: a.chain_id, address: a.address, nonce: a.nonce.to() };
                     let signed = SignedAuthorization::new_unchecked(inner, a.y_parity.to(), a.r, a.s);
                     let authority = signed.recover_authority().ok();
-                    // The transaction itself was valid on this chain, so its chain id is the chain's.
-                    let chain_ok = a.chain_id.is_zero() || tx.chain_id.is_some_and(|id| U256::from(id) == a.chain_id);
+                    // The transaction itself was valid on this chain, so its chain id is the chain's (set-code
+                    // transactions always carry one; a node that leaves it out is not taken at its word).
+                    let chain_ok = a.chain_id.is_zero() || tx.chain_id.is_none_or(|id| U256::from(id) == a.chain_id);
                     let status = match (chain_ok, authority) {
                         (false, _) => Some(AuthorizationStatus::InvalidChainId),
                         (true, None) => Some(AuthorizationStatus::InvalidSignature),

@@ -162,7 +162,13 @@ pub fn commit(store: &Store, contract: &NewContract, code: &Bytes, proxy: Option
     if !canonical {
         return Ok(Saved::NotCanonical);
     }
-    let before = reader.get::<Contracts>(&contract.address)?.map(|c| c.code_hash);
+    let stored = reader.get::<Contracts>(&contract.address)?;
+    // A row a later block wrote (an EIP-7702 delegation, written with its block) is newer than what this writer read
+    // at an older block: overwriting it would also make that older block's undo data restore the later row.
+    if stored.as_ref().is_some_and(|row| row.block > contract.block) {
+        return Ok(Saved::NotCanonical);
+    }
+    let before = stored.map(|c| c.code_hash);
     let mut batch = store.batch();
     let beacon = proxy.as_ref().and_then(|p| p.beacon);
     let record = if contract.upgrade {
@@ -193,7 +199,8 @@ pub fn commit(store: &Store, contract: &NewContract, code: &Bytes, proxy: Option
 /// What [`commit`] wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Saved {
-    /// Nothing: the creating block is no longer canonical (or an upgraded contract is unknown).
+    /// Nothing: the creating block is no longer canonical (or an upgraded contract is unknown, or a later block
+    /// wrote the row).
     NotCanonical,
     /// A contract's code; `changed` when the address held other code before.
     Code {

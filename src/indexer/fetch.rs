@@ -27,6 +27,11 @@ use tokio_util::sync::CancellationToken;
 /// 200-transaction blocks caught up at 0.94-0.95 of the raw per-block fetch four to a batch, 0.86-0.89 ten to one.
 pub const BATCH_TXS: u64 = 800;
 
+/// Times an authority's nonce is asked for before its authorizations stay unsettled.
+const NONCE_ATTEMPTS: u32 = 3;
+/// Pause before asking again for nonces the node refused.
+const NONCE_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// What the fetch task delivers, in block order.
 pub(super) enum Fetched {
     Block(Box<Bundle>),
@@ -183,19 +188,43 @@ impl Fetcher {
         if wanted.is_empty() {
             return Some(());
         }
-        let queries: Vec<(Address, B256)> = wanted
+        let mut queries: Vec<(Address, B256)> = wanted
             .iter()
             .flat_map(|(i, authorities)| authorities.iter().map(|a| (*a, blocks[*i].header.parent_hash)))
             .collect();
-        let answers = ask(Some(&self.status), "authority nonces", cancel, || {
-            self.counts.requests.fetch_add(1, Ordering::Relaxed);
-            self.node.nonces_at(&queries)
-        })
-        .await?;
-        let mut answers = answers.into_iter();
+        // A refused call is asked again twice (a node behind a balancer may not know the newest parent yet);
+        // what is still refused then (a pruned state) stays unknown.
+        let mut known: HashMap<(Address, B256), u64> = HashMap::new();
+        for attempt in 0..NONCE_ATTEMPTS {
+            if attempt > 0 {
+                tokio::select! {
+                    _ = cancel.cancelled() => return None,
+                    _ = tokio::time::sleep(NONCE_RETRY_DELAY) => {}
+                }
+            }
+            let answers = ask(Some(&self.status), "authority nonces", cancel, || {
+                self.counts.requests.fetch_add(1, Ordering::Relaxed);
+                self.node.nonces_at(&queries)
+            })
+            .await?;
+            let mut refused = Vec::new();
+            for (query, answer) in queries.into_iter().zip(answers) {
+                match answer {
+                    Ok(nonce) => {
+                        known.insert(query, nonce);
+                    }
+                    Err(_) => refused.push(query),
+                }
+            }
+            queries = refused;
+            if queries.is_empty() {
+                break;
+            }
+        }
         for (i, authorities) in wanted {
+            let parent = blocks[i].header.parent_hash;
             let nonces: HashMap<Address, u64> =
-                authorities.into_iter().zip(answers.by_ref()).filter_map(|(a, n)| Some((a, n.ok()?))).collect();
+                authorities.into_iter().filter_map(|a| Some((a, *known.get(&(a, parent))?))).collect();
             bundle::settle_authorizations(&mut blocks[i], &nonces);
         }
         Some(())

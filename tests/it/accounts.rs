@@ -208,6 +208,10 @@ async fn sign_in_with_ethereum_by_a_dev_key() {
     let headers = [("host", "localhost"), ("x-forwarded-for", "203.0.113.7")];
     let remote = http::request(addr, hyper::Method::GET, &path, &headers, bytes::Bytes::new()).await;
     assert_eq!(remote.status, 401, "{}", remote.json());
+    // A forwarded request is never local, whatever address it names.
+    let headers = [("host", "localhost"), ("x-forwarded-for", "127.0.0.1")];
+    let proxied = http::request(addr, hyper::Method::GET, &path, &headers, bytes::Bytes::new()).await;
+    assert_eq!(proxied.status, 401, "{}", proxied.json());
     let local = http::request(addr, hyper::Method::GET, &path, &[("host", "localhost")], bytes::Bytes::new()).await;
     assert_eq!(local.status, 200, "{}", local.json());
 

@@ -412,6 +412,10 @@ async fn eip7702_delegations_follow_the_node() {
         async move { node.get_transaction_count(a).await.unwrap() }
     };
     let (n3, n5) = (nonce(a3).await, nonce(a5).await);
+    wait_synced(&t.daemon, &node).await;
+    let counters =
+        |addr| async move { get_json(addr, "/api/v2/smart-contracts/counters").await["smart_contracts"].clone() };
+    let contracts_before = counters(t.daemon.addr()).await;
 
     // One block: a sponsored list (applied, same nonce again, another chain, a broken signature) and a sender
     // authorizing for itself (its nonce + 1).
@@ -470,6 +474,7 @@ async fn eip7702_delegations_follow_the_node() {
     assert_eq!(page["creation_transaction_hash"], Value::Null, "a delegation creates nothing");
     let (page, _) = delegated(a4).await;
     assert_eq!(page["is_contract"], false, "{page}");
+    assert_eq!(counters(addr).await, contracts_before, "delegated accounts are not counted as contracts");
 
     // Key 3 clears its delegation; a reorg removes that block again.
     let clear = vec![authorization(KEY3, chain, Address::ZERO, n3 + 1)];

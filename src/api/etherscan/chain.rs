@@ -2,7 +2,7 @@
 
 use super::{bad, lower, read, Answer, Outcome, Params, Refusal};
 use crate::api::rest::headers;
-use crate::api::rest::smart_contracts::{contract_info, matched_artifact};
+use crate::api::rest::smart_contracts::{contract_info, is_delegated, matched_artifact};
 use crate::api::rest::tokens::token_json;
 use crate::api::rest::transactions::Replay;
 use crate::api::AppState;
@@ -528,11 +528,16 @@ pub(super) async fn listcontracts(params: Params, state: &AppState, deadline: to
     };
     let paging = params.paging(10, true)?;
     read(state, deadline, move |r| {
+        // Accounts an EIP-7702 authorization delegates hold code but are no contracts.
         let contracts = r
             .contracts_after(None)
-            .map(|row| {
-                let address = row?.0;
-                Ok((address, matched_artifact(r, &address)?))
+            .filter_map(|row| match row {
+                Ok((address, _)) => match is_delegated(r, &address) {
+                    Ok(true) => None,
+                    Ok(false) => Some(matched_artifact(r, &address).map(|known| (address, known))),
+                    Err(e) => Some(Err(e)),
+                },
+                Err(e) => Some(Err(e)),
             });
         let shown = paging.page(contracts, |(_, known)| wanted.is_none_or(|verified| verified == known.is_some()))?;
         let items: Vec<Value> = shown

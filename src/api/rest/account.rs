@@ -98,7 +98,10 @@ fn siwe_message(
         // visitor.
         None => {
             let host = req.headers().get(HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
-            if !is_loopback_host(host) || !client.is_loopback() {
+            // A proxy in front (not configured as trusted) makes every client look local: forwarded requests
+            // never count as local.
+            let forwarded = ["x-forwarded-for", "forwarded"].iter().any(|h| req.headers().contains_key(*h));
+            if !is_loopback_host(host) || !client.is_loopback() || forwarded {
                 return Err(ApiError::Refused(format!(
                     "Sign-in with Ethereum on {host} needs the explorer's public host name: start it with --siwe-domain"
                 )));
@@ -344,9 +347,10 @@ fn directions(flags: u16, incoming: u16, outgoing: u16) -> Value {
     json!({"incoming": flags & incoming != 0, "outcoming": flags & outgoing != 0})
 }
 
-/// The JSON of one item; `key` is an API key's full text, shown only in the answer that created it.
 /// Most token holdings a watchlist entry counts (Blockscout's cap; more sets `tokens_overflow`).
 const WATCHED_TOKENS: usize = 150;
+
+/// The JSON of one item; `key` is an API key's full text, shown only in the answer that created it.
 
 fn render(accounts: &Accounts, id: u64, item: &AccountItem, key: Option<String>) -> Result<Value, ApiError> {
     Ok(match item {

@@ -128,6 +128,12 @@ pub fn matched_artifact(reader: &Reader<'_>, address: &Address) -> StoreResult<O
     Ok(facts(reader, address, &row)?.known)
 }
 
+/// Whether the code stored for `address` is an EIP-7702 delegation (an account, not a contract).
+pub fn is_delegated(reader: &Reader<'_>, address: &Address) -> StoreResult<bool> {
+    let Some(row) = reader.get::<ContractRows>(address)? else { return Ok(false) };
+    Ok(facts(reader, address, &row)?.delegate_of.is_some())
+}
+
 /// How the contract came to be, as far as the index knows: creator, transaction, success.
 fn creation(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<(Address, B256, bool)>> {
     if let Some(c) = reader.get::<Accounts>(address)?.and_then(|a| a.creation) {
@@ -368,7 +374,12 @@ pub fn counters(reader: &Reader<'_>) -> Result<Response<Body>, ApiError> {
         if row.code_hash == KECCAK256_EMPTY {
             continue;
         }
-        let is_verified = facts(reader, &address, &row)?.known.is_some();
+        let facts = facts(reader, &address, &row)?;
+        // An account an EIP-7702 authorization delegates holds code but is no contract.
+        if facts.delegate_of.is_some() {
+            continue;
+        }
+        let is_verified = facts.known.is_some();
         let time = match block_times.get(&row.block) {
             Some(t) => *t,
             None => {

@@ -36,7 +36,10 @@ pub async fn start(state: &AppState, address: Address, request: Request) -> Resu
     }
     let reader = state.store.reader();
     let has_code = match reader.get::<Contracts>(&address)? {
-        Some(row) => reader.get::<Code>(&row.code_hash)?.is_some_and(|code| !code.is_empty()),
+        // An EIP-7702 delegation's code only names its delegate's: there is nothing to verify.
+        Some(row) => reader
+            .get::<Code>(&row.code_hash)?
+            .is_some_and(|code| !code.is_empty() && crate::contracts::proxy::delegate_of(&code).is_none()),
         None => false,
     };
     if !has_code {
