@@ -351,7 +351,6 @@ fn directions(flags: u16, incoming: u16, outgoing: u16) -> Value {
 const WATCHED_TOKENS: usize = 150;
 
 /// The JSON of one item; `key` is an API key's full text, shown only in the answer that created it.
-
 fn render(accounts: &Accounts, id: u64, item: &AccountItem, key: Option<String>) -> Result<Value, ApiError> {
     Ok(match item {
         AccountItem::AddressTag { address, name } => json!({
