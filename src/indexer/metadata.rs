@@ -2,8 +2,8 @@
 //! `eth_call`, off the block path, so slow or hostile contracts never stall indexing. Answers are tolerated in
 //! every shape seen in the wild: ABI strings, bytes32 strings (MKR-style), reverts, missing methods and garbage
 //! (which give nothing). Results go to `token_metadata` and the prefix index `token_search`; they are not chain
-//! state and are never reverted, but read again when the code writer stores a contract's code at a token's
-//! address (a reorg replaced the chain that created it, perhaps with another contract). While the store refuses writes (disk full) the fetcher pauses (see `pause`) and
+//! state and are never reverted, but read again when, after a reorg of this run reverted blocks at or below its
+//! creation, the code writer stores a contract's code at a token's address (perhaps another contract). While the store refuses writes (disk full) the fetcher pauses (see `pause`) and
 //! keeps the unsaved tokens for a retry.
 
 use super::pause::Pauser;
@@ -67,6 +67,8 @@ pub struct MetadataFetcher {
     head: u64,
     /// Tokens read by this run, and the newest block announced before each read (bounded).
     read_after: std::collections::HashMap<Address, u64>,
+    /// The lowest block a reorg reverted in this run: only contracts created at or above it can be re-creations.
+    lowest_reverted: Option<u64>,
 }
 
 /// Most tokens whose read [`MetadataFetcher::read_after`] remembers.
@@ -76,7 +78,8 @@ impl MetadataFetcher {
     /// A fetcher for tokens of `store`, reading from `node`, reporting pauses through `status`.
     pub fn new(store: Arc<Store>, node: Node, status: Arc<Status>, events: EventSender) -> Self {
         let pauser = Pauser::new(status, Writer::TokenMetadata);
-        MetadataFetcher { store, node, events, pauser, store_retry: None, head: 0, read_after: Default::default() }
+        let read_after = Default::default();
+        MetadataFetcher { store, node, events, pauser, store_retry: None, head: 0, read_after, lowest_reverted: None }
     }
 
     /// How long to wait before retrying the tokens of the last fetch that failed.
@@ -108,9 +111,11 @@ impl MetadataFetcher {
     fn forget(&self, token: Address) -> StoreResult<bool> {
         let reader = self.store.reader();
         let Some(old) = reader.get::<TokenMetadatas>(&token)? else { return Ok(false) };
-        // Read by this run once the creating block was announced (a token minting in its constructor): current.
-        let created = reader.get::<Contracts>(&token)?.map(|c| c.block);
-        if created.is_some_and(|block| self.read_after.get(&token).is_some_and(|read| *read >= block)) {
+        // Only a creation at or above a reverted block can replace another; and what this run read once that
+        // creation was announced (a token minting in its constructor) is current.
+        let Some(created) = reader.get::<Contracts>(&token)?.map(|c| c.block) else { return Ok(false) };
+        let after_a_reorg = self.lowest_reverted.is_some_and(|reverted| reverted <= created);
+        if !after_a_reorg || self.read_after.get(&token).is_some_and(|read| *read >= created) {
             return Ok(false);
         }
         let mut batch = self.store.batch();
@@ -199,7 +204,8 @@ impl MetadataFetcher {
                 // What was read while blocks now reverted were the chain may hold their contracts' answers.
                 Ok(ChainEvent::Reverted { number, .. }) => {
                     self.head = number.saturating_sub(1);
-                    self.read_after.clear();
+                    self.lowest_reverted = Some(self.lowest_reverted.map_or(number, |low| low.min(number)));
+                    self.read_after.retain(|_, read| *read < number);
                 }
                 // Code stored for an address is a contract created there: after a reorg, maybe another one.
                 Ok(ChainEvent::CodeStored { address, .. }) => match self.forget(address) {
