@@ -59,8 +59,39 @@ fn address_topic(address: &Address) -> String {
     Topic::Address(*address).to_string()
 }
 
-/// Blocks whose balance pushes may wait for the node at once; a block beyond them gets none.
+/// Blocks whose balance pushes may wait for the node at once; past them the oldest waiting block's are dropped
+/// (the newer ones carry the later balances).
 const BALANCE_QUEUE: usize = 64;
+
+/// The blocks whose balance pushes wait for the worker, oldest first (bounded by [`BALANCE_QUEUE`]).
+#[derive(Default)]
+struct BalanceQueue {
+    jobs: std::sync::Mutex<std::collections::VecDeque<BalanceJob>>,
+    ready: tokio::sync::Notify,
+}
+
+impl BalanceQueue {
+    fn push(&self, job: BalanceJob) {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        if jobs.len() >= BALANCE_QUEUE {
+            if let Some(dropped) = jobs.pop_front() {
+                tracing::debug!(block = dropped.number, "balance pushes dropped: the node is behind on later blocks'");
+            }
+        }
+        jobs.push_back(job);
+        drop(jobs);
+        self.ready.notify_one();
+    }
+
+    async fn pop(&self) -> BalanceJob {
+        loop {
+            if let Some(job) = self.jobs.lock().unwrap_or_else(|p| p.into_inner()).pop_front() {
+                return job;
+            }
+            self.ready.notified().await;
+        }
+    }
+}
 
 /// The balance pushes of one block: read from the node by the block's and its parent's hashes.
 struct BalanceJob {
@@ -76,8 +107,8 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
     let mut events = state.events.subscribe();
     // Balance pushes need the node, so they leave the event loop; one worker sends them block after block, so an
     // address's last push is its latest balance.
-    let (balances, jobs) = tokio::sync::mpsc::channel(BALANCE_QUEUE);
-    tokio::spawn(publish_balances(state.clone(), jobs, cancel.clone()));
+    let balances = std::sync::Arc::new(BalanceQueue::default());
+    tokio::spawn(publish_balances(state.clone(), balances.clone(), cancel.clone()));
     loop {
         let event = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -112,11 +143,7 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
     }
 }
 
-fn publish_block(
-    state: &AppState,
-    block: &Bundle,
-    balances_queue: &tokio::sync::mpsc::Sender<BalanceJob>,
-) -> StoreResult<()> {
+fn publish_block(state: &AppState, block: &Bundle, balances_queue: &BalanceQueue) -> StoreResult<()> {
     let hub = &state.ws.hub;
     if hub.connections() == 0 {
         return Ok(());
@@ -212,9 +239,7 @@ fn publish_block(
             timestamp: block.header.timestamp,
             addresses: balances,
         };
-        if balances_queue.try_send(job).is_err() {
-            tracing::debug!(block = number, "balance pushes skipped: the node is behind on earlier blocks' balances");
-        }
+        balances_queue.push(job);
     }
     Ok(())
 }
@@ -256,15 +281,11 @@ fn publish_watchlists(state: &AppState, block: &Bundle) -> StoreResult<()> {
 
 /// Sends each queued block's balance pushes, in block order, until `cancel` fires. Balances are read by block hash
 /// (EIP-1898), so a block a reorg replaced meanwhile pushes nothing rather than another branch's balance.
-async fn publish_balances(
-    state: AppState,
-    mut jobs: tokio::sync::mpsc::Receiver<BalanceJob>,
-    cancel: CancellationToken,
-) {
+async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, cancel: CancellationToken) {
     loop {
         let job = tokio::select! {
             _ = cancel.cancelled() => return,
-            job = jobs.recv() => match job { Some(job) => job, None => return },
+            job = jobs.pop() => job,
         };
         for (address, tx) in &job.addresses {
             let fetch = async {
