@@ -37,15 +37,35 @@ fn canonical(ip: IpAddr) -> IpAddr {
 }
 
 /// The client's address: the peer, or, when the peer is a trusted proxy, the nearest untrusted hop of
-/// `X-Forwarded-For` (read right to left, so a client cannot spoof past the proxy).
+/// `X-Forwarded-For` (read right to left, so a client cannot spoof past the proxy). A hop may carry a port
+/// (`203.0.113.5:4444`, `[2001:db8::1]:4444`); a hop that is no address at all (`unknown`) ends the walk there,
+/// answering the proxy's own address: the hops before it were written by whoever sent the request.
 pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpAddr]) -> IpAddr {
     let peer = canonical(peer);
     if !trusted.contains(&peer) {
         return peer;
     }
     let hops = headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(','));
-    let hops: Vec<IpAddr> = hops.filter_map(|h| h.trim().parse::<IpAddr>().ok().map(canonical)).collect();
-    hops.into_iter().rev().find(|ip| !trusted.contains(ip)).unwrap_or(peer)
+    let hops: Vec<Option<IpAddr>> = hops.map(|h| forwarded_hop(h.trim()).map(canonical)).collect();
+    for hop in hops.into_iter().rev() {
+        match hop {
+            Some(ip) if trusted.contains(&ip) => continue,
+            Some(ip) => return ip,
+            None => return peer,
+        }
+    }
+    peer
+}
+
+/// The address of one `X-Forwarded-For` hop: an address, optionally with a port (IPv6 then in brackets).
+fn forwarded_hop(hop: &str) -> Option<IpAddr> {
+    if let Ok(ip) = hop.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Some(rest) = hop.strip_prefix('[') {
+        return rest.split_once(']')?.0.parse().ok();
+    }
+    hop.parse::<std::net::SocketAddrV4>().ok().map(|a| IpAddr::V4(*a.ip()))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -306,6 +326,16 @@ mod tests {
         let stranger: IpAddr = "8.8.8.8".parse().unwrap();
         assert_eq!(client_ip(stranger, &headers, &[proxy]), stranger);
         assert_eq!(client_ip(proxy, &HeaderMap::new(), &[proxy]), proxy);
+        // Hops with ports are addresses; a hop that is none ends the walk (what precedes it is the client's say).
+        let hop = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert("x-forwarded-for", value.parse().unwrap());
+            client_ip(proxy, &headers, &[proxy])
+        };
+        assert_eq!(hop("203.0.113.5:4444"), "203.0.113.5".parse::<IpAddr>().unwrap());
+        assert_eq!(hop("[2001:db8::1]:4444"), "2001:db8::1".parse::<IpAddr>().unwrap());
+        assert_eq!(hop("1.2.3.4, garbage"), proxy, "not the spoofable hop before the unreadable one");
+        assert_eq!(hop("unknown"), proxy);
         let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
         assert_eq!(client_ip(mapped, &HeaderMap::new(), &[]), proxy);
     }
