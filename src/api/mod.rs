@@ -203,7 +203,9 @@ pub struct OnChain {
 #[derive(Debug, Default)]
 struct OnChainCache {
     tip: Option<Tip>,
-    entries: HashMap<Address, OnChain>,
+    /// What the node said of each address at `tip`: its state, or `None` when it refused to say (it does not know
+    /// the tip's block: another branch, a pruned state), which is not asked again at that tip.
+    entries: HashMap<Address, Option<OnChain>>,
 }
 
 /// Most addresses cached per tip.
@@ -280,24 +282,31 @@ impl AppState {
         {
             let cache = self.on_chain.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(hit) = cache.entries.get(&address).filter(|_| cache.tip == tip) {
-                return Ok(*hit);
+                return hit
+                    .ok_or_else(|| NodeError::Invalid("the node refused this address's state at this block".into()));
             }
         }
         // By the tip's hash: a node that moved to another branch answers for the indexed block or not at all.
-        let (balance, code) = match tip {
+        let answer = match tip {
             Some(tip) => {
-                tokio::try_join!(self.node.balance_after(address, tip.hash), self.node.code_after(address, tip.hash))?
+                tokio::try_join!(self.node.balance_after(address, tip.hash), self.node.code_after(address, tip.hash))
             }
-            None => tokio::try_join!(self.node.balance(address, 0), self.node.code(address, 0))?,
+            None => tokio::try_join!(self.node.balance(address, 0), self.node.code(address, 0)),
         };
-        let fresh = OnChain { balance, has_code: !code.is_empty() };
+        let answer = answer.map(|(balance, code)| OnChain { balance, has_code: !code.is_empty() });
+        let fresh = match &answer {
+            Ok(state) => Some(*state),
+            Err(NodeError::Rpc { .. } | NodeError::Invalid(_)) => None,
+            // Unreachable or slow: asked again next time.
+            Err(_) => return answer,
+        };
         let mut cache = self.on_chain.lock().unwrap_or_else(|p| p.into_inner());
         if cache.tip != tip || cache.entries.len() >= ON_CHAIN_CACHE_LIMIT {
             cache.tip = tip;
             cache.entries.clear();
         }
         cache.entries.insert(address, fresh);
-        Ok(fresh)
+        answer
     }
 }
 
