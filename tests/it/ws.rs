@@ -9,14 +9,20 @@ use std::time::Duration;
 
 const PATH: &str = "/socket/v2/websocket?vsn=2.0.0";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn raw_client_sees_exact_frames_and_live_pushes() {
+/// A node, a daemon synced to it and a raw WebSocket client connected to the daemon.
+async fn connected() -> (rockscout::dev::anvil::Anvil, alloy::providers::RootProvider, TestDaemon, WsClient) {
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
-    let accounts = anvil.addresses();
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     wait_synced(&t.daemon, &node).await;
-    let mut c = WsClient::connect(t.daemon.addr(), PATH).await;
+    let c = WsClient::connect(t.daemon.addr(), PATH).await;
+    (anvil, node, t, c)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_client_sees_exact_frames_and_live_pushes() {
+    let (anvil, node, t, mut c) = connected().await;
+    let accounts = anvil.addresses();
 
     c.send(&json!(["3", "3", "blocks:new_block", "phx_join", {}])).await;
     assert_eq!(c.frame().await, json!(["3", "3", "blocks:new_block", "phx_reply", {"status": "ok", "response": {}}]));
@@ -225,12 +231,8 @@ async fn a_burst_of_blocks_is_broadcast_block_by_block() {
 /// is the node's balance after the head (they were sent by one task per block, in whatever order they finished).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn balance_pushes_follow_block_order() {
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
+    let (anvil, node, t, mut c) = connected().await;
     let accounts = anvil.addresses();
-    let t = start_daemon(&anvil.http_url(), |_| {}).await;
-    wait_synced(&t.daemon, &node).await;
-    let mut c = WsClient::connect(t.daemon.addr(), PATH).await;
     let receiver = accounts[7];
     let topic = format!("addresses:{receiver:#x}");
     c.send(&json!(["1", "1", topic, "phx_join", {}])).await;
