@@ -15,7 +15,7 @@ use crate::status::Status;
 use crate::store::records::Bundle;
 use alloy::primitives::{Address, B256};
 use futures_util::StreamExt;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -152,10 +152,10 @@ impl Fetcher {
                 break;
             }
         }
-        self.settle_authorizations(&mut blocks, cancel).await?;
+        let live = blocks.iter().position(|b| to.saturating_sub(b.number()) <= LIVE_WINDOW).unwrap_or(blocks.len());
+        self.settle_authorizations(&mut blocks, live, cancel).await?;
         // Live blocks (a suffix of the batch) come with their balances; the balance writer reads the others later,
         // the same rows either way.
-        let live = blocks.iter().position(|b| to.saturating_sub(b.number()) <= LIVE_WINDOW).unwrap_or(blocks.len());
         if self.coin_balances && live < blocks.len() {
             self.add_balances(&mut blocks[live..], cancel).await?;
         }
@@ -177,8 +177,14 @@ impl Fetcher {
 
     /// Settles the EIP-7702 authorizations of `blocks` from their authorities' nonces before each block (one
     /// batched `eth_getTransactionCount` per authority, only for blocks that carry authorizations). A block whose
-    /// state the node refuses keeps those statuses unknown. `None` on cancellation.
-    async fn settle_authorizations(&self, blocks: &mut [Bundle], cancel: &CancellationToken) -> Option<()> {
+    /// state the node refuses keeps those statuses unknown; only live blocks (from index `live` on) are asked
+    /// again. `None` on cancellation.
+    async fn settle_authorizations(
+        &self,
+        blocks: &mut [Bundle],
+        live: usize,
+        cancel: &CancellationToken,
+    ) -> Option<()> {
         let wanted: Vec<(usize, Vec<Address>)> = blocks
             .iter()
             .enumerate()
@@ -192,8 +198,9 @@ impl Fetcher {
             .iter()
             .flat_map(|(i, authorities)| authorities.iter().map(|a| (*a, blocks[*i].header.parent_hash)))
             .collect();
-        // A refused call is asked again twice (a node behind a balancer may not know the newest parent yet);
-        // what is still refused then (a pruned state) stays unknown.
+        // A refused call of a live block is asked again twice (a node behind a balancer may not know the newest
+        // parent yet); an older block's refusal is a pruned state, not asked again (catching up would wait on it).
+        let live_parents: HashSet<B256> = blocks[live..].iter().map(|b| b.header.parent_hash).collect();
         let mut known: HashMap<(Address, B256), u64> = HashMap::new();
         for attempt in 0..NONCE_ATTEMPTS {
             if attempt > 0 {
@@ -213,7 +220,8 @@ impl Fetcher {
                     Ok(nonce) => {
                         known.insert(query, nonce);
                     }
-                    Err(_) => refused.push(query),
+                    Err(_) if live_parents.contains(&query.1) => refused.push(query),
+                    Err(_) => {}
                 }
             }
             queries = refused;

@@ -3,8 +3,8 @@
 //! every shape seen in the wild: ABI strings, bytes32 strings (MKR-style), reverts, missing methods and garbage
 //! (which give nothing). Results go to `token_metadata` and the prefix index `token_search`; they are not chain
 //! state and are never reverted, but read again when, after a reorg of this run reverted blocks at or below its
-//! creation, the code writer stores a contract's code at a token's address (perhaps another contract). While the store refuses writes (disk full) the fetcher pauses (see `pause`) and
-//! keeps the unsaved tokens for a retry.
+//! creation, the code writer stores a contract's code at a token's address (perhaps another contract). While the
+//! store refuses writes (disk full) the fetcher pauses (see `pause`) and keeps the unsaved tokens for a retry.
 
 use super::pause::Pauser;
 use crate::chain::block_tokens;
@@ -192,34 +192,37 @@ impl MetadataFetcher {
                 }
                 event = events.recv() => event,
             };
-            match event {
+            let tokens = match event {
                 Ok(ChainEvent::Applied(block)) => {
                     self.head = block.number();
-                    let tokens = block_tokens(&block);
-                    if !tokens.is_empty() {
-                        retry.extend(self.fetch(tokens).await);
-                        next_retry = next_retry.min(tokio::time::Instant::now() + self.retry_delay());
-                    }
+                    block_tokens(&block)
                 }
                 // What was read while blocks now reverted were the chain may hold their contracts' answers.
                 Ok(ChainEvent::Reverted { number, .. }) => {
                     self.head = number.saturating_sub(1);
                     self.lowest_reverted = Some(self.lowest_reverted.map_or(number, |low| low.min(number)));
                     self.read_after.retain(|_, read| *read < number);
+                    BTreeSet::new()
                 }
                 // Code stored for an address is a contract created there: after a reorg, maybe another one.
                 Ok(ChainEvent::CodeStored { address, .. }) => match self.forget(address) {
-                    Ok(true) => {
-                        retry.extend(self.fetch(BTreeSet::from([address])).await);
-                        next_retry = next_retry.min(tokio::time::Instant::now() + self.retry_delay());
+                    Ok(forgotten) => forgotten.then_some(address).into_iter().collect(),
+                    Err(e) => {
+                        tracing::warn!(error = %e, token = %address, "forgetting token metadata failed");
+                        BTreeSet::new()
                     }
-                    Ok(false) => {}
-                    Err(e) => tracing::warn!(error = %e, token = %address, "forgetting token metadata failed"),
                 },
-                Ok(_) => {}
+                Ok(_) => BTreeSet::new(),
                 // Missed blocks: their tokens are found by a scan of the token table.
-                Err(RecvError::Lagged(_)) => retry.extend(self.known_tokens().unwrap_or_default()),
+                Err(RecvError::Lagged(_)) => {
+                    retry.extend(self.known_tokens().unwrap_or_default());
+                    BTreeSet::new()
+                }
                 Err(RecvError::Closed) => return,
+            };
+            if !tokens.is_empty() {
+                retry.extend(self.fetch(tokens).await);
+                next_retry = next_retry.min(tokio::time::Instant::now() + self.retry_delay());
             }
         }
     }

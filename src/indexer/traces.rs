@@ -270,6 +270,23 @@ impl TraceFollower {
         run_rounds(status, Writer::Traces, events, idle, &cancel, RoundError::store, || self.round(&cancel)).await;
     }
 
+    /// Counts one more refusal of block `n`; true once it has been refused [`REFUSALS_BEFORE_SKIP`] rounds in a row
+    /// over at least the refusal window.
+    fn refused_again(&self, n: u64) -> bool {
+        let mut refusals = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
+        let (count, since) = match *refusals {
+            Some((block, count, since)) if block == n => (count + 1, since),
+            _ => (1, std::time::Instant::now()),
+        };
+        *refusals = Some((n, count, since));
+        count >= REFUSALS_BEFORE_SKIP && since.elapsed() >= self.refused_for
+    }
+
+    /// The block the node keeps refusing, if any: rounds go no further until it is traced or passed.
+    fn refused_block(&self) -> Option<u64> {
+        self.refusals.lock().unwrap_or_else(|p| p.into_inner()).map(|(block, _, _)| block)
+    }
+
     /// Traces the next blocks; returns whether any was committed.
     async fn round(&self, cancel: &CancellationToken) -> Result<bool, RoundError> {
         let reader = self.store.reader();
@@ -338,25 +355,6 @@ impl TraceFollower {
             committed = true;
         }
         Ok(committed)
-    }
-}
-
-impl TraceFollower {
-    /// Counts one more refusal of block `n`; true once it has been refused [`REFUSALS_BEFORE_SKIP`] rounds in a row
-    /// over at least the refusal window.
-    fn refused_again(&self, n: u64) -> bool {
-        let mut refusals = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
-        let (count, since) = match *refusals {
-            Some((block, count, since)) if block == n => (count + 1, since),
-            _ => (1, std::time::Instant::now()),
-        };
-        *refusals = Some((n, count, since));
-        count >= REFUSALS_BEFORE_SKIP && since.elapsed() >= self.refused_for
-    }
-
-    /// The block the node keeps refusing, if any: rounds go no further until it is traced or passed.
-    fn refused_block(&self) -> Option<u64> {
-        self.refusals.lock().unwrap_or_else(|p| p.into_inner()).map(|(block, _, _)| block)
     }
 }
 

@@ -459,9 +459,7 @@ async fn without_tracing_the_views_answer_empty_and_a_node_without_tracing_is_de
     let a = anvil.addresses();
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let addr = t.daemon.addr();
-    let factory_tx = deploy(&node, a[0], &DemoFactory::BYTECODE).await;
-    mine(&node, 1).await;
-    let factory = created_address(&node, factory_tx).await;
+    let factory = deploy_factory(&node, a[0]).await;
     let spawn = send_call(&node, a[1], factory, DemoFactory::spawnCall { v: U256::from(5) }.abi_encode(), 0).await;
     mine(&node, 1).await;
     wait_synced(&t.daemon, &node).await;
@@ -504,12 +502,25 @@ async fn without_tracing_the_views_answer_empty_and_a_node_without_tracing_is_de
     t.daemon.shutdown().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn blocks_whose_trace_times_out_are_traced_one_transaction_at_a_time() {
+/// A node and a relay to it that can hold back or refuse its traces.
+async fn gated_node() -> (rockscout::dev::anvil::Anvil, RootProvider, Vec<Address>, TraceGate) {
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
-    let a = anvil.addresses();
     let gate = TraceGate::start(anvil.port()).await;
+    let accounts = anvil.addresses();
+    (anvil, node, accounts, gate)
+}
+
+/// Deploys the demo factory from `from` in a block of its own.
+async fn deploy_factory(node: &RootProvider, from: Address) -> Address {
+    let tx = deploy(node, from, &DemoFactory::BYTECODE).await;
+    mine(node, 1).await;
+    created_address(node, tx).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_whose_trace_times_out_are_traced_one_transaction_at_a_time() {
+    let (_anvil, node, a, gate) = gated_node().await;
     // The node never answers a whole-block trace within the daemon's timeout (not even block 0's, which tells the
     // daemon that the node traces); single transactions it does.
     gate.hold_block_traces();
@@ -519,9 +530,7 @@ async fn blocks_whose_trace_times_out_are_traced_one_transaction_at_a_time() {
     })
     .await;
     let addr = t.daemon.addr();
-    let factory_tx = deploy(&node, a[0], &DemoFactory::BYTECODE).await;
-    mine(&node, 1).await;
-    let factory = created_address(&node, factory_tx).await;
+    let factory = deploy_factory(&node, a[0]).await;
     let spawn = send_call(&node, a[1], factory, DemoFactory::spawnCall { v: U256::from(5) }.abi_encode(), 1_000).await;
     let spawn2 =
         send_call(&node, a[2], factory, DemoFactory::spawn2Call { salt: B256::repeat_byte(9) }.abi_encode(), 0).await;
@@ -542,13 +551,8 @@ async fn blocks_whose_trace_times_out_are_traced_one_transaction_at_a_time() {
 /// node traces them (it once retried the refused block forever, and nothing after it was ever traced).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_block_the_node_refuses_to_trace_is_passed() {
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
-    let a = anvil.addresses();
-    let gate = TraceGate::start(anvil.port()).await;
-    let factory_tx = deploy(&node, a[0], &DemoFactory::BYTECODE).await;
-    mine(&node, 1).await;
-    let factory = created_address(&node, factory_tx).await;
+    let (_anvil, node, a, gate) = gated_node().await;
+    let factory = deploy_factory(&node, a[0]).await;
     let refused =
         send_call(&node, a[1], factory, DemoFactory::spawnCall { v: U256::from(5) }.abi_encode(), 1_000).await;
     mine(&node, 1).await;

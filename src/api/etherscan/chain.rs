@@ -2,12 +2,12 @@
 
 use super::{bad, lower, read, Answer, Outcome, Params, Refusal};
 use crate::api::rest::headers;
-use crate::api::rest::smart_contracts::{contract_info, is_delegated, matched_artifact};
+use crate::api::rest::smart_contracts::{contract_info, matched_artifact, stored_facts};
 use crate::api::rest::tokens::token_json;
 use crate::api::rest::transactions::Replay;
 use crate::api::AppState;
 use crate::store::keys::BlockPos;
-use crate::store::records::LogRecord;
+use crate::store::records::{ContractRecord, LogRecord};
 use crate::store::tables::{Accounts, CoinBalanceNow, Logs, Tokens};
 use crate::store::{Order, Reader, StoreResult};
 use alloy::primitives::{Address, B256, U256};
@@ -529,16 +529,14 @@ pub(super) async fn listcontracts(params: Params, state: &AppState, deadline: to
     let paging = params.paging(10, true)?;
     read(state, deadline, move |r| {
         // Accounts an EIP-7702 authorization delegates hold code but are no contracts.
-        let contracts = r
-            .contracts_after(None)
-            .filter_map(|row| match row {
-                Ok((address, _)) => match is_delegated(r, &address) {
-                    Ok(true) => None,
-                    Ok(false) => Some(matched_artifact(r, &address).map(|known| (address, known))),
-                    Err(e) => Some(Err(e)),
-                },
-                Err(e) => Some(Err(e)),
-            });
+        let listed = |row: StoreResult<(Address, ContractRecord)>| -> StoreResult<Option<_>> {
+            let address = row?.0;
+            Ok(match stored_facts(r, &address)? {
+                Some(facts) if facts.delegate_of.is_some() => None,
+                facts => Some((address, facts.and_then(|f| f.known))),
+            })
+        };
+        let contracts = r.contracts_after(None).filter_map(|row| listed(row).transpose());
         let shown = paging.page(contracts, |(_, known)| wanted.is_none_or(|verified| verified == known.is_some()))?;
         let items: Vec<Value> = shown
             .into_iter()

@@ -113,33 +113,34 @@ fn contracts_of(
     let unique: Vec<Address> = addresses.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
     let accounts = reader.multi_get::<Accounts>(&unique)?;
     let names = reader.primary_names(&unique)?;
-    let mut flags = HashMap::with_capacity(unique.len());
-    let mut known = HashMap::new();
-    let mut others = Vec::new();
+    let (mut found, mut others) = (Vec::new(), Vec::new());
     for (address, account) in unique.into_iter().zip(accounts) {
         let mut is_contract = account.is_some_and(|r| r.is_contract());
         if !is_contract && traced {
             is_contract = traces::internal_creation(reader, address)?.is_some_and(|c| c.success);
         }
-        if !is_contract {
-            others.push(address);
-            continue;
+        if is_contract {
+            found.push(address)
+        } else {
+            others.push(address)
         }
+    }
+    // The rest hold code only when an EIP-7702 delegation gave them some (their `contracts` row).
+    let rows = reader.multi_get::<ContractRows>(&others)?;
+    let mut flags = HashMap::with_capacity(found.len() + others.len());
+    for (address, row) in others.into_iter().zip(rows) {
+        if row.is_some_and(|row| row.code_hash != KECCAK256_EMPTY) {
+            found.push(address);
+        } else {
+            flags.insert(address, false);
+        }
+    }
+    let mut known = HashMap::new();
+    for address in found {
         if let Some(info) = smart_contracts::contract_info(reader, &address)? {
             known.insert(address, info);
         }
         flags.insert(address, true);
-    }
-    // The rest hold code only when an EIP-7702 delegation gave them some (their `contracts` row).
-    let rows = reader.multi_get::<ContractRows>(&others)?;
-    for (address, row) in others.into_iter().zip(rows) {
-        let is_contract = row.is_some_and(|row| row.code_hash != KECCAK256_EMPTY);
-        if is_contract {
-            if let Some(info) = smart_contracts::contract_info(reader, &address)? {
-                known.insert(address, info);
-            }
-        }
-        flags.insert(address, is_contract);
     }
     Ok(Contracts::new(flags, known).with_names(names))
 }

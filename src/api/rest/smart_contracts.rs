@@ -95,10 +95,10 @@ fn info_of(reader: &Reader<'_>, facts: &CodeFacts, proxy: Option<&ProxyRecord>) 
         proxy_type: None,
         implementations: Vec::new(),
     };
-    let (kind, target) = match (facts.minimal_proxy_of.or(facts.delegate_of), proxy) {
-        (Some(target), _) if facts.delegate_of.is_some() => (ProxyType::Eip7702, target),
-        (Some(target), _) => (ProxyType::Eip1167, target),
-        (None, Some(p)) => (
+    let (kind, target) = match (facts.delegate_of, facts.minimal_proxy_of, proxy) {
+        (Some(delegate), _, _) => (ProxyType::Eip7702, delegate),
+        (None, Some(target), _) => (ProxyType::Eip1167, target),
+        (None, None, Some(p)) => (
             match p.kind {
                 ProxyKind::Eip1967 => ProxyType::Eip1967,
                 ProxyKind::Eip1967Beacon => ProxyType::Eip1967Beacon,
@@ -106,7 +106,7 @@ fn info_of(reader: &Reader<'_>, facts: &CodeFacts, proxy: Option<&ProxyRecord>) 
             },
             p.implementation,
         ),
-        (None, None) => return Ok(info),
+        (None, None, None) => return Ok(info),
     };
     info.proxy_type = Some(kind);
     info.implementations.push(implementation(reader, target)?);
@@ -124,14 +124,13 @@ pub fn contract_info(reader: &Reader<'_>, address: &Address) -> StoreResult<Opti
 
 /// The local build artifact the code at `address` matches, if any (full or partial).
 pub fn matched_artifact(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<Known>> {
-    let Some(row) = reader.get::<ContractRows>(address)? else { return Ok(None) };
-    Ok(facts(reader, address, &row)?.known)
+    Ok(stored_facts(reader, address)?.and_then(|facts| facts.known))
 }
 
-/// Whether the code stored for `address` is an EIP-7702 delegation (an account, not a contract).
-pub fn is_delegated(reader: &Reader<'_>, address: &Address) -> StoreResult<bool> {
-    let Some(row) = reader.get::<ContractRows>(address)? else { return Ok(false) };
-    Ok(facts(reader, address, &row)?.delegate_of.is_some())
+/// The facts of the code stored for `address` (`None`: no stored code).
+pub fn stored_facts(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<CodeFacts>> {
+    let Some(row) = reader.get::<ContractRows>(address)? else { return Ok(None) };
+    facts(reader, address, &row).map(Some)
 }
 
 /// How the contract came to be, as far as the index knows: creator, transaction, success.

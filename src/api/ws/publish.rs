@@ -48,7 +48,7 @@ use tokio_util::sync::CancellationToken;
 /// restart a minute behind a 400 ms chain): every block of it is broadcast.
 const BROADCAST_WINDOW: u64 = 256;
 
-/// How long a balance push waits for the node.
+/// How long a block's balance pushes wait for the node.
 const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a `raw_trace` push waits for the node's trace.
 const TRACE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -287,21 +287,23 @@ async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, c
             _ = cancel.cancelled() => return,
             job = jobs.pop() => job,
         };
-        for (address, tx) in &job.addresses {
-            let fetch = async {
-                let after = state.node.balance_after(*address, job.hash).await?;
-                let before = match job.number {
-                    0 => U256::ZERO,
-                    _ => state.node.balance_after(*address, job.parent_hash).await?,
-                };
-                Ok::<_, crate::node::NodeError>((after, before))
+        // Every address of the block in one batch per block hash (the index's own batched balance reads).
+        let addresses: Vec<Address> = job.addresses.iter().map(|(address, _)| *address).collect();
+        let fetch = async {
+            let after = state.node.balances_after(&addresses, job.hash).await?;
+            let before = match job.number {
+                0 => vec![U256::ZERO; addresses.len()],
+                _ => state.node.balances_after(&addresses, job.parent_hash).await?,
             };
-            let Ok(Ok((after, before))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
-                continue;
-            };
+            Ok::<_, crate::node::NodeError>((after, before))
+        };
+        let Ok(Ok((after, before))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
+            continue;
+        };
+        let hub = &state.ws.hub;
+        for (((address, tx), after), before) in job.addresses.iter().zip(after).zip(before) {
             let number = job.number;
             let topic = address_topic(address);
-            let hub = &state.ws.hub;
             hub.publish(
                 &topic,
                 "balance",
