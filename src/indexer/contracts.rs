@@ -409,3 +409,35 @@ impl CodeWriter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::indexer::apply::{apply_blocks, empty_block};
+    use crate::store::StoreOptions;
+
+    #[test]
+    fn code_read_at_an_older_block_never_overwrites_a_row_a_later_block_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let genesis = empty_block(0, 0, B256::ZERO);
+        let child = empty_block(1, 0, genesis.header.hash);
+        let (hash0, hash1) = (genesis.header.hash, child.header.hash);
+        apply_blocks(&store, &[genesis, child], true).unwrap();
+        let address = Address::repeat_byte(3);
+        let later = ContractRecord { code_hash: B256::repeat_byte(1), creation_tx: B256::ZERO, block: 1, proxy: None };
+        let mut batch = store.batch();
+        batch.put::<Contracts>(&address, &later).unwrap();
+        store.write(batch, Durability::Buffered).unwrap();
+
+        let older = NewContract { block: 0, block_hash: hash0, address, tx: B256::repeat_byte(2), upgrade: false };
+        let code = Bytes::from_static(&[0x60, 0x00]);
+        assert_eq!(commit(&store, &older, &code, None).unwrap(), Saved::NotCanonical);
+        assert_eq!(store.reader().get::<Contracts>(&address).unwrap(), Some(later));
+
+        let same = NewContract { block: 1, block_hash: hash1, ..older };
+        assert_eq!(commit(&store, &same, &code, None).unwrap(), Saved::Code { changed: true });
+        let stored = store.reader().get::<Contracts>(&address).unwrap().unwrap();
+        assert_eq!((stored.code_hash, stored.block), (keccak256(&code), 1));
+    }
+}

@@ -475,6 +475,11 @@ async fn eip7702_delegations_follow_the_node() {
     let (page, _) = delegated(a4).await;
     assert_eq!(page["is_contract"], false, "{page}");
     assert_eq!(counters(addr).await, contracts_before, "delegated accounts are not counted as contracts");
+    let listed = get_json(addr, "/api?module=contract&action=listcontracts&offset=100").await["result"].clone();
+    let listed: Vec<&str> = listed.as_array().unwrap().iter().filter_map(|c| c["Address"].as_str()).collect();
+    let lower = |a: Address| format!("{a:#x}");
+    assert!(listed.contains(&lower(delegate).as_str()), "the delegate itself is a contract: {listed:?}");
+    assert!(!listed.contains(&lower(a3).as_str()) && !listed.contains(&lower(a5).as_str()), "{listed:?}");
 
     // Key 3 clears its delegation; a reorg removes that block again.
     let clear = vec![authorization(KEY3, chain, Address::ZERO, n3 + 1)];
