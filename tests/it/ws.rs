@@ -83,6 +83,15 @@ async fn raw_client_sees_exact_frames_and_live_pushes() {
             json!(["3", "3", "blocks:new_block", "phx_close", {}]),
         ]
     );
+
+    // A pending transfer to its own sender is pushed to that address once.
+    let own = format!("{:#x}", transfer(&node, sender, sender, 1).await);
+    let names_own =
+        |f: &Value| f[4]["transactions"].as_array().is_some_and(|t| t.iter().any(|t| t["hash"] == own.as_str()));
+    let pending =
+        c.until(Duration::from_secs(30), |f| f[2] == spelled && f[3] == "pending_transaction" && names_own(f)).await;
+    let copies = pending[4]["transactions"].as_array().unwrap().iter().filter(|t| t["hash"] == own.as_str()).count();
+    assert_eq!(copies, 1, "{pending}");
     t.daemon.shutdown().await.unwrap();
 }
 

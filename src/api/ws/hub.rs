@@ -1,13 +1,14 @@
 //! The fan-out hub: which connection listens to which topic, and delivery of broadcast frames.
 //!
 //! A broadcast is encoded once per topic spelling and the same bytes are queued for every subscriber. Every
-//! connection has a bounded queue; a connection whose queue is full is kicked (it closes with 1013), so a slow
-//! client never makes memory grow or holds back the others.
+//! connection has a queue bounded in frames and in bytes ([`MAX_QUEUED_BYTES`]); a connection whose queue is full is
+//! kicked (it closes with 1013), so a slow client never makes memory grow or holds back the others.
 
 use super::protocol::Subscription;
 use crate::metrics::Metrics;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -15,10 +16,16 @@ use tokio_util::sync::CancellationToken;
 /// One encoded frame, shared by every connection it goes to.
 pub type Frame = Arc<str>;
 
+/// Most bytes of frames one connection may have queued (a push of many pending transactions can be a megabyte);
+/// past it the connection is kicked like one whose queue is full of frames.
+pub const MAX_QUEUED_BYTES: usize = 16 << 20;
+
 #[derive(Debug)]
 struct Connection {
     queue: mpsc::Sender<Frame>,
     kicked: CancellationToken,
+    /// Bytes of the frames in `queue`.
+    queued: Arc<AtomicUsize>,
 }
 
 #[derive(Debug, Default)]
@@ -34,10 +41,26 @@ struct Registry {
 pub struct Attached {
     /// Connection id.
     pub id: u64,
-    /// Frames to send.
-    pub frames: mpsc::Receiver<Frame>,
+    frames: mpsc::Receiver<Frame>,
+    queued: Arc<AtomicUsize>,
     /// Fired when the connection fell too far behind.
     pub kicked: CancellationToken,
+}
+
+impl Attached {
+    /// The next frame to send; `None` once the hub forgot the connection.
+    pub async fn recv(&mut self) -> Option<Frame> {
+        let frame = self.frames.recv().await?;
+        self.queued.fetch_sub(frame.len(), Ordering::Relaxed);
+        Some(frame)
+    }
+
+    #[cfg(test)]
+    fn try_recv(&mut self) -> Option<Frame> {
+        let frame = self.frames.try_recv().ok()?;
+        self.queued.fetch_sub(frame.len(), Ordering::Relaxed);
+        Some(frame)
+    }
 }
 
 /// Topic subscriptions of every WebSocket connection.
@@ -61,12 +84,12 @@ impl Hub {
     /// Registers a new connection.
     pub fn attach(&self) -> Attached {
         let (queue, frames) = mpsc::channel(self.queue);
-        let kicked = CancellationToken::new();
+        let (kicked, queued) = (CancellationToken::new(), Arc::new(AtomicUsize::new(0)));
         let mut registry = self.registry();
         registry.next_id += 1;
         let id = registry.next_id;
-        registry.connections.insert(id, Connection { queue, kicked: kicked.clone() });
-        Attached { id, frames, kicked }
+        registry.connections.insert(id, Connection { queue, kicked: kicked.clone(), queued: queued.clone() });
+        Attached { id, frames, queued, kicked }
     }
 
     /// Applies a subscription change of connection `id`.
@@ -128,15 +151,24 @@ impl Hub {
             let frame: Frame = Arc::from(format!("[null,null,{},{body}", Value::from(topic.as_str())));
             for id in ids {
                 let Some(connection) = registry.connections.get(id) else { continue };
-                match connection.queue.try_send(frame.clone()) {
+                // Counted before the frame is queued, so the receiver never subtracts bytes not yet added.
+                let queued = connection.queued.fetch_add(frame.len(), Ordering::Relaxed) + frame.len();
+                let sent = if queued > MAX_QUEUED_BYTES {
+                    Err(mpsc::error::TrySendError::Full(frame.clone()))
+                } else {
+                    connection.queue.try_send(frame.clone())
+                };
+                match sent {
                     Ok(()) => delivered += 1,
-                    Err(mpsc::error::TrySendError::Full(_)) => {
-                        if !connection.kicked.is_cancelled() {
+                    Err(full_or_closed) => {
+                        connection.queued.fetch_sub(frame.len(), Ordering::Relaxed);
+                        if matches!(full_or_closed, mpsc::error::TrySendError::Full(_))
+                            && !connection.kicked.is_cancelled()
+                        {
                             self.metrics.ws_dropped_slow();
                             connection.kicked.cancel();
                         }
                     }
-                    Err(mpsc::error::TrySendError::Closed(_)) => {}
                 }
             }
         }
@@ -183,9 +215,9 @@ mod tests {
         hub.apply(b.id, &add("addresses:0xABCD", "addresses:0xabcd"));
         assert!(hub.wants("addresses:0xabcd"));
         assert_eq!(hub.publish("addresses:0xabcd", "balance", &json!({"balance": "1"})), 2);
-        assert_eq!(&*a.frames.try_recv().unwrap(), r#"[null,null,"addresses:0xabcd","balance",{"balance":"1"}]"#);
-        assert_eq!(&*b.frames.try_recv().unwrap(), r#"[null,null,"addresses:0xABCD","balance",{"balance":"1"}]"#);
-        assert!(c.frames.try_recv().is_err());
+        assert_eq!(&*a.try_recv().unwrap(), r#"[null,null,"addresses:0xabcd","balance",{"balance":"1"}]"#);
+        assert_eq!(&*b.try_recv().unwrap(), r#"[null,null,"addresses:0xABCD","balance",{"balance":"1"}]"#);
+        assert!(c.try_recv().is_none());
         hub.detach(a.id);
         hub.apply(
             b.id,
@@ -206,8 +238,8 @@ mod tests {
         hub.apply(a.id, &add("addresses:0xabcd", "addresses:0xabcd"));
         hub.publish("watchlist:0xabcd", "transaction", &json!({"transactions": []}));
         hub.publish("addresses:0xabcd", "transaction", &json!({"note": "watchlist:0xabcd"}));
-        assert!(is_private(&a.frames.try_recv().unwrap()));
-        assert!(!is_private(&a.frames.try_recv().unwrap()));
+        assert!(is_private(&a.try_recv().unwrap()));
+        assert!(!is_private(&a.try_recv().unwrap()));
     }
 
     #[test]
@@ -220,11 +252,30 @@ mod tests {
         hub.apply(fast.id, &add("blocks:new_block", "blocks:new_block"));
         for n in 0..5 {
             hub.publish("blocks:new_block", "new_block", &json!({"n": n}));
-            fast.frames.try_recv().unwrap();
+            fast.try_recv().unwrap();
         }
         assert!(slow.kicked.is_cancelled(), "the slow connection is dropped");
         assert!(!fast.kicked.is_cancelled());
         let text = metrics.encode(&Default::default());
         assert!(text.contains("rockscout_ws_dropped_slow_consumers_total 1\n"), "counted once: {text}");
+    }
+
+    #[test]
+    fn a_connection_with_too_many_bytes_queued_is_kicked_before_its_frames_run_out() {
+        let hub = Hub::new(1024, Arc::default());
+        let (mut reading, slow) = (hub.attach(), hub.attach());
+        for connection in [&reading, &slow] {
+            hub.apply(
+                connection.id,
+                &add("transactions:new_pending_transaction", "transactions:new_pending_transaction"),
+            );
+        }
+        let big = json!({"pending": "x".repeat(1 << 20)});
+        for _ in 0..(MAX_QUEUED_BYTES >> 20) + 1 {
+            hub.publish("transactions:new_pending_transaction", "pending_transaction", &big);
+            assert!(reading.try_recv().is_some());
+        }
+        assert!(slow.kicked.is_cancelled(), "{} frames of 1 MiB are more than the byte budget", MAX_QUEUED_BYTES >> 20);
+        assert!(!reading.kicked.is_cancelled(), "a connection that reads keeps its budget");
     }
 }

@@ -103,6 +103,19 @@ pub fn upgrade(mut req: Request<Incoming>, state: &AppState) -> Result<Response<
     if !fastwebsockets::upgrade::is_upgrade_request(&req) {
         return Err(ApiError::NotWebSocket);
     }
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    if header("sec-websocket-version") != Some("13") {
+        // RFC 6455 §4.4: name the version this server speaks.
+        let mut response = super::body::json_response(
+            StatusCode::UPGRADE_REQUIRED,
+            &serde_json::json!({"message": "Unsupported WebSocket version: use 13"}),
+        );
+        response.headers_mut().insert("sec-websocket-version", HeaderValue::from_static("13"));
+        return Ok(response);
+    }
+    if !header("sec-websocket-key").is_some_and(is_websocket_key) {
+        return Err(ApiError::NotWebSocket);
+    }
     let Ok(permit) = state.ws.permits.clone().try_acquire_owned() else {
         return Err(ApiError::Busy("too many WebSocket connections"));
     };
@@ -127,6 +140,12 @@ pub fn upgrade(mut req: Request<Incoming>, state: &AppState) -> Result<Response<
         response.headers_mut().insert("sec-websocket-protocol", HeaderValue::from_static("phoenix"));
     }
     Ok(response)
+}
+
+/// Whether `key` is a `Sec-WebSocket-Key`: 16 bytes in base64 (22 characters and `==`).
+fn is_websocket_key(key: &str) -> bool {
+    let (data, padding) = key.trim().split_at_checked(22).unwrap_or(("", ""));
+    padding == "==" && data.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
 
 /// What the reader task hands to the session loop.
@@ -239,18 +258,19 @@ async fn session(
     let reader = tokio::spawn(read_loop(read, config.max_message, inbound_tx));
     let hub = state.ws.hub.clone();
     let mut attached = hub.attach();
+    let kicked = attached.kicked.clone();
     let mut channels = Channels::new(config.max_topics).for_account(credential.as_ref().map(|(_, account)| *account));
     let mut deadline = Instant::now() + config.idle_timeout;
     let shutdown = state.ws.shutdown.clone();
     let closing: Option<(u16, &str)> = loop {
         tokio::select! {
             _ = shutdown.cancelled() => break Some((close::GOING_AWAY, "server shutting down")),
-            _ = attached.kicked.cancelled() => break Some((close::TRY_AGAIN_LATER, "too slow to receive broadcasts")),
+            _ = kicked.cancelled() => break Some((close::TRY_AGAIN_LATER, "too slow to receive broadcasts")),
             _ = tokio::time::sleep_until(deadline) => {
                 state.status.metrics().ws_idle_closed();
                 break Some((close::NORMAL, ""));
             }
-            frame = attached.frames.recv() => {
+            frame = attached.recv() => {
                 let Some(frame) = frame else { break None };
                 // A private topic's push goes out only while the token that joined it is still valid (it may have
                 // been revoked or expired since the connection opened).
@@ -309,4 +329,24 @@ async fn session(
         let _ = tokio::time::timeout(config.write_timeout, close).await;
     }
     reader.abort();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn websocket_keys_are_16_bytes_of_base64() {
+        assert!(is_websocket_key("dGhlIHNhbXBsZSBub25jZQ=="), "RFC 6455's example");
+        for bad in [
+            "",
+            "abc",
+            "dGhlIHNhbXBsZSBub25jZQ",
+            "dGhlIHNhbXBsZSBub25jZQ=",
+            "dGhlIHNhbXBsZSBub25j!Q==",
+            "ééééééééééééééééééééééé==",
+        ] {
+            assert!(!is_websocket_key(bad), "{bad}");
+        }
+    }
 }

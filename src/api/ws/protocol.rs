@@ -217,7 +217,12 @@ impl Channels {
                 )),
                 TopicKind::Joinable(canonical) => {
                     let previous = self.joined.remove(&m.topic);
-                    if previous.is_none() && self.joined.len() >= self.max_topics {
+                    // One spelling of a topic per connection: joining it in another letter case replaces the
+                    // spelling joined before, as a duplicate join does (each spelling would get its own copy of
+                    // every push).
+                    let respelled = self.joined.iter().find(|(_, j)| j.canonical == canonical).map(|(t, _)| t.clone());
+                    let respelled = respelled.and_then(|t| self.joined.remove(&t).map(|joined| (t, joined)));
+                    if previous.is_none() && respelled.is_none() && self.joined.len() >= self.max_topics {
                         let reason = format!("too many topics (at most {})", self.max_topics);
                         out.frames.push(reply(&m.join_ref, &m.msg_ref, &m.topic, "error", json!({"reason": reason})));
                         return out;
@@ -226,12 +231,19 @@ impl Channels {
                         out.changes
                             .push(Subscription::Remove { topic: m.topic.clone(), canonical: old.canonical.clone() });
                     }
+                    if let Some((topic, old)) = &respelled {
+                        out.changes
+                            .push(Subscription::Remove { topic: topic.clone(), canonical: old.canonical.clone() });
+                    }
                     out.changes.push(Subscription::Add { topic: m.topic.clone(), canonical: canonical.clone() });
                     self.joined.insert(m.topic.clone(), Joined { join_ref: m.join_ref.clone(), canonical });
                     ok(&mut out, &m);
                     // A duplicate join closes the old channel (clients discard it: its join_ref is stale).
                     if let Some(old) = previous {
                         out.frames.push(encode(&old.join_ref, &old.join_ref, &m.topic, "phx_close", &json!({})));
+                    }
+                    if let Some((topic, old)) = respelled {
+                        out.frames.push(encode(&old.join_ref, &old.join_ref, &topic, "phx_close", &json!({})));
                     }
                 }
             },
@@ -307,6 +319,34 @@ mod tests {
         assert_eq!(classify("exchange_rate:foo"), TopicKind::JoinCrashed);
         assert_eq!(classify("nosuch:topic"), TopicKind::Unmatched);
         assert_eq!(classify("phoenix"), TopicKind::Unmatched);
+    }
+
+    #[test]
+    fn another_spelling_of_a_joined_topic_replaces_it() {
+        let mut c = Channels::new(2);
+        let lower = "addresses:0xabcdef0123456789abcdef0123456789abcdef01";
+        let upper = "addresses:0xABCDEF0123456789ABCDEF0123456789ABCDEF01";
+        let canonical = lower.to_owned();
+        frames(&mut c, &format!(r#"["1","1","{lower}","phx_join",{{}}]"#));
+        frames(&mut c, r#"["2","2","blocks:new_block","phx_join",{}]"#);
+        let out = c.handle(parse(&format!(r#"["3","3","{upper}","phx_join",{{}}]"#)).unwrap());
+        assert_eq!(
+            out.changes,
+            vec![
+                Subscription::Remove { topic: lower.into(), canonical: canonical.clone() },
+                Subscription::Add { topic: upper.into(), canonical },
+            ]
+        );
+        let sent: Vec<Value> = out.frames.iter().map(|f| serde_json::from_str(f).unwrap()).collect();
+        assert_eq!(
+            sent,
+            vec![
+                json!(["3", "3", upper, "phx_reply", {"status": "ok", "response": {}}]),
+                json!(["1", "1", lower, "phx_close", {}]),
+            ],
+            "joined although the connection is at its limit of 2: the topic is the same"
+        );
+        assert_eq!(c.len(), 2);
     }
 
     #[test]

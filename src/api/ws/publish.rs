@@ -341,7 +341,9 @@ fn publish_pending(state: &AppState, txs: &[PendingTxRecord]) -> StoreResult<()>
     );
     let mut per_address: BTreeMap<Address, Vec<PendingTxRecord>> = BTreeMap::new();
     for tx in txs {
-        for address in [Some(tx.from), tx.to].into_iter().flatten() {
+        // A transaction to its own sender is pushed to that address once.
+        let recipient = tx.to.filter(|to| *to != tx.from);
+        for address in [Some(tx.from), recipient].into_iter().flatten() {
             if hub.wants(&address_topic(&address)) {
                 per_address.entry(address).or_default().push(tx.clone());
             }
@@ -431,5 +433,29 @@ fn publish_code(state: &AppState, address: Address, code: &Bytes, changed: bool)
     hub.publish(&topic, "fetched_bytecode", &json!({"fetched_bytecode": code.to_string()}));
     if changed {
         hub.publish(&topic, "changed_bytecode", &json!({}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(number: u64) -> BalanceJob {
+        BalanceJob { number, hash: B256::ZERO, parent_hash: B256::ZERO, timestamp: 0, addresses: Vec::new() }
+    }
+
+    #[tokio::test]
+    async fn a_full_balance_queue_drops_its_oldest_block_and_keeps_the_order() {
+        let queue = BalanceQueue::default();
+        let pushed = BALANCE_QUEUE as u64 + 3;
+        for number in 0..pushed {
+            queue.push(job(number));
+        }
+        let mut popped = Vec::new();
+        for _ in 0..BALANCE_QUEUE {
+            popped.push(queue.pop().await.number);
+        }
+        assert_eq!(popped, (3..pushed).collect::<Vec<_>>(), "the three oldest blocks are dropped, the rest in order");
+        assert!(queue.jobs.lock().unwrap().is_empty());
     }
 }
