@@ -332,6 +332,10 @@ pub struct DaemonArgs {
     /// Most HTTP connections served at once.
     #[arg(long, env = "ROCKSCOUT_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_connections: u64,
+    /// Most HTTP connections one client IP holds at once while rate limiting is on (clients in --rate-limit-exempt
+    /// and --trusted-proxies aside); its further connections are closed at once. 0: no bound.
+    #[arg(long, env = "ROCKSCOUT_MAX_CONNECTIONS_PER_IP", default_value_t = 128, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub max_connections_per_ip: u64,
     /// Most gas an eth_call, eth_estimateGas, eth_createAccessList or debug_traceCall on /api/eth may use; a call
     /// asking for more (or for no limit) gets this.
     #[arg(long, env = "ROCKSCOUT_RPC_GAS_CAP", default_value_t = 50_000_000, value_parser = clap::value_parser!(u64).range(21_000..))]
@@ -531,6 +535,7 @@ impl Config {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),
                 request_timeout: Duration::from_millis(args.request_timeout_ms),
                 max_connections: args.max_connections as usize,
+                max_connections_per_ip: args.max_connections_per_ip as usize,
                 idle_timeout: Duration::from_millis(args.idle_timeout_ms),
                 write_timeout: Duration::from_millis(args.write_timeout_ms),
                 rate_limit: RateLimitConfig {

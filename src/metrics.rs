@@ -105,6 +105,7 @@ pub struct Metrics {
     http_request_duration: Family<RouteLabels, Histogram, fn() -> Histogram>,
     rate_limited: Counter,
     open_connections: Gauge,
+    connections_refused: Counter,
     rpc_in_flight: Gauge,
     ws_connections: Gauge,
     ws_subscriptions: Gauge,
@@ -211,6 +212,11 @@ impl Metrics {
             http_request_duration,
             rate_limited: counter(&mut r, "http_rate_limited", "Requests refused with 429 by the per-client limiter"),
             open_connections: gauge(&mut r, "http_open_connections", "HTTP connections open on the API listener"),
+            connections_refused: counter(
+                &mut r,
+                "http_connections_refused",
+                "HTTP connections closed at once because their client IP held its most connections",
+            ),
             rpc_in_flight: gauge(
                 &mut r,
                 "rpc_passthrough_in_flight",
@@ -325,6 +331,11 @@ impl Metrics {
         } else {
             self.open_connections.dec();
         }
+    }
+
+    /// A connection was closed at once: its client held its most connections.
+    pub fn connection_refused(&self) {
+        self.connections_refused.inc();
     }
 
     /// A WebSocket connection was closed for falling behind.

@@ -314,6 +314,14 @@ impl Accounts {
         Ok(true)
     }
 
+    /// Revokes `token` when it is a valid account token (a sign-out); whether it was one.
+    pub fn sign_out(&self, token: &str) -> Result<bool, AccountError> {
+        match self.verify::<UserTokens>(token, TOKEN_PREFIX)? {
+            Some((id, _)) => self.revoke_token(id),
+            None => Ok(false),
+        }
+    }
+
     /// Revokes every token of `owner`; returns how many.
     pub fn revoke_tokens_of(&self, owner: Address) -> Result<usize, AccountError> {
         let _guard = self.lock();
@@ -348,6 +356,15 @@ impl Accounts {
         }
         self.store.write(batch, Durability::Sync)?;
         Ok(keys.len())
+    }
+
+    /// The item id of `owner`'s API key whose key id is `key_id`: `NotFound` when `owner` has none.
+    pub fn api_key_item(&self, owner: Address, key_id: u64) -> Result<u64, AccountError> {
+        let keys = self.store.reader().account_items(owner, ItemKind::ApiKey, None, MAX_API_KEYS)?;
+        keys.into_iter()
+            .find(|(_, item)| matches!(item, AccountItem::ApiKey { key_id: k, .. } if *k == key_id))
+            .map(|(id, _)| id)
+            .ok_or(AccountError::NotFound)
     }
 
     /// `owner`'s items of `kind`, newest first, after item id `after`, at most `limit`.

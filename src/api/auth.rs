@@ -104,7 +104,8 @@ pub fn presented_token(headers: &HeaderMap) -> Option<&str> {
     let bearer = headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        // The scheme is case-insensitive (RFC 9110).
+        .and_then(|v| v.get(..7).filter(|scheme| scheme.eq_ignore_ascii_case("bearer ")).map(|_| &v[7..]))
         .map(str::trim);
     bearer.or_else(|| {
         headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|pair| {
@@ -314,6 +315,13 @@ mod tests {
         assert_eq!(presented_token(&headers), Some("rst_cookie"));
         headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer rst_header"));
         assert_eq!(presented_token(&headers), Some("rst_header"));
+        for scheme in ["bearer", "BEARER", "bEaReR"] {
+            headers.insert(AUTHORIZATION, HeaderValue::from_str(&format!("{scheme} rst_header")).unwrap());
+            assert_eq!(presented_token(&headers), Some("rst_header"), "{scheme}");
+        }
+        headers.insert(AUTHORIZATION, HeaderValue::from_static("Basic rst_header"));
+        assert_eq!(presented_token(&headers), Some("rst_cookie"), "another scheme is no token: the cookie is");
+        headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer rst_header"));
         assert!(carries_credentials(&headers, None));
         assert!(carries_credentials(&HeaderMap::new(), Some("a=1&apikey=x")));
         assert!(!carries_credentials(&HeaderMap::new(), Some("a=1")));

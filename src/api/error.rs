@@ -163,8 +163,15 @@ impl ApiError {
             tracing::debug!(error = %self, %status, "request refused");
         }
         let mut response = json_response(status, &self.body());
-        if let ApiError::MethodNotAllowed { allow } = self {
-            response.headers_mut().insert(hyper::header::ALLOW, hyper::header::HeaderValue::from_static(allow));
+        match self {
+            ApiError::MethodNotAllowed { allow } => {
+                response.headers_mut().insert(hyper::header::ALLOW, hyper::header::HeaderValue::from_static(allow));
+            }
+            // A bucket of its own (CSV exports) or a full queue (verification): worth asking again a second later.
+            ApiError::Throttled(_) | ApiError::Busy(_) => {
+                response.headers_mut().insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
+            }
+            _ => {}
         }
         response
     }

@@ -134,6 +134,13 @@ impl<K: Copy + Eq + std::hash::Hash + Ord> RateLimiter<K> {
         &self.config.trusted_proxies
     }
 
+    /// Whether the peer `ip` is one that per-client bounds leave alone: an exempt client or a trusted proxy (whose
+    /// connections carry many clients).
+    pub fn spares_peer(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        self.config.exempt.contains(&ip) || self.config.trusted_proxies.contains(&ip)
+    }
+
     fn capacity(&self) -> f64 {
         f64::from(self.config.burst.max(1))
     }

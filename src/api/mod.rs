@@ -80,6 +80,9 @@ pub struct ApiConfig {
     pub shutdown_grace: Duration,
     /// Most connections served at once; further clients wait in the listen backlog.
     pub max_connections: usize,
+    /// Most connections one client IP holds at once while rate limiting is on (exempt clients and trusted proxies
+    /// aside); its further connections are closed at once. 0: no bound.
+    pub max_connections_per_ip: usize,
     /// Per-client rate limiting.
     pub rate_limit: RateLimitConfig,
     /// The JSON-RPC passthrough.
@@ -116,6 +119,7 @@ impl Default for ApiConfig {
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
             max_connections: 1024,
+            max_connections_per_ip: 128,
             rate_limit: RateLimitConfig::default(),
             rpc: RpcConfig::default(),
             ws: ws::WsConfig::default(),
@@ -170,6 +174,8 @@ pub struct Shared {
     keyed_ip_limiter: RateLimiter,
     /// One permit per store-reading handler running on the blocking pool.
     readers: Arc<tokio::sync::Semaphore>,
+    /// One permit per KiB of the large request bodies being received ([`BODY_BUDGET`]).
+    body_budget: Arc<tokio::sync::Semaphore>,
     rpc: rpc::Passthrough,
     stats: Mutex<Option<Arc<ChainStats>>>,
     on_chain: Mutex<OnChainCache>,
@@ -266,6 +272,7 @@ impl AppState {
                 config.rate_limit.max_tracked,
             ),
             readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
+            body_budget: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET >> 10)),
             rpc: rpc::Passthrough::new(config.rpc.clone()),
             config,
             stats: Mutex::new(None),
@@ -322,6 +329,9 @@ impl std::ops::Deref for AppState {
 /// connection ended within it (connections still open then are dropped).
 pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationToken) -> bool {
     let connections = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
+    // One client cannot take every slot with connections that never send a request (the rate limit counts requests).
+    let per_ip = (state.limiter.enabled() && state.config.max_connections_per_ip > 0)
+        .then(|| limits::ConcurrencyLimiter::new(state.config.max_connections_per_ip, state.config.max_connections));
     let tracker = tokio_util::task::TaskTracker::new();
     let force = CancellationToken::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -347,6 +357,17 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
                     continue;
                 }
             },
+        };
+        let peer_slot = match &per_ip {
+            Some(per_ip) if !state.limiter.spares_peer(peer.ip()) => match per_ip.try_acquire(peer.ip()) {
+                Some(slot) => Some(slot),
+                None => {
+                    tracing::debug!(%peer, "closed a connection over the client's connection limit");
+                    state.status.metrics().connection_refused();
+                    continue;
+                }
+            },
+            _ => None,
         };
         // Responses leave in several writes (headers, body chunks): without this, Nagle's algorithm can hold the last
         // one back until the client's delayed acknowledgement, tens of milliseconds later.
@@ -374,7 +395,7 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
             let ended = conn::drive(connection, &activity, timeouts, &cancel, &force).await;
             tracing::debug!(%peer, ?ended, "connection closed");
             metrics.connection(false);
-            drop(permit);
+            drop((permit, peer_slot));
         });
     }
     drop(listener);
@@ -493,6 +514,10 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
                 rpc::code::LIMIT_EXCEEDED,
                 message,
             )
+        } else if matches!(parsed, Ok(Route::Etherscan)) {
+            // Etherscan's clients read the envelope (and Etherscan's own words for this).
+            let envelope = serde_json::json!({"status": "0", "message": "NOTOK", "result": "Max rate limit reached"});
+            json_response(StatusCode::TOO_MANY_REQUESTS, &envelope)
         } else {
             json_response(StatusCode::TOO_MANY_REQUESTS, &serde_json::json!({"message": "Too many requests"}))
         }
@@ -599,13 +624,36 @@ where
     task.await.map_err(|e| ApiError::Internal(format!("read task failed: {e}")))?
 }
 
+/// Bytes of request bodies the server receives at once, over every connection (bodies of at most
+/// [`SMALL_BODY`] are not counted): each body reserves its `Content-Length` (its limit when chunked) while it is read;
+/// a body that finds no room is refused with 503, so clients that start large bodies and never finish them cannot
+/// make the server hold their limits times its connections.
+pub const BODY_BUDGET: usize = 64 << 20;
+
+/// Bodies this small are read without a reservation from [`BODY_BUDGET`].
+const SMALL_BODY: usize = 64 << 10;
+
 /// Reads a request body of at most `limit` bytes (the `Content-Length` is checked first, the stream as it comes)
-/// within `within` ([`ApiConfig::body_timeout`]): a body that stops short of its length is the client's fault.
-pub(crate) async fn read_body(req: Request<Incoming>, limit: usize, within: Duration) -> Result<Bytes, ApiError> {
+/// within [`ApiConfig::body_timeout`] (a body that stops short of its length is the client's fault), inside the
+/// server's [`BODY_BUDGET`].
+pub(crate) async fn read_body(state: &AppState, req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+    let within = state.config.body_timeout();
     let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::PayloadTooLarge { limit });
     }
+    let reserved = declared.map_or(limit, |n| n as usize);
+    let kib = reserved.div_ceil(1024).min(BODY_BUDGET >> 10) as u32;
+    let _reservation = if reserved > SMALL_BODY {
+        let budget = state.body_budget.clone();
+        Some(
+            budget
+                .try_acquire_many_owned(kib)
+                .map_err(|_| ApiError::Busy("too many large request bodies are being received; retry shortly"))?,
+        )
+    } else {
+        None
+    };
     let collected = tokio::time::timeout(within, http_body_util::Limited::new(req.into_body(), limit).collect())
         .await
         .map_err(|_| ApiError::BodyTimeout { within })?;

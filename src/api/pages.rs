@@ -187,8 +187,8 @@ async fn list(state: &AppState, deadline: Instant, route: Route) -> Result<Value
             read(state, deadline, move |r| addresses::logs(r, address, topic, page)).await
         }
         Route::SmartContract(address) => smart_contracts::detail(state, address).await,
-        Route::Tokens { kinds, q, page } => {
-            read(state, deadline, move |r| tokens::list(r, &kinds, q.as_deref(), page)).await
+        Route::Tokens { kinds, q, fewest_first, page } => {
+            read(state, deadline, move |r| tokens::list(r, &kinds, q.as_deref(), fewest_first, page)).await
         }
         Route::TokenTransfersOf { token, page } => {
             read(state, deadline, move |r| tokens::transfers(r, token, page)).await

@@ -154,6 +154,15 @@ fn token_id(raw: &str) -> Result<U256, ApiError> {
         .ok_or_else(|| ApiError::invalid("token_id_param", "Invalid format. Expected a non-negative integer"))
 }
 
+/// `order`: `asc` is true, `desc` (the default) false.
+fn ascending(q: &Query) -> Result<bool, ApiError> {
+    match q.get("order") {
+        None | Some("desc") => Ok(false),
+        Some("asc") => Ok(true),
+        Some(_) => Err(ApiError::invalid("order", "Invalid value for enum")),
+    }
+}
+
 fn direction(q: &Query) -> Result<Option<Direction>, ApiError> {
     match q.get("filter") {
         None => Ok(None),
@@ -354,6 +363,8 @@ pub enum Route {
         kinds: Vec<TokenKind>,
         /// `q`: name or symbol prefix.
         q: Option<String>,
+        /// `sort=holders_count&order=asc`: fewest holders first (most first otherwise).
+        fewest_first: bool,
         /// Size and cursor.
         page: Page<TokenCursor>,
     },
@@ -533,11 +544,36 @@ pub enum ItemAction {
     /// `POST` a new item.
     Create,
     /// `GET` one item.
-    Get(u64),
+    Get(ItemRef),
     /// `PUT` new contents of an item.
-    Update(u64),
+    Update(ItemRef),
     /// `DELETE` an item.
-    Delete(u64),
+    Delete(ItemRef),
+}
+
+/// How a path names one account item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemRef {
+    /// By its item id.
+    Id(u64),
+    /// An API key by its key's id, as the key (`rsk_<16 hex id>_…`, whole or as the list masks it) shows it:
+    /// Blockscout's frontend names keys by their `api_key`.
+    ApiKey(u64),
+}
+
+impl ItemRef {
+    /// The item `segment` names in a list of `kind`.
+    fn parse(kind: ItemKind, segment: &str) -> Result<ItemRef, ApiError> {
+        if let Ok(id) = segment.parse::<u64>() {
+            return Ok(ItemRef::Id(id));
+        }
+        let key_id = (kind == ItemKind::ApiKey)
+            .then(|| segment.strip_prefix(crate::account::API_KEY_PREFIX)?.strip_prefix('_'))
+            .flatten()
+            .and_then(|rest| rest.get(..16).filter(|_| rest.as_bytes().get(16) == Some(&b'_')))
+            .and_then(|hex| u64::from_str_radix(hex, 16).ok());
+        key_id.map(ItemRef::ApiKey).ok_or_else(|| ApiError::invalid("id", "Invalid format. Expected an integer"))
+    }
 }
 
 /// Every route of the account API (`/api/account/v2`).
@@ -549,6 +585,10 @@ pub enum AccountRoute {
     SiweMessage(Address),
     /// `POST /authenticate_via_wallet`.
     AuthenticateViaWallet,
+    /// `GET /get_csrf`: answered 200 without a token (the account API's CSRF defence is its JSON bodies).
+    Csrf,
+    /// `GET|POST /api/account/auth/logout` (outside `v2`, as Blockscout has it): revokes the presented token.
+    Logout,
     /// `/user/tags/address`, `/user/tags/transaction`, `/user/watchlist`, `/user/api_keys`, `/user/custom_abis`
     /// (and `/:id`).
     Items {
@@ -579,6 +619,7 @@ fn parse_account(method: &Method, segments: &[&str], q: &Query) -> Result<Accoun
             return Ok(AccountRoute::SiweMessage(parse_address(raw, "address")?));
         }
         ["authenticate_via_wallet"] => return only(Method::POST, "POST").map(|()| AccountRoute::AuthenticateViaWallet),
+        ["get_csrf"] => return only(Method::GET, "GET").map(|()| AccountRoute::Csrf),
         ["user", "tags", "address", ..] => ItemKind::AddressTag,
         ["user", "tags", "transaction", ..] => ItemKind::TransactionTag,
         ["user", "watchlist", ..] => ItemKind::Watch,
@@ -606,7 +647,7 @@ fn parse_account(method: &Method, segments: &[&str], q: &Query) -> Result<Accoun
             _ => return Err(ApiError::MethodNotAllowed { allow: "GET, POST" }),
         },
         [id] => {
-            let id = || id.parse::<u64>().map_err(|_| ApiError::invalid("id", "Invalid format. Expected an integer"));
+            let id = || ItemRef::parse(kind, id);
             match *method {
                 Method::GET | Method::HEAD => ItemAction::Get(id()?),
                 Method::PUT | Method::PATCH => ItemAction::Update(id()?),
@@ -657,6 +698,12 @@ impl Route {
                 }
             }
             ["api", "account", "v2", rest @ ..] => return parse_account(method, rest, &q).map(Route::Account),
+            ["api", "account", "auth", "logout"] => {
+                return match *method {
+                    Method::GET | Method::HEAD | Method::POST => Ok(Route::Account(AccountRoute::Logout)),
+                    _ => Err(ApiError::MethodNotAllowed { allow: "GET, POST" }),
+                }
+            }
             ["api", "v2", "smart-contracts", hash, "verification", "via", via]
                 if super::rest::verification::Via::parse(via).is_some() =>
             {
@@ -764,11 +811,7 @@ impl Route {
                     }
                     Some(_) => return Err(ApiError::invalid("sort", "Invalid value for enum")),
                 }
-                let ascending = match q.get("order") {
-                    None | Some("desc") => false,
-                    Some("asc") => true,
-                    Some(_) => return Err(ApiError::invalid("order", "Invalid value for enum")),
-                };
+                let ascending = ascending(q)?;
                 Route::AddressTransactions { address: addr(a)?, direction, ascending, page: page(q)? }
             }
             ["addresses", a, "logs"] => {
@@ -799,8 +842,16 @@ impl Route {
                     return Err(ApiError::invalid("q", "Invalid value: longer than 256 characters"));
                 }
                 let page = page(q)?;
+                // Without market data every token's fiat value and market cap are null: sorting by them keeps the
+                // holder order.
+                let by_holders = match q.get("sort") {
+                    None | Some("") | Some("fiat_value") | Some("circulating_market_cap") => false,
+                    Some("holders_count") => true,
+                    Some(_) => return Err(ApiError::invalid("sort", "Invalid value for enum")),
+                };
+                let fewest_first = by_holders && ascending(q)?;
                 let Some(kinds) = token_kinds(q)? else { return Ok(Some(Route::NoItems)) };
-                Route::Tokens { kinds, q: text, page }
+                Route::Tokens { kinds, q: text, fewest_first, page }
             }
             ["tokens", a] => Route::Token(addr(a)?),
             ["tokens", a, "transfers"] => Route::TokenTransfersOf { token: addr(a)?, page: page(q)? },
@@ -832,6 +883,16 @@ impl Route {
                     Some(l @ ("solidity" | "vyper" | "yul" | "geas")) => Some(l.to_owned()),
                     Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
                 };
+                match q.get("sort") {
+                    None | Some("") => {}
+                    Some("balance") | Some("transactions_count") => {
+                        return Err(ApiError::invalid(
+                            "sort",
+                            "Sorting by balance or transactions_count is not supported",
+                        ))
+                    }
+                    Some(_) => return Err(ApiError::invalid("sort", "Invalid value for enum")),
+                }
                 Route::SmartContracts { q: text, language, page: page(q)? }
             }
             ["smart-contracts", "counters"] => Route::SmartContractCounters,
@@ -869,11 +930,7 @@ impl Route {
                 Route::AddressNftCollections { address, kinds, page }
             }
             ["addresses"] => {
-                let ascending = match q.get("order") {
-                    None | Some("desc") => false,
-                    Some("asc") => true,
-                    Some(_) => return Err(ApiError::invalid("order", "Invalid value for enum")),
-                };
+                let ascending = ascending(q)?;
                 match q.get("sort") {
                     None | Some("balance") if !ascending => {}
                     None | Some("balance") | Some("transactions_count") => {
@@ -1047,7 +1104,7 @@ impl Route {
     pub fn writes(&self) -> bool {
         matches!(
             self,
-            Route::Account(AccountRoute::AuthenticateViaWallet | AccountRoute::SiweMessage(_))
+            Route::Account(AccountRoute::AuthenticateViaWallet | AccountRoute::SiweMessage(_) | AccountRoute::Logout)
                 | Route::Account(AccountRoute::Items {
                     action: ItemAction::Create | ItemAction::Update(_) | ItemAction::Delete(_),
                     ..
@@ -1083,7 +1140,7 @@ impl Route {
                     Err(refused) => return Ok(*refused),
                 };
                 let limit = state.rpc.config().max_body;
-                match read_body(req, limit, state.config.body_timeout()).await {
+                match read_body(state, req, limit).await {
                     Ok(body) => Ok(state.rpc.call(&state.rpc_url, body, state.status.snapshot().node_head).await),
                     Err(ApiError::PayloadTooLarge { limit }) => Ok(rpc::error_response(
                         StatusCode::PAYLOAD_TOO_LARGE,
@@ -1096,6 +1153,12 @@ impl Route {
                         serde_json::Value::Null,
                         rpc::code::INVALID_REQUEST,
                         &format!("request body not received within {} s", within.as_secs_f64()),
+                    )),
+                    Err(ApiError::Busy(what)) => Ok(rpc::error_response(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        serde_json::Value::Null,
+                        rpc::code::LIMIT_EXCEEDED,
+                        &format!("service busy: {what}"),
                     )),
                     Err(e) => Err(e),
                 }
@@ -1210,8 +1273,8 @@ impl Route {
                 read(state, deadline, move |r| traces::of_block(r, id, kinds, page)).await
             }
             Route::InternalTransactions { page } => read(state, deadline, move |r| traces::all(r, page)).await,
-            Route::Tokens { kinds, q, page } => {
-                read(state, deadline, move |r| tokens::list(r, &kinds, q.as_deref(), page)).await
+            Route::Tokens { kinds, q, fewest_first, page } => {
+                read(state, deadline, move |r| tokens::list(r, &kinds, q.as_deref(), fewest_first, page)).await
             }
             Route::Token(token) => read(state, deadline, move |r| tokens::detail(r, token)).await,
             Route::TokenTransfersOf { token, page } => {
@@ -1440,6 +1503,7 @@ mod tests {
     #[test]
     fn account_routes_parse_with_their_methods() {
         let items = |kind, action| Ok(Route::Account(AccountRoute::Items { kind, action }));
+        let full_key = format!("/api/account/v2/user/api_keys/rsk_0000000000000010_{}", "ab".repeat(32));
         let cases: Vec<(Method, &str, Result<Route, ApiError>)> = vec![
             (Method::GET, "/api/account/v2/user/info", Ok(Route::Account(AccountRoute::UserInfo))),
             (Method::POST, "/api/account/v2/user/info", Err(ApiError::MethodNotAllowed { allow: "GET" })),
@@ -1471,9 +1535,21 @@ mod tests {
                 "/api/account/v2/user/tags/transaction",
                 items(ItemKind::TransactionTag, ItemAction::Create),
             ),
-            (Method::PUT, "/api/account/v2/user/watchlist/3", items(ItemKind::Watch, ItemAction::Update(3))),
-            (Method::DELETE, "/api/account/v2/user/api_keys/4", items(ItemKind::ApiKey, ItemAction::Delete(4))),
-            (Method::GET, "/api/account/v2/user/custom_abis/5", items(ItemKind::CustomAbi, ItemAction::Get(5))),
+            (
+                Method::PUT,
+                "/api/account/v2/user/watchlist/3",
+                items(ItemKind::Watch, ItemAction::Update(ItemRef::Id(3))),
+            ),
+            (
+                Method::DELETE,
+                "/api/account/v2/user/api_keys/4",
+                items(ItemKind::ApiKey, ItemAction::Delete(ItemRef::Id(4))),
+            ),
+            (
+                Method::GET,
+                "/api/account/v2/user/custom_abis/5",
+                items(ItemKind::CustomAbi, ItemAction::Get(ItemRef::Id(5))),
+            ),
             (Method::DELETE, "/api/account/v2/user/watchlist", Err(ApiError::MethodNotAllowed { allow: "GET, POST" })),
             (
                 Method::POST,
@@ -1486,6 +1562,25 @@ mod tests {
                 Err(ApiError::invalid("id", "Invalid format. Expected an integer")),
             ),
             (Method::GET, "/api/account/v2/nothing", Err(ApiError::NoRoute)),
+            (Method::GET, "/api/account/v2/get_csrf", Ok(Route::Account(AccountRoute::Csrf))),
+            (Method::GET, "/api/account/auth/logout", Ok(Route::Account(AccountRoute::Logout))),
+            (Method::DELETE, "/api/account/auth/logout", Err(ApiError::MethodNotAllowed { allow: "GET, POST" })),
+            (
+                Method::DELETE,
+                "/api/account/v2/user/api_keys/rsk_00000000000000ff_%E2%80%A6",
+                items(ItemKind::ApiKey, ItemAction::Delete(ItemRef::ApiKey(255))),
+            ),
+            (Method::PUT, &full_key, items(ItemKind::ApiKey, ItemAction::Update(ItemRef::ApiKey(16)))),
+            (
+                Method::GET,
+                "/api/account/v2/user/watchlist/rsk_00000000000000ff_x",
+                Err(ApiError::invalid("id", "Invalid format. Expected an integer")),
+            ),
+            (
+                Method::GET,
+                "/api/account/v2/user/api_keys/rsk_ff_x",
+                Err(ApiError::invalid("id", "Invalid format. Expected an integer")),
+            ),
             (
                 Method::GET,
                 "/api/v2/transactions/watchlist",

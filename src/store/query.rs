@@ -346,9 +346,13 @@ impl Reader<'_> {
         self.history(&token, cursor, Order::NewestFirst)
     }
 
-    /// Tokens by holder count, most held first, after `after`.
-    pub fn token_ranks(&self, cursor: Option<TokenRankKey>) -> Scan<'_, TokenRanks> {
-        self.scan(after(cursor), Direction::Forward)
+    /// Tokens by holder count, most held first (or fewest first), continuing past `cursor`.
+    pub fn token_ranks(&self, cursor: Option<TokenRankKey>, fewest_first: bool) -> Scan<'_, TokenRanks> {
+        match (cursor, fewest_first) {
+            (cursor, false) => self.scan(after(cursor), Direction::Forward),
+            (None, true) => self.scan(KeyRange::all(), Direction::Reverse),
+            (Some(key), true) => self.scan(KeyRange::all().before(key.encode().as_ref()), Direction::Reverse),
+        }
     }
 
     /// Tokens whose name or symbol starts with `text` (lowercased, cut at 32 bytes), after `after`.

@@ -159,7 +159,9 @@ async fn sign_in_with_ethereum_by_a_dev_key() {
     assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
     assert_eq!(reply.headers["cache-control"], "private, no-store", "a token is never kept by a cache");
     let cookie = reply.headers["set-cookie"].to_str().unwrap().to_owned();
-    assert!(cookie.starts_with("_explorer_key=rst_") && cookie.contains("HttpOnly"), "{cookie}");
+    // Readable by the page's script: Blockscout's frontend checks it to know it is signed in.
+    assert!(cookie.starts_with("_explorer_key=rst_") && cookie.contains("SameSite=Lax"), "{cookie}");
+    assert!(!cookie.contains("HttpOnly"), "{cookie}");
     let token = reply.json()["token"].as_str().unwrap().to_owned();
     assert_eq!(reply.json()["address_hash"], signer.address().to_checksum(None));
     let info = get_as(addr, "/api/account/v2/user/info", Some(&token)).await;
@@ -219,6 +221,18 @@ async fn sign_in_with_ethereum_by_a_dev_key() {
     let other: PrivateKeySigner = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d".parse().unwrap();
     let reply = authenticate(addr, &fresh, &other).await;
     assert_eq!(reply.status, 401, "someone else's signature");
+
+    // The frontend asks for a CSRF token on every page (a failure there is an error on its pages), then signs out.
+    let csrf = request(addr, Method::GET, "/api/account/v2/get_csrf", &[], String::new()).await;
+    assert_eq!((csrf.status.as_u16(), csrf.json()), (200, json!({})));
+    let logout = request(addr, Method::GET, "/api/account/auth/logout", &[("cookie", pair)], String::new()).await;
+    assert_eq!((logout.status.as_u16(), logout.json()), (200, json!({"message": "OK"})));
+    let cleared = logout.headers["set-cookie"].to_str().unwrap();
+    assert!(cleared.starts_with("_explorer_key=;") && cleared.contains("Max-Age=0"), "{cleared}");
+    let after = request(addr, Method::GET, "/api/account/v2/user/info", &[("cookie", pair)], String::new()).await;
+    assert_eq!(after.status, 401, "the signed-out token is revoked");
+    let again = request(addr, Method::GET, "/api/account/auth/logout", &[], String::new()).await;
+    assert_eq!(again.status, 200, "signing out without a token is not an error");
     t.daemon.shutdown().await.unwrap();
 }
 
@@ -471,6 +485,36 @@ async fn api_keys_get_their_own_higher_limit() {
     t.daemon.shutdown().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_keys_are_named_by_their_listed_key() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let (alice, bob) = alice_and_bob(&t, Address::repeat_byte(1), Address::repeat_byte(2));
+    let keys = "/api/account/v2/user/api_keys";
+    let created = call(addr, Method::POST, keys, Some(&alice), json!({"name": "bot"})).await.json();
+    call(addr, Method::POST, keys, Some(&alice), json!({"name": "other"})).await;
+    let listed = get_as(addr, keys, Some(&alice)).await;
+    let masked = listed.as_array().unwrap().iter().find(|k| k["id"] == created["id"]).unwrap().clone();
+    let shown = masked["api_key"].as_str().unwrap();
+    assert_eq!(shown[..21], created["api_key"].as_str().unwrap()[..21], "the listed key starts as the key does");
+    // Blockscout's frontend puts the listed `api_key` in the path (percent-encoded) to edit or delete a key.
+    let by_key = format!("{keys}/{}", shown.replace('…', "%E2%80%A6"));
+    let renamed = call(addr, Method::PUT, &by_key, Some(&alice), json!({"name": "renamed"})).await.json();
+    assert_eq!(
+        (&renamed["id"], &renamed["api_key"], &renamed["name"]),
+        (&masked["id"], &masked["api_key"], &json!("renamed"))
+    );
+    assert_eq!(call(addr, Method::DELETE, &by_key, Some(&bob), Value::Null).await.status, 404, "not bob's key");
+    let whole = format!("{keys}/{}", created["api_key"].as_str().unwrap());
+    assert_eq!(call(addr, Method::GET, &whole, Some(&alice), Value::Null).await.json()["name"], "renamed");
+    assert_eq!(call(addr, Method::DELETE, &by_key, Some(&alice), Value::Null).await.status, 200);
+    let left = get_as(addr, keys, Some(&alice)).await;
+    assert_eq!(left.as_array().unwrap().len(), 1, "{left}");
+    assert_ne!(left[0]["id"], masked["id"]);
+    t.daemon.shutdown().await.unwrap();
+}
+
 /// Runs `rockscout dev` on `dir` until it prints its account token; returns the process, the address it serves
 /// on and the token.
 async fn dev_with_token(dir: &std::path::Path) -> (std::process::Child, SocketAddr, String) {
@@ -552,8 +596,9 @@ async fn custom_abis_are_stored_per_account() {
     let huge = json!([{"type": "function", "name": "x".repeat(200 << 10)}]);
     let body = json!({"contract_address_hash": Address::repeat_byte(0xdd), "name": "x", "abi": huge});
     assert_eq!(call(addr, Method::POST, list, Some(&alice), body).await.status, 413);
-    assert_eq!(get_as(addr, list, Some(&alice)).await["items"][0]["abi"], abi);
-    assert!(get_as(addr, list, Some(&bob)).await["items"].as_array().unwrap().is_empty());
+    // A bare array, as Blockscout's frontend reads it.
+    assert_eq!(get_as(addr, list, Some(&alice)).await[0]["abi"], abi);
+    assert_eq!(get_as(addr, list, Some(&bob)).await, json!([]));
     assert_eq!(call(addr, Method::DELETE, &item, Some(&alice), Value::Null).await.status, 200);
     t.daemon.shutdown().await.unwrap();
 }

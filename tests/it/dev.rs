@@ -28,11 +28,24 @@ async fn dev_mode_serves_a_devnet_with_demo_traffic() {
     })
     .await;
     // The demo contract was deployed and is being called, some calls reverting.
-    let created = poll_until("the demo contract deployment", Duration::from_secs(30), || async {
+    let (creation, created) = poll_until("the demo contract deployment", Duration::from_secs(30), || async {
         let list = http::get(addr, "/api/v2/transactions?type=contract_creation").await.json();
-        list["items"].as_array()?.first().map(|t| t["created_contract"]["hash"].as_str().unwrap().to_owned())
+        let first = list["items"].as_array()?.first()?.clone();
+        Some((first["hash"].as_str()?.to_owned(), first["created_contract"]["hash"].as_str()?.to_owned()))
     })
     .await;
+    // Once its code is stored and matched with dev's own artifacts, the creation shows the contract as its page does.
+    let page = poll_until("the demo contract's name", Duration::from_secs(30), || async {
+        let page = http::get(addr, &format!("/api/v2/addresses/{created}")).await.json();
+        page["name"].is_string().then_some(page)
+    })
+    .await;
+    let detail = http::get(addr, &format!("/api/v2/transactions/{creation}")).await.json();
+    let listed = http::get(addr, "/api/v2/transactions?type=contract_creation").await.json();
+    let listed = listed["items"].as_array().unwrap().iter().find(|t| t["hash"] == creation.as_str()).unwrap().clone();
+    for shown in [&detail["to"], &detail["created_contract"], &listed["to"], &listed["created_contract"]] {
+        assert_eq!((&shown["name"], &shown["is_verified"]), (&page["name"], &page["is_verified"]), "{shown}");
+    }
     poll_until("calls to the demo contract", Duration::from_secs(30), || async {
         let calls = http::get(addr, &format!("/api/v2/addresses/{created}/transactions")).await.json();
         (calls["items"].as_array()?.len() >= 3).then_some(())

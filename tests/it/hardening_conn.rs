@@ -486,3 +486,128 @@ async fn a_body_shorter_than_its_length_gets_408_not_the_request_timeout() {
     }
     t.daemon.shutdown().await.unwrap();
 }
+
+/// Sends `head` (a request with a large body not sent) on a new connection: the answer if one comes within a second.
+async fn large_body_answer(addr: SocketAddr, head: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(addr).await.ok()?;
+    stream.write_all(head.as_bytes()).await.ok()?;
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let read = tokio::time::timeout(Duration::from_secs(1), async {
+        while !String::from_utf8_lossy(&answer).contains("}") {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await;
+    read.ok().map(|()| String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// Large bodies that never finish hold a share of one server-wide budget, not their limit each: past it a large body
+/// is refused with 503 at once, small requests go on, and the budget returns as the connections close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unfinished_large_bodies_share_one_budget() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let size = 10 << 20;
+    let head = format!(
+        "POST /api?module=x&action=y HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {size}\r\n\r\naaaa"
+    );
+    let mut holding = Vec::new();
+    for _ in 0..rockscout::api::BODY_BUDGET / size {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        holding.push(stream);
+    }
+    let refused = poll_until("the budget to be taken", Duration::from_secs(20), || async {
+        large_body_answer(addr, &head).await.filter(|a| a.starts_with("HTTP/1.1 503 "))
+    })
+    .await;
+    let body: serde_json::Value = serde_json::from_str(refused.split_once("\r\n\r\n").unwrap().1).unwrap();
+    assert!(body["message"].as_str().unwrap().contains("large request bodies"), "{body}");
+    assert_eq!(http::get(addr, "/api/v2/config/backend-version").await.status, 200, "small requests go on");
+    let path = "/api?module=block&action=eth_block_number";
+    let small = http::request(addr, hyper::Method::POST, path, &[], bytes::Bytes::from_static(b"a=1")).await;
+    assert_eq!(small.status, 200, "bodies under 64 KiB need no room");
+    drop(holding);
+    // A body that finds room is read (until the body timeout): no answer within the second.
+    poll_until("the budget to return", Duration::from_secs(20), || async {
+        large_body_answer(addr, &head).await.is_none().then_some(())
+    })
+    .await;
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// With rate limiting on, one client holds at most `max_connections_per_ip` connections: connections that never send
+/// a request (which the rate limit does not count) cannot take every slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_holds_at_most_its_connections() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.api.rate_limit.per_second = 1_000;
+        c.api.rate_limit.burst = 1_000;
+        c.api.max_connections_per_ip = 3;
+    })
+    .await;
+    let addr = t.daemon.addr();
+    let mut silent = Vec::new();
+    for _ in 0..3 {
+        silent.push(TcpStream::connect(addr).await.unwrap());
+    }
+    // The fourth is closed at once, before the idle timeout would.
+    poll_until("a connection over the limit to be closed", Duration::from_secs(10), || async {
+        let mut extra = TcpStream::connect(addr).await.ok()?;
+        let mut byte = [0u8; 1];
+        let closed = tokio::time::timeout(Duration::from_secs(2), extra.read(&mut byte)).await;
+        matches!(closed, Ok(Ok(0)) | Ok(Err(_))).then_some(())
+    })
+    .await;
+    drop(silent);
+    let request = b"GET /api/v2/config/backend-version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    poll_until("the client to be served again", Duration::from_secs(10), || async {
+        let mut stream = TcpStream::connect(addr).await.ok()?;
+        stream.write_all(request).await.ok()?;
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut answer)).await.ok()?.ok()?;
+        answer.starts_with(b"HTTP/1.1 200 ").then_some(())
+    })
+    .await;
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// A WebSocket handshake with another protocol version gets 426 naming version 13; a malformed key gets 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_handshakes_name_the_version_and_check_the_key() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let handshake = |version: &str, key: &str| {
+        format!(
+            "GET {PATH} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: {version}\r\nSec-WebSocket-Key: {key}\r\n\r\n"
+        )
+    };
+    // The response head, lowercased.
+    let head_of = |request: String| async move {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut byte)).await;
+            assert!(matches!(read, Ok(Ok(1))), "a response head: {}", String::from_utf8_lossy(&head));
+            head.push(byte[0]);
+        }
+        String::from_utf8_lossy(&head).to_lowercase()
+    };
+    let key = "dGhlIHNhbXBsZSBub25jZQ==";
+    let old = head_of(handshake("8", key)).await;
+    assert!(old.starts_with("http/1.1 426 ") && old.contains("sec-websocket-version: 13"), "{old}");
+    let bad = head_of(handshake("13", "abc")).await;
+    assert!(bad.starts_with("http/1.1 400 "), "{bad}");
+    let good = head_of(handshake("13", key)).await;
+    assert!(good.starts_with("http/1.1 101 "), "{good}");
+    t.daemon.shutdown().await.unwrap();
+}

@@ -68,6 +68,12 @@ async fn a_flooding_client_is_limited_while_others_are_served() {
     )
     .await;
     assert_eq!(rpc.status, 429);
+    // So does the Etherscan-style API, refusing in its own envelope.
+    let path = "/api?module=block&action=eth_block_number";
+    let etherscan = http::request(addr, Method::GET, path, &[("x-forwarded-for", "10.0.0.1")], "").await;
+    assert_eq!(etherscan.status, 429);
+    let envelope = serde_json::json!({"status": "0", "message": "NOTOK", "result": "Max rate limit reached"});
+    assert_eq!(etherscan.json(), envelope);
     t.daemon.shutdown().await.unwrap();
 }
 

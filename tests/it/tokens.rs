@@ -264,6 +264,20 @@ async fn token_balances_holders_and_supplies_match_the_contracts() {
     // Lists, filters, search.
     let all = walk(addr, "/api/v2/tokens?items_count=3").await;
     assert_eq!(all.len(), 4);
+    let holders = |list: &[Value]| -> Vec<u64> {
+        list.iter().map(|t| t["holders_count"].as_str().unwrap().parse().unwrap()).collect()
+    };
+    let mut most_first = holders(&all);
+    assert!(most_first.is_sorted_by(|a, b| a >= b), "{most_first:?}");
+    let fewest = walk(addr, "/api/v2/tokens?items_count=3&sort=holders_count&order=asc").await;
+    let key = |t: &Value| t["address_hash"].as_str().unwrap().to_owned();
+    let (mut reversed, ascending): (Vec<String>, Vec<String>) =
+        (all.iter().map(key).collect(), fewest.iter().map(key).collect());
+    reversed.reverse();
+    assert_eq!(ascending, reversed, "fewest holders first is the same order reversed, across pages");
+    most_first.reverse();
+    assert_eq!(holders(&fewest), most_first);
+    assert_eq!(http::get(addr, "/api/v2/tokens?sort=name").await.status, 422);
     let nfts = get(addr, "/api/v2/tokens?type=ERC-721,ERC-1155").await;
     let kinds: BTreeSet<String> =
         nfts["items"].as_array().unwrap().iter().map(|t| t["type"].as_str().unwrap().to_owned()).collect();

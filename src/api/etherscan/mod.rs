@@ -248,7 +248,7 @@ pub async fn serve(
     let headers = req.headers().clone();
     let content_type =
         req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
-    let body = read_body(req, MAX_BODY, state.config.body_timeout()).await?;
+    let body = read_body(state, req, MAX_BODY).await?;
     let outcome = match body_params(&content_type, &body) {
         Ok(from_body) => run(Params(Query::merged(from_body, query)), state, deadline, (&headers, client)).await,
         Err(refusal) => Err(refusal),

@@ -9,7 +9,7 @@ use crate::api::body::{json_response, ok, Body};
 use crate::api::cursor::PosCursor;
 use crate::api::json::{checksum, hash_hex, AddressJson};
 use crate::api::router::Page;
-use crate::api::router::{parse_address, parse_hash, AccountRoute, ItemAction};
+use crate::api::router::{parse_address, parse_hash, AccountRoute, ItemAction, ItemRef};
 use crate::api::{read_body, ApiError, AppState};
 use crate::store::keys::{BlockPos, SerialKey};
 use crate::store::records::TxRecord;
@@ -53,6 +53,20 @@ pub async fn serve(
     match route {
         AccountRoute::SiweMessage(address) => siwe_message(state, &req, client, address),
         AccountRoute::AuthenticateViaWallet => authenticate(state, req, client).await,
+        AccountRoute::Csrf => Ok(ok(&json!({}))),
+        AccountRoute::Logout => {
+            if let Some(token) = crate::api::auth::presented_token(req.headers()) {
+                let (accounts, token) = (state.accounts.clone(), token.to_owned());
+                tokio::task::spawn_blocking(move || accounts.sign_out(&token))
+                    .await
+                    .map_err(|e| ApiError::Internal(format!("account task failed: {e}")))??;
+            }
+            let mut response = ok(&json!({"message": "OK"}));
+            let expired = HeaderValue::from_str(&format!("{COOKIE_NAME}=; Path=/; SameSite=Lax; Max-Age=0"))
+                .map_err(|e| ApiError::Internal(e.to_string()))?;
+            response.headers_mut().insert(SET_COOKIE, expired);
+            Ok(response)
+        }
         AccountRoute::UserInfo => {
             let account = require_account(req.headers(), state, client)?;
             Ok(ok(&user_info(account)))
@@ -63,7 +77,7 @@ pub async fn serve(
             let body = match action {
                 ItemAction::Create | ItemAction::Update(_) => {
                     let limit = if kind == ItemKind::CustomAbi { MAX_ABI_BODY } else { MAX_BODY };
-                    Some(body_json(req, limit, state.config.body_timeout()).await?)
+                    Some(body_json(state, req, limit).await?)
                 }
                 _ => None,
             };
@@ -134,7 +148,7 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
     if state.auth.failures.exhausted(client, now) {
         return Err(ApiError::AuthBudget);
     }
-    let body = body_json(req, MAX_BODY, state.config.body_timeout()).await?;
+    let body = body_json(state, req, MAX_BODY).await?;
     let field = |name: &'static str| {
         body.get(name)
             .and_then(Value::as_str)
@@ -159,7 +173,9 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
     info["token"] = Value::String(token.clone());
     info["expires_at"] = Value::String(crate::api::json::iso_timestamp_ms(expires_ms));
     let mut response = ok(&info);
-    let cookie = format!("{COOKIE_NAME}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}", lifetime.as_secs());
+    // Not HttpOnly: Blockscout's frontend reads this cookie to know it is signed in (as Blockscout sets it). The
+    // pages' Content-Security-Policy allows no inline or foreign script to read it instead.
+    let cookie = format!("{COOKIE_NAME}={token}; Path=/; SameSite=Lax; Max-Age={}", lifetime.as_secs());
     let cookie = HeaderValue::from_str(&cookie).map_err(|e| ApiError::Internal(e.to_string()))?;
     response.headers_mut().insert(SET_COOKIE, cookie);
     Ok(response)
@@ -168,13 +184,13 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
 /// The request's JSON object body. It must say it is JSON: a page on another site can make a browser send a
 /// form or plain text with the sign-in cookie, but not a JSON request without the CORS preflight this API does not
 /// grant to credentials.
-async fn body_json(req: Request<Incoming>, limit: usize, within: std::time::Duration) -> Result<Value, ApiError> {
+async fn body_json(state: &AppState, req: Request<Incoming>, limit: usize) -> Result<Value, ApiError> {
     let declared = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let media = declared.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     if media != "application/json" && !media.ends_with("+json") {
         return Err(ApiError::invalid("body", "Expected a JSON body (Content-Type: application/json)"));
     }
-    let bytes = read_body(req, limit, within).await?;
+    let bytes = read_body(state, req, limit).await?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(value @ Value::Object(_)) => Ok(value),
         _ => Err(ApiError::invalid("body", "Expected a JSON object")),
@@ -283,6 +299,10 @@ fn items(
     body: Option<Value>,
 ) -> Result<Response<Body>, ApiError> {
     let body = body.unwrap_or(Value::Null);
+    let item_id = |named: ItemRef| match named {
+        ItemRef::Id(id) => Ok(id),
+        ItemRef::ApiKey(key_id) => accounts.api_key_item(account, key_id),
+    };
     match action {
         ItemAction::List { size, after } => {
             let mut rows = accounts.items(account, kind, after, size + 1)?;
@@ -294,12 +314,16 @@ fn items(
             };
             let items =
                 rows.iter().map(|(id, item)| render(accounts, *id, item, None)).collect::<Result<Vec<_>, _>>()?;
-            if kind == ItemKind::ApiKey {
+            // Blockscout answers these two (bounded by their per-account limits) as bare arrays.
+            if kind == ItemKind::ApiKey || kind == ItemKind::CustomAbi {
                 return Ok(ok(&items));
             }
             Ok(ok(&json!({"items": items, "next_page_params": next})))
         }
-        ItemAction::Get(id) => Ok(ok(&render(accounts, id, &accounts.item(account, kind, id)?, None)?)),
+        ItemAction::Get(named) => {
+            let id = item_id(named)?;
+            Ok(ok(&render(accounts, id, &accounts.item(account, kind, id)?, None)?))
+        }
         ItemAction::Create if kind == ItemKind::ApiKey => {
             let AccountItem::ApiKey { name, .. } = item_from_body(kind, &body)? else { unreachable!("an API key") };
             let (id, key) = accounts.create_api_key(account, &name)?;
@@ -311,7 +335,8 @@ fn items(
             let id = accounts.add_item(account, item.clone(), |other| same_target(other, &item))?;
             Ok(ok(&render(accounts, id, &item, None)?))
         }
-        ItemAction::Update(id) => {
+        ItemAction::Update(named) => {
+            let id = item_id(named)?;
             let mut item = item_from_body(kind, &body)?;
             let current = accounts.item(account, kind, id)?;
             if let (AccountItem::ApiKey { key_id, .. }, AccountItem::ApiKey { key_id: new, .. }) = (&current, &mut item)
@@ -321,7 +346,8 @@ fn items(
             accounts.update_item(account, id, item.clone(), |other| same_target(other, &item))?;
             Ok(ok(&render(accounts, id, &item, None)?))
         }
-        ItemAction::Delete(id) => {
+        ItemAction::Delete(named) => {
+            let id = item_id(named)?;
             accounts.delete_item(account, kind, id)?;
             Ok(json_response(StatusCode::OK, &json!({"message": "OK"})))
         }

@@ -691,7 +691,6 @@ fn render(
         items.push(json!({
             "hash": format!("{:#x}", tx.hash),
             "type": row.kind,
-            "raw_input": tx.input.to_string(),
             "method": contracts.method(&tx.input, tx.to.as_ref()),
             "from": contracts.address(&row.from),
             "to": row.to.map(|a| contracts.address(&a)),

@@ -183,9 +183,10 @@ impl ItemContext {
     }
 }
 
-/// The addresses a transaction item shows.
+/// The addresses a transaction item shows: sender, recipient, and for a creation the created contract.
 pub fn tx_parties(tx: &TxRecord) -> impl Iterator<Item = Address> {
-    [Some(tx.from), tx.to].into_iter().flatten()
+    let created = tx.to.is_none().then(|| tx.created_or_computed());
+    [Some(tx.from), tx.to, created].into_iter().flatten()
 }
 
 /// List-form transaction objects for stored rows (rows whose block vanished in a concurrent reorg are dropped).

@@ -480,7 +480,7 @@ pub async fn query_read_method(
     state: &AppState,
     address: Address,
 ) -> Result<Response<Body>, ApiError> {
-    let body = read_body(req, READ_METHOD_BODY_LIMIT, state.config.body_timeout()).await?;
+    let body = read_body(state, req, READ_METHOD_BODY_LIMIT).await?;
     let request: ReadMethodRequest =
         serde_json::from_slice(&body).map_err(|e| ApiError::BadBody(format!("a read-method request: {e}")))?;
     let selector: [u8; 4] = alloy::hex::decode(request.method_id.trim_start_matches("0x"))

@@ -130,6 +130,7 @@ pub fn list(
     reader: &Reader<'_>,
     kinds: &[TokenKind],
     q: Option<&str>,
+    fewest_first: bool,
     page: Page<TokenCursor>,
 ) -> Result<Response<Body>, ApiError> {
     let wanted = |record: &TokenRecord| kinds.is_empty() || kinds.contains(&record.kind);
@@ -140,7 +141,7 @@ pub fn list(
                 Some(TokenCursor::Rank(key)) => Some(key),
                 _ => None,
             };
-            let rows = take_page(reader.token_ranks(after), page.size, |key, ()| {
+            let rows = take_page(reader.token_ranks(after, fewest_first), page.size, |key, ()| {
                 Ok(reader.get::<Tokens>(&key.token)?.is_some_and(|r| wanted(&r)))
             })?;
             for (key, ()) in &rows.items {
