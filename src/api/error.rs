@@ -167,7 +167,8 @@ impl ApiError {
             ApiError::MethodNotAllowed { allow } => {
                 response.headers_mut().insert(hyper::header::ALLOW, hyper::header::HeaderValue::from_static(allow));
             }
-            // A bucket of its own (CSV exports) or a full queue (verification): worth asking again a second later.
+            // Refused for the server's load (a full queue, the CSV exports' bucket, a busy resource), not for the
+            // request itself: worth asking again a second later.
             ApiError::Throttled(_) | ApiError::Busy(_) => {
                 response.headers_mut().insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
             }

@@ -515,9 +515,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
                 message,
             )
         } else if matches!(parsed, Ok(Route::Etherscan)) {
-            // Etherscan's clients read the envelope (and Etherscan's own words for this).
-            let envelope = serde_json::json!({"status": "0", "message": "NOTOK", "result": "Max rate limit reached"});
-            json_response(StatusCode::TOO_MANY_REQUESTS, &envelope)
+            etherscan::rate_limited()
         } else {
             json_response(StatusCode::TOO_MANY_REQUESTS, &serde_json::json!({"message": "Too many requests"}))
         }
@@ -644,16 +642,10 @@ pub(crate) async fn read_body(state: &AppState, req: Request<Incoming>, limit: u
     }
     let reserved = declared.map_or(limit, |n| n as usize);
     let kib = reserved.div_ceil(1024).min(BODY_BUDGET >> 10) as u32;
-    let _reservation = if reserved > SMALL_BODY {
-        let budget = state.body_budget.clone();
-        Some(
-            budget
-                .try_acquire_many_owned(kib)
-                .map_err(|_| ApiError::Busy("too many large request bodies are being received; retry shortly"))?,
-        )
-    } else {
-        None
-    };
+    let _reservation = (reserved > SMALL_BODY)
+        .then(|| state.body_budget.clone().try_acquire_many_owned(kib))
+        .transpose()
+        .map_err(|_| ApiError::Busy("too many large request bodies are being received; retry shortly"))?;
     let collected = tokio::time::timeout(within, http_body_util::Limited::new(req.into_body(), limit).collect())
         .await
         .map_err(|_| ApiError::BodyTimeout { within })?;

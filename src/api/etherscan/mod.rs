@@ -237,6 +237,11 @@ fn envelope(status: StatusCode, message: &str, result: Value, ok: bool) -> Respo
     json_response(status, &json!({"message": message, "result": result, "status": status_field}))
 }
 
+/// The refusal of a rate-limited request, in the envelope and Etherscan's own words, which its clients read.
+pub fn rate_limited() -> Response<Body> {
+    envelope(StatusCode::TOO_MANY_REQUESTS, "NOTOK", json!("Max rate limit reached"), false)
+}
+
 /// Serves one request to `/api`.
 pub async fn serve(
     req: Request<Incoming>,

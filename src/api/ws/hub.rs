@@ -153,18 +153,20 @@ impl Hub {
                 let Some(connection) = registry.connections.get(id) else { continue };
                 // Counted before the frame is queued, so the receiver never subtracts bytes not yet added.
                 let queued = connection.queued.fetch_add(frame.len(), Ordering::Relaxed) + frame.len();
+                // `Err(true)`: over either bound; `Err(false)`: the connection is gone.
                 let sent = if queued > MAX_QUEUED_BYTES {
-                    Err(mpsc::error::TrySendError::Full(frame.clone()))
+                    Err(true)
                 } else {
-                    connection.queue.try_send(frame.clone())
+                    connection
+                        .queue
+                        .try_send(frame.clone())
+                        .map_err(|e| matches!(e, mpsc::error::TrySendError::Full(_)))
                 };
                 match sent {
                     Ok(()) => delivered += 1,
-                    Err(full_or_closed) => {
+                    Err(full) => {
                         connection.queued.fetch_sub(frame.len(), Ordering::Relaxed);
-                        if matches!(full_or_closed, mpsc::error::TrySendError::Full(_))
-                            && !connection.kicked.is_cancelled()
-                        {
+                        if full && !connection.kicked.is_cancelled() {
                             self.metrics.ws_dropped_slow();
                             connection.kicked.cancel();
                         }

@@ -216,33 +216,25 @@ impl Channels {
                     json!({"reason": "join crashed"}),
                 )),
                 TopicKind::Joinable(canonical) => {
-                    let previous = self.joined.remove(&m.topic);
-                    // One spelling of a topic per connection: joining it in another letter case replaces the
-                    // spelling joined before, as a duplicate join does (each spelling would get its own copy of
-                    // every push).
-                    let respelled = self.joined.iter().find(|(_, j)| j.canonical == canonical).map(|(t, _)| t.clone());
-                    let respelled = respelled.and_then(|t| self.joined.remove(&t).map(|joined| (t, joined)));
-                    if previous.is_none() && respelled.is_none() && self.joined.len() >= self.max_topics {
+                    // A join replaces the connection's channel of the same topic, whatever its spelling: a
+                    // duplicate join, or the topic in another letter case (one spelling per topic, or each
+                    // spelling would get its own copy of every push).
+                    let replaced = self.joined.iter().find(|(_, j)| j.canonical == canonical).map(|(t, _)| t.clone());
+                    let replaced = replaced.and_then(|t| self.joined.remove(&t).map(|joined| (t, joined)));
+                    if replaced.is_none() && self.joined.len() >= self.max_topics {
                         let reason = format!("too many topics (at most {})", self.max_topics);
                         out.frames.push(reply(&m.join_ref, &m.msg_ref, &m.topic, "error", json!({"reason": reason})));
                         return out;
                     }
-                    if let Some(old) = &previous {
-                        out.changes
-                            .push(Subscription::Remove { topic: m.topic.clone(), canonical: old.canonical.clone() });
-                    }
-                    if let Some((topic, old)) = &respelled {
+                    if let Some((topic, old)) = &replaced {
                         out.changes
                             .push(Subscription::Remove { topic: topic.clone(), canonical: old.canonical.clone() });
                     }
                     out.changes.push(Subscription::Add { topic: m.topic.clone(), canonical: canonical.clone() });
                     self.joined.insert(m.topic.clone(), Joined { join_ref: m.join_ref.clone(), canonical });
                     ok(&mut out, &m);
-                    // A duplicate join closes the old channel (clients discard it: its join_ref is stale).
-                    if let Some(old) = previous {
-                        out.frames.push(encode(&old.join_ref, &old.join_ref, &m.topic, "phx_close", &json!({})));
-                    }
-                    if let Some((topic, old)) = respelled {
+                    // The old channel is closed (clients discard it: its join_ref is stale).
+                    if let Some((topic, old)) = replaced {
                         out.frames.push(encode(&old.join_ref, &old.join_ref, &topic, "phx_close", &json!({})));
                     }
                 }
