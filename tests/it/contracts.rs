@@ -415,7 +415,13 @@ async fn eip7702_delegations_follow_the_node() {
     wait_synced(&t.daemon, &node).await;
     let counters =
         |addr| async move { get_json(addr, "/api/v2/smart-contracts/counters").await["smart_contracts"].clone() };
-    let contracts_before = counters(t.daemon.addr()).await;
+    // The delegate's code is stored by the code writer, after the block: counted before the delegations are.
+    let contracts_before = poll_until("the delegate to be counted", Duration::from_secs(30), || async {
+        let page = get_json(t.daemon.addr(), &format!("/api/v2/addresses/{delegate}")).await;
+        let counted = counters(t.daemon.addr()).await;
+        (page["is_contract"] == true && counted != "0").then_some(counted)
+    })
+    .await;
 
     // One block: a sponsored list (applied, same nonce again, another chain, a broken signature) and a sender
     // authorizing for itself (its nonce + 1).
