@@ -102,6 +102,9 @@ pub fn derive(block: &Bundle, changes: &mut Changes<'_>) -> StoreResult<()> {
             if roles & role::FROM != 0 {
                 delta.gas_used = delta.gas_used.saturating_add(u128::from(tx.gas_used));
             }
+            if roles & role::TO != 0 {
+                delta.gas_received = delta.gas_received.saturating_add(u128::from(tx.gas_used));
+            }
             if roles & role::CREATED != 0 {
                 delta.creation = Some(Creation { creator: tx.from, tx: tx.hash, success: tx.succeeded() });
             }
@@ -210,6 +213,7 @@ fn delegate(block: &Bundle, changes: &mut Changes<'_>) -> StoreResult<()> {
 struct AccountDelta {
     txs: u64,
     gas_used: u128,
+    gas_received: u128,
     blocks_mined: u64,
     logs: u64,
     token_transfers: u64,
@@ -220,6 +224,7 @@ impl AccountDelta {
     fn apply(self, mut record: AccountRecord) -> AccountRecord {
         record.tx_count += self.txs;
         record.gas_used = record.gas_used.saturating_add(self.gas_used);
+        record.gas_received = record.gas_received.saturating_add(self.gas_received);
         record.blocks_mined += self.blocks_mined;
         record.log_count += self.logs;
         record.token_transfer_count += self.token_transfers;

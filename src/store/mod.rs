@@ -41,7 +41,7 @@ use tables::{Access, Cached, MetaTable, Table, TableDef};
 pub type RawRow = (&'static str, Vec<u8>, Vec<u8>);
 
 /// Version of the on-disk layout; bump on any change to keys, values or the rows a block writes.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// How to open the store.
 #[derive(Debug, Clone)]

@@ -356,6 +356,8 @@ pub struct AccountRecord {
     pub tx_count: u64,
     /// Gas used by the transactions it sent.
     pub gas_used: u128,
+    /// Gas used by the transactions sent to it (a contract's gas usage, as Blockscout counts it).
+    pub gas_received: u128,
     /// Blocks it mined (as fee recipient).
     pub blocks_mined: u64,
     /// Logs it emitted.
@@ -374,6 +376,7 @@ impl AccountRecord {
             last_seen: seen,
             tx_count: 0,
             gas_used: 0,
+            gas_received: 0,
             blocks_mined: 0,
             log_count: 0,
             token_transfer_count: 0,

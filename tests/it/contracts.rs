@@ -478,6 +478,9 @@ async fn eip7702_delegations_follow_the_node() {
     assert_eq!(page["implementations"][0]["address_hash"], delegate.to_checksum(None));
     assert_eq!(listed["proxy_type"], "eip7702", "{listed}");
     assert_eq!(page["creation_transaction_hash"], Value::Null, "a delegation creates nothing");
+    // A delegating account's gas usage is what it sent (nothing), not the sponsored transaction sent to it.
+    let gas = get_json(addr, &format!("/api/v2/addresses/{a3}/counters")).await["gas_usage_count"].clone();
+    assert_eq!(gas, "0", "gas usage of the delegating account");
     let (page, _) = delegated(a4).await;
     assert_eq!(page["is_contract"], false, "{page}");
     assert_eq!(counters(addr).await, contracts_before, "delegated accounts are not counted as contracts");

@@ -4,6 +4,8 @@
 //! blocks with transfers away.
 
 use crate::support::*;
+use alloy::consensus::Transaction as _;
+use alloy::network::TransactionResponse;
 use alloy::primitives::{Address, Bytes, B256, U256};
 use alloy::providers::{Provider, RootProvider};
 use alloy::sol_types::{SolCall, SolConstructor};
@@ -127,8 +129,27 @@ async fn assert_tokens_match_node(
 /// after more blocks checks that it followed them): a holder the contracts give a balance has tokens, and
 /// `has_tokens` says whether `/token-balances` lists anything; an address has logs when the node's `eth_getLogs`
 /// finds any it emitted.
+/// Also each address's `gas_usage_count`, from the node's receipts: the token contracts', the gas of the transactions
+/// sent to them; the parties' (accounts), the gas of those they sent.
 async fn assert_address_flags(addr: SocketAddr, node: &RootProvider, t: &Tokens, parties: &[Address]) {
-    for address in parties.iter().chain([&t.erc20, &t.erc721, &t.erc1155, &t.liar]) {
+    let (mut sent, mut received) = (BTreeMap::<Address, u64>::new(), BTreeMap::<Address, u64>::new());
+    for n in 0..=node.get_block_number().await.unwrap() {
+        let block = node.get_block_by_number(n.into()).full().await.unwrap().expect("node block");
+        let receipts = node.get_block_receipts(n.into()).await.unwrap().expect("node receipts");
+        for (tx, receipt) in block.transactions.txns().zip(&receipts) {
+            *sent.entry(tx.from()).or_default() += receipt.gas_used;
+            if let Some(to) = tx.to() {
+                *received.entry(to).or_default() += receipt.gas_used;
+            }
+        }
+    }
+    let contracts = [t.erc20, t.erc721, t.erc1155, t.liar];
+    for address in parties.iter().chain(&contracts) {
+        let gas = if contracts.contains(address) { &received } else { &sent };
+        let counters = get(addr, &format!("/api/v2/addresses/{address}/counters")).await;
+        let want = gas.get(address).copied().unwrap_or(0);
+        assert!(want > 0 || !contracts.contains(address), "{address} was sent transactions");
+        assert_eq!(counters["gas_usage_count"], want.to_string(), "gas usage of {address}");
         let object = get(addr, &format!("/api/v2/addresses/{address}")).await;
         let listed = get(addr, &format!("/api/v2/addresses/{address}/token-balances")).await;
         let tabs = get(addr, &format!("/api/v2/addresses/{address}/tabs-counters")).await;

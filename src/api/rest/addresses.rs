@@ -9,7 +9,7 @@ use crate::api::router::{Direction as Filter, Page};
 use crate::api::{ApiError, AppState};
 use crate::store::keys::{BlockPos, CoinRankKey, DayKey};
 use crate::store::records::{role, AccountRecord, LogRecord, TxRecord};
-use crate::store::tables::{Accounts, Logs, Transactions};
+use crate::store::tables::{Accounts, Code, Contracts, Logs, Transactions};
 use crate::store::{Order, Reader, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use hyper::Response;
@@ -152,17 +152,31 @@ pub fn logs(
     Ok(ok(&envelope(items, rows.next.map(|k| PosCursor(k.pos)), page.size, &echo)))
 }
 
-/// `GET /api/v2/addresses/:a/counters` (decimal strings).
+/// `GET /api/v2/addresses/:a/counters` (decimal strings). A contract's gas usage is the gas of the transactions sent
+/// to it, or of those it sent when none were; any other address's is the gas of the transactions it sent.
 pub fn counters(reader: &Reader<'_>, address: Address) -> Result<Response<Body>, ApiError> {
     let record = account(reader, &address)?;
-    let (txs, gas, mined, transfers) =
-        record.map_or((0, 0, 0, 0), |r| (r.tx_count, r.gas_used, r.blocks_mined, r.token_transfer_count));
+    let gas = match &record {
+        Some(r) if r.gas_received > 0 && is_code_account(reader, &address, r)? => r.gas_received,
+        Some(r) => r.gas_used,
+        None => 0,
+    };
+    let (txs, mined, transfers) = record.map_or((0, 0, 0), |r| (r.tx_count, r.blocks_mined, r.token_transfer_count));
     Ok(ok(&json!({
         "transactions_count": txs.to_string(),
         "token_transfers_count": transfers.to_string(),
         "gas_usage_count": gas.to_string(),
         "validations_count": mined.to_string(),
     })))
+}
+
+/// Whether the address is a contract whose gas usage is the gas of the transactions sent to it (Blockscout's rule):
+/// it holds code that is not an EIP-7702 delegation (a delegating account is still an account, counted by what it
+/// sent).
+fn is_code_account(reader: &Reader<'_>, address: &Address, record: &AccountRecord) -> StoreResult<bool> {
+    let Some(row) = reader.get::<Contracts>(address)? else { return Ok(record.is_contract()) };
+    let code = reader.get::<Code>(&row.code_hash)?.unwrap_or_default();
+    Ok(!code.is_empty() && crate::contracts::proxy::delegate_of(&code).is_none())
 }
 
 /// `GET /api/v2/addresses/:a/tabs-counters` (numbers).

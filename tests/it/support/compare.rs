@@ -35,6 +35,9 @@ pub async fn assert_store_matches_node(store: &Store, node: &RootProvider) -> Co
     let mut miners: BTreeMap<Address, u64> = BTreeMap::new();
     let mut out = Compared::default();
     let mut gas_used_total: u128 = 0;
+    // Gas of the transactions each address sent and of those sent to it, from the node's receipts.
+    let mut gas_sent: BTreeMap<Address, u128> = BTreeMap::new();
+    let mut gas_received: BTreeMap<Address, u128> = BTreeMap::new();
     let mut seen_in: BTreeMap<Address, (u64, u64)> = BTreeMap::new();
     let mut saw = |address: Address, n: u64| {
         let entry = seen_in.entry(address).or_insert((n, n));
@@ -96,6 +99,10 @@ pub async fn assert_store_matches_node(store: &Store, node: &RootProvider) -> Co
                 log_index += 1;
                 out.logs += 1;
             }
+            *gas_sent.entry(tx.from()).or_default() += u128::from(receipt.gas_used());
+            if let Some(to) = tx.to() {
+                *gas_received.entry(to).or_default() += u128::from(receipt.gas_used());
+            }
             let mut roles: BTreeMap<Address, u8> = BTreeMap::new();
             *roles.entry(tx.from()).or_default() |= role::FROM;
             if let Some(to) = tx.to() {
@@ -154,6 +161,8 @@ pub async fn assert_store_matches_node(store: &Store, node: &RootProvider) -> Co
         assert_eq!(account.tx_count, txs, "tx count of {address}");
         assert_eq!(account.log_count, address_logs.get(address).map(Vec::len).unwrap_or(0) as u64);
         assert_eq!(account.blocks_mined, miners.get(address).copied().unwrap_or(0), "blocks mined by {address}");
+        assert_eq!(account.gas_used, gas_sent.get(address).copied().unwrap_or(0), "gas sent by {address}");
+        assert_eq!(account.gas_received, gas_received.get(address).copied().unwrap_or(0), "gas sent to {address}");
         let (first, last) = seen_in[address];
         assert_eq!((account.first_seen.block, account.last_seen.block), (first, last), "first/last seen of {address}");
     }
