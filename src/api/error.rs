@@ -154,6 +154,13 @@ impl ApiError {
         }
     }
 
+    /// What the error says, in one line (the `message` of its body, or the detail of a parameter's).
+    pub fn message(&self) -> String {
+        let body = self.body();
+        let text = body["message"].as_str().or_else(|| body["errors"][0]["detail"].as_str());
+        text.unwrap_or_default().to_owned()
+    }
+
     /// The response for this error; 5xx are logged at `warn` with their cause, the rest at `debug`.
     pub fn into_response(self) -> Response<Body> {
         let status = self.status();

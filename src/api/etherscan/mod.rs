@@ -242,6 +242,17 @@ pub fn rate_limited() -> Response<Body> {
     envelope(StatusCode::TOO_MANY_REQUESTS, "NOTOK", json!("Max rate limit reached"), false)
 }
 
+/// A body that was not read (too large, too slow, no room for it), in the envelope clients parse, with the error's
+/// status and its `Retry-After`.
+fn body_refused(error: ApiError) -> Response<Body> {
+    let status = error.status();
+    let message = error.message();
+    let retry = error.into_response().headers().get(hyper::header::RETRY_AFTER).cloned();
+    let mut response = envelope(status, &message, Value::Null, false);
+    response.headers_mut().extend(retry.map(|v| (hyper::header::RETRY_AFTER, v)));
+    response
+}
+
 /// Serves one request to `/api`.
 pub async fn serve(
     req: Request<Incoming>,
@@ -253,7 +264,10 @@ pub async fn serve(
     let headers = req.headers().clone();
     let content_type =
         req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
-    let body = read_body(state, req, MAX_BODY).await?;
+    let body = match read_body(state, req, MAX_BODY).await {
+        Ok(body) => body,
+        Err(unread) => return Ok(body_refused(unread)),
+    };
     let outcome = match body_params(&content_type, &body) {
         Ok(from_body) => run(Params(Query::merged(from_body, query)), state, deadline, (&headers, client)).await,
         Err(refusal) => Err(refusal),
