@@ -86,6 +86,15 @@ pub struct Node {
     metrics: Option<Arc<Metrics>>,
 }
 
+/// Parses JSON nested to any depth (the recursion grows the stack in segments instead of overflowing it).
+fn parse_deep<R: serde::de::DeserializeOwned>(text: &str) -> Result<R, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.disable_recursion_limit();
+    let value = R::deserialize(serde_stacker::Deserializer::new(&mut deserializer))?;
+    deserializer.end()?;
+    Ok(value)
+}
+
 fn quantity(n: u64) -> String {
     format!("{n:#x}")
 }
@@ -268,14 +277,26 @@ impl Node {
         }
     }
 
+    /// A call whose answer nests as deep as the EVM's calls do (traces: two JSON levels per call, up to 1,024
+    /// calls), past `serde_json`'s usual limit of 128 levels: the answer is taken whole and parsed without a depth
+    /// limit, on a stack that grows as the parse needs.
+    async fn call_deep<R>(&self, method: &'static str, params: serde_json::Value) -> Result<R, NodeError>
+    where
+        R: serde::de::DeserializeOwned,
+    {
+        let raw: Box<serde_json::value::RawValue> = self.call(method, params).await?;
+        parse_deep(raw.get()).map_err(|e| NodeError::Invalid(format!("{method}: {e}")))
+    }
+
     /// `callTracer` traces of every transaction of block `number`, in transaction order.
     pub async fn trace_block(&self, number: u64) -> Result<Vec<RpcBlockTrace>, NodeError> {
-        self.call("debug_traceBlockByNumber", serde_json::json!([quantity(number), {"tracer": "callTracer"}])).await
+        self.call_deep("debug_traceBlockByNumber", serde_json::json!([quantity(number), {"tracer": "callTracer"}]))
+            .await
     }
 
     /// The `callTracer` trace of one transaction.
     pub async fn trace_transaction(&self, hash: B256) -> Result<RpcCallFrame, NodeError> {
-        self.call("debug_traceTransaction", serde_json::json!([hash, {"tracer": "callTracer"}])).await
+        self.call_deep("debug_traceTransaction", serde_json::json!([hash, {"tracer": "callTracer"}])).await
     }
 
     /// A trace of one transaction with `tracer` and `config` as the node returns it (raw traces, state diffs).
@@ -285,7 +306,8 @@ impl Node {
         tracer: &str,
         config: serde_json::Value,
     ) -> Result<serde_json::Value, NodeError> {
-        self.call("debug_traceTransaction", serde_json::json!([hash, {"tracer": tracer, "tracerConfig": config}])).await
+        self.call_deep("debug_traceTransaction", serde_json::json!([hash, {"tracer": tracer, "tracerConfig": config}]))
+            .await
     }
 
     /// Native balance of `address` at block `number`.

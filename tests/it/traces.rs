@@ -47,8 +47,12 @@ fn hex_decimal(v: &Value) -> String {
 /// The internal calls of `tx` from the node's `callTracer`, depth-first, without the top-level call; a call inside
 /// a failed call failed too.
 async fn node_frames(node: &RootProvider, tx: B256) -> Vec<Frame> {
-    let top: Value =
+    // Parsed without serde_json's depth limit: the calls can nest deeper than its 128 levels.
+    let raw: Box<serde_json::value::RawValue> =
         node.raw_request("debug_traceTransaction".into(), json!([tx, {"tracer": "callTracer"}])).await.unwrap();
+    let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+    deserializer.disable_recursion_limit();
+    let top: Value = serde::Deserialize::deserialize(serde_stacker::Deserializer::new(&mut deserializer)).unwrap();
     let mut out = Vec::new();
     let mut stack = vec![(top, true)];
     while let Some((frame, parent_ok)) = stack.pop() {
@@ -449,6 +453,36 @@ async fn internal_transactions_match_the_node_and_reorg_away() {
     let tables: BTreeSet<&str> = trace_rows(&t).iter().map(|r| r.0).collect();
     assert_eq!(tables.len(), 4, "every trace table has rows");
     fresh.daemon.shutdown().await.unwrap();
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// A transaction whose calls nest hundreds deep (a contract that calls itself with its gas until the gas runs out)
+/// is traced whole: its `callTracer` answer nests two JSON levels per call, far past serde_json's default limit of
+/// 128 levels, which had the trace pass retry the block for its refusal window and then leave it untraced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_nested_hundreds_deep_are_traced_whole() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let from = node.get_accounts().await.unwrap()[0];
+    let t = start_daemon(&anvil.http_url(), |c| c.tracing = true).await;
+    let addr = t.daemon.addr();
+    // Runtime code: CALL(GAS, ADDRESS, value 0, no input, no output), then STOP.
+    let runtime = [0x60, 0x00, 0x80, 0x80, 0x80, 0x80, 0x30, 0x5a, 0xf1, 0x00];
+    // Creation code: PUSH10 runtime, MSTORE at 0 (right-aligned in the word), RETURN its 10 bytes from offset 22.
+    let mut init = vec![0x69];
+    init.extend(runtime);
+    init.extend([0x60, 0x00, 0x52, 0x60, 0x0a, 0x60, 0x16, 0xf3]);
+    let recursive = deploy_code(&node, from, init).await;
+    let tx = send(&node, json!({"from": from, "to": recursive, "gas": "0x989680"})).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    wait_traced(addr, &node).await;
+    let want = node_frames(&node, tx).await;
+    assert!(want.len() > 300, "the calls nest {} deep", want.len());
+    let got = api_frames(addr, &format!("/api/v2/transactions/{tx:#x}/internal-transactions")).await;
+    assert_eq!(got, want);
+    let raw = get(addr, &format!("/api/v2/transactions/{tx:#x}/raw-trace")).await;
+    assert_eq!(raw.as_array().map(Vec::len), Some(want.len() + 1), "the raw trace has every call and the top one");
     t.daemon.shutdown().await.unwrap();
 }
 
