@@ -324,6 +324,12 @@ async fn proxies_show_implementations_and_decode_with_their_abi() {
     assert_eq!(c["proxy_type"], "eip1167");
     assert_eq!(c["implementations"], logic_json);
     assert_eq!(c["is_verified"], false, "the clone's own code has no artifact");
+    // Etherscan's proxy check names the clone's implementation too (its code names it, no storage slot does).
+    let guid = get_json(addr, &format!("/api?module=contract&action=verifyproxycontract&address={clone}")).await;
+    let guid = guid["result"].as_str().unwrap().to_owned();
+    let check = get_json(addr, &format!("/api?module=contract&action=checkproxyverification&guid={guid}")).await;
+    assert_eq!(check["status"], "1", "{check}");
+    assert!(check["result"].as_str().unwrap().contains(&logic.to_checksum(None)), "{check}");
 
     for (tx, value) in [(set, "42"), (set_clone, "9")] {
         let item = get_json(addr, &format!("/api/v2/transactions/{tx}")).await;

@@ -806,6 +806,9 @@ async fn proxies_verify_and_report_their_implementation_through_the_etherscan_ap
     let eoa = ask(format!("action=verifyproxycontract&address={}", accounts[4])).await;
     assert_eq!(eoa["status"], "0", "{eoa}");
     assert_eq!(ask("action=checkproxyverification&guid=zz".into()).await["result"], "Unknown UID");
+    // 48 bytes with a two-byte character across the address's end: no slice may split it.
+    let split = format!("{}%C3%A9{}", "a".repeat(39), "a".repeat(7));
+    assert_eq!(ask(format!("action=checkproxyverification&guid={split}")).await["result"], "Unknown UID");
 
     let shown = get_json(addr, &format!("/api/v2/smart-contracts/{proxy}")).await;
     assert_eq!(shown["name"], "Proxy1967");

@@ -130,7 +130,8 @@ pub(super) fn verifyproxycontract(params: &Params, state: &AppState) -> Outcome 
 /// `checkproxyverification`: the implementation the index knows for the proxy named by the guid.
 pub(super) fn checkproxyverification(params: &Params, state: &AppState) -> Outcome {
     let unknown = || Answer::NotOk("NOTOK".into(), json!("Unknown UID"));
-    let Some(guid) = params.get("guid").map(str::trim).filter(|g| g.len() == 48 || g.len() == 88) else {
+    let shaped = |g: &&str| g.is_ascii() && (g.len() == 48 || g.len() == 88);
+    let Some(guid) = params.get("guid").map(str::trim).filter(shaped) else {
         return Ok(unknown());
     };
     let (Ok(proxy), Ok(_)) = (guid[..40].parse::<Address>(), u32::from_str_radix(&guid[40..48], 16)) else {
@@ -143,8 +144,14 @@ pub(super) fn checkproxyverification(params: &Params, state: &AppState) -> Outco
         },
         _ => None,
     };
-    let row = state.store.reader().get::<Contracts>(&proxy)?;
-    let implementation = row.and_then(|r| r.proxy).map(|p| p.implementation).filter(|i| !i.is_zero());
+    // A storage-slot proxy's implementation, or the target an EIP-1167 clone's code names.
+    let reader = state.store.reader();
+    let slot = reader.get::<Contracts>(&proxy)?.and_then(|r| r.proxy).map(|p| p.implementation);
+    let implementation = match slot {
+        Some(slot) => Some(slot),
+        None => crate::api::rest::smart_contracts::stored_facts(&reader, &proxy)?.and_then(|f| f.minimal_proxy_of),
+    };
+    let implementation = implementation.filter(|i| !i.is_zero());
     Ok(match implementation {
         Some(found) if expected.is_none_or(|e| e == found) => Answer::Ok(json!(format!(
             "The proxy's ({}) implementation contract is found at {} and is successfully updated.",
