@@ -4,8 +4,9 @@
 //! re-queued at the next start; jobs that no longer fit the queue then are marked failed.
 
 use super::verifier::{self, Compilers, Deployed, Request};
+use crate::store::records::VerifiedSource;
 use crate::store::records::{JobState, VerificationJob};
-use crate::store::tables::{Code, Contracts, VerificationJobs};
+use crate::store::tables::{Code, Contracts, VerificationJobs, VerifiedSources};
 use crate::store::{keys::SerialKey, Durability, Store, StoreResult};
 use alloy::primitives::Address;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +14,23 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{broadcast, mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
+
+/// Why a newly matched source does not replace the stored one of the same code, if it does not: a full match is
+/// final, and a partial one gives way to a full match only (otherwise anyone could swap a verified contract's
+/// comments, names and parameter names for misleading ones, as the metadata hash alone tells them apart).
+pub fn kept_instead(stored: Option<&VerifiedSource>, new: &VerifiedSource) -> Option<&'static str> {
+    match stored {
+        Some(stored) if stored.code_hash == new.code_hash && stored.full_match => Some(ALREADY_VERIFIED),
+        Some(stored) if stored.code_hash == new.code_hash && !new.full_match => Some(ALREADY_PARTIAL),
+        _ => None,
+    }
+}
+
+/// The refusal of a source for a contract verified with a full match.
+pub const ALREADY_VERIFIED: &str = "Already verified";
+/// The refusal of a partial match for a contract verified with a partial match.
+pub const ALREADY_PARTIAL: &str =
+    "Already verified with a partial match: only a full match (the same metadata hash) replaces it";
 
 /// Jobs compiled at once.
 pub const RUNNING: usize = 2;
@@ -49,6 +67,9 @@ pub struct Verifications {
     sender: mpsc::Sender<u64>,
     receiver: Mutex<Option<mpsc::Receiver<u64>>>,
     outcomes: broadcast::Sender<Outcome>,
+    /// Held while a job's source is compared with the stored one and saved, so two jobs for one address cannot
+    /// both pass the comparison.
+    saving: Mutex<()>,
 }
 
 fn now_ms() -> u64 {
@@ -77,6 +98,7 @@ impl Verifications {
             sender,
             receiver: Mutex::new(Some(receiver)),
             outcomes: broadcast::channel(64).0,
+            saving: Mutex::new(()),
         });
         for (id, job) in pending {
             if queue.sender.try_send(id).is_err() {
@@ -128,12 +150,14 @@ impl Verifications {
         self.store.write(batch, Durability::Sync)
     }
 
+    /// Records how job `id` ended; its input (up to the request bound, 10 MiB) is not kept past that.
     fn finish(&self, id: u64, mut job: VerificationJob, state: JobState) -> StoreResult<()> {
         let failure = match &state {
             JobState::Failed(reason) => Some(reason.clone()),
             _ => None,
         };
         job.state = state;
+        job.input = String::new();
         self.put(id, &job)?;
         let _ = self.outcomes.send(Outcome { address: job.address, failure });
         Ok(())
@@ -164,11 +188,19 @@ impl Verifications {
                 verifier::verify(&self.compilers, &request, &deployed, self.limit).await.map_err(|e| e.to_string())
             }
         };
-        match outcome {
+        let saved = match outcome {
             Ok(source) => {
-                verifier::save(&self.store, job.address, &source)?;
-                self.finish(id, job, JobState::Verified)
+                let _saving = self.saving.lock().unwrap_or_else(|p| p.into_inner());
+                let stored = self.store.reader().get::<VerifiedSources>(&job.address)?;
+                match kept_instead(stored.as_ref(), &source) {
+                    Some(reason) => Err(reason.to_owned()),
+                    None => verifier::save(&self.store, job.address, &source).map(Ok)?,
+                }
             }
+            Err(reason) => Err(reason),
+        };
+        match saved {
+            Ok(()) => self.finish(id, job, JobState::Verified),
             Err(reason) => self.finish(id, job, JobState::Failed(reason)),
         }
     }

@@ -10,6 +10,7 @@ use alloy::primitives::{Address, Bytes, U256};
 use alloy::providers::Provider;
 use hyper::Method;
 use rockscout::contracts::verifier::{self, Compilers, Deployed, Request, VerifyError};
+use rockscout::store::records::JobState;
 use rockscout::store::tables::Contracts;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -385,6 +386,9 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
     let source = get_json(addr, &format!("/api?module=contract&action=getsourcecode&address={counter}")).await;
     assert_eq!(source["result"][0]["ContractName"], "Counter", "{source}");
     assert_eq!(source["result"][0]["ConstructorArguments"].as_str().unwrap().trim_start_matches("0x"), args);
+    // Submitted again, in the words forge reads as "already verified".
+    let again = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", Some(&key)).await.json();
+    assert_eq!(again, json!({"status": "0", "message": "NOTOK", "result": "Smart-contract already verified."}));
 
     let wrong = standard_input(&counter_source(|s| s.replace("value > 100", "value > 101")));
     let queued = submit(other, &wrong, "0.8.37", Some(&key)).await.json();
@@ -451,6 +455,42 @@ async fn flattened_code_and_multi_part_routes_verify() {
     assert_eq!(flat_shown["optimization_enabled"], true);
     let failed = failed_job(&t, unoptimized, "the unoptimized job to fail").await;
     assert!(failed.contains("code differs"), "{failed}");
+
+    // A full match is final: another source for it is not even queued.
+    let again = post(addr, &path(multi, "flattened-code"), Some(&token), "application/json", flat_body(true)).await;
+    assert_eq!((again.status.as_u16(), again.json()), (200, json!({"message": "Already verified"})));
+    // A partial match gives way to a full one only: the same partial source again fails, the full one replaces it.
+    let again = post(addr, &path(flattened, "flattened-code"), Some(&token), "application/json", flat_body(true)).await;
+    assert_eq!(again.json(), json!({"message": "Smart-contract verification started"}));
+    let kept = failed_job(&t, flattened, "the second partial match to be refused").await;
+    assert!(kept.contains("Already verified with a partial match"), "{kept}");
+    let full_form = |boundary: &str| {
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"compiler_version\"\r\n\r\n0.8.37\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"contract_name\"\r\n\r\nCounter\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"is_optimization_enabled\"\r\n\r\ntrue\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"optimization_runs\"\r\n\r\n200\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"evm_version\"\r\n\r\ncancun\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"files[0]\"; filename=\"src/Counter.sol\"\r\n\r\n\
+             {source}\r\n--{boundary}--\r\n"
+        )
+    };
+    let started =
+        post(addr, &path(flattened, "multi-part"), Some(&token), "multipart/form-data; boundary=B1", full_form("B1"))
+            .await;
+    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    poll_until("the full match to replace the partial one", Duration::from_secs(120), || async {
+        let c = get_json(addr, &format!("/api/v2/smart-contracts/{flattened}")).await;
+        (c["is_fully_verified"] == true).then_some(())
+    })
+    .await;
+    // Finished jobs keep their outcome, not their input.
+    let reader = t.daemon.store().reader();
+    for row in reader.rows::<rockscout::store::tables::VerificationJobs>() {
+        let (_, job) = row.unwrap();
+        let finished = !matches!(job.state, JobState::Queued | JobState::Running);
+        assert!(!finished || job.input.is_empty(), "a finished job keeps {} bytes of input", job.input.len());
+    }
 }
 
 /// A reorg: the verified source of a contract whose creation stays is kept (a reorg of later blocks does not touch

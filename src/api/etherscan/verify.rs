@@ -77,7 +77,11 @@ pub(super) async fn verifysourcecode(
         _ => return Err(bad("codeformat must be solidity-standard-json-input or solidity-single-file")),
     };
     match verification::start(state, address, request).await {
-        Ok(id) => Ok(Answer::Ok(json!(id.to_string()))),
+        Ok(verification::Started::Queued(id)) => Ok(Answer::Ok(json!(id.to_string()))),
+        // Blockscout's words, which forge recognises as "already verified" (not as a failure).
+        Ok(verification::Started::AlreadyVerified) => {
+            Ok(Answer::NotOk("NOTOK".into(), json!("Smart-contract already verified.")))
+        }
         Err(ApiError::InvalidParam { detail, .. }) => Err(bad(detail)),
         Err(ApiError::NotFound) => Err(bad("Address is not a smart-contract")),
         Err(ApiError::Throttled(_)) => {

@@ -9,7 +9,7 @@ use crate::api::body::{ok, Body};
 use crate::api::{auth, read_body, ApiError, AppState};
 use crate::contracts::jobs::SubmitError;
 use crate::contracts::verifier::{self, Request};
-use crate::store::tables::{Code, Contracts};
+use crate::store::tables::{Code, Contracts, VerifiedSources};
 use alloy::primitives::Address;
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -21,9 +21,18 @@ use tokio_util::sync::CancellationToken;
 /// Largest verification request (sources and form together), in bytes.
 pub const MAX_SOURCES: usize = 10 * 1024 * 1024;
 
-/// Queues the verification of `address` with `request`; returns the job id. Compiler versions neither installed
-/// nor in the release list and malformed inputs are 422, an address without contract code 404, a full queue 429.
-pub async fn start(state: &AppState, address: Address, request: Request) -> Result<u64, ApiError> {
+/// What a verification request came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Started {
+    /// Queued as the job with this id.
+    Queued(u64),
+    /// Not queued: the contract's code is verified with a full match, which no other source replaces.
+    AlreadyVerified,
+}
+
+/// Queues the verification of `address` with `request`. Compiler versions neither installed nor in the release list
+/// and malformed inputs are 422, an address without contract code 404, a full queue 429.
+pub async fn start(state: &AppState, address: Address, request: Request) -> Result<Started, ApiError> {
     let queue = &state.verifications;
     queue
         .compilers()
@@ -35,20 +44,23 @@ pub async fn start(state: &AppState, address: Address, request: Request) -> Resu
         return Err(ApiError::invalid("contract_name", "missing contract name"));
     }
     let reader = state.store.reader();
-    let has_code = match reader.get::<Contracts>(&address)? {
-        // An EIP-7702 delegation's code only names its delegate's: there is nothing to verify.
-        Some(row) => reader
-            .get::<Code>(&row.code_hash)?
-            .is_some_and(|code| !code.is_empty() && crate::contracts::proxy::delegate_of(&code).is_none()),
-        None => false,
-    };
+    let Some(row) = reader.get::<Contracts>(&address)? else { return Err(ApiError::NotFound) };
+    // An EIP-7702 delegation's code only names its delegate's: there is nothing to verify.
+    let has_code = reader
+        .get::<Code>(&row.code_hash)?
+        .is_some_and(|code| !code.is_empty() && crate::contracts::proxy::delegate_of(&code).is_none());
     if !has_code {
         return Err(ApiError::NotFound);
     }
-    queue.submit(address, &request).map_err(|e| match e {
+    let verified = reader.get::<VerifiedSources>(&address)?;
+    if verified.is_some_and(|v| v.code_hash == row.code_hash && v.full_match) {
+        return Ok(Started::AlreadyVerified);
+    }
+    let id = queue.submit(address, &request).map_err(|e| match e {
         SubmitError::Full => ApiError::Throttled(e.to_string()),
         SubmitError::Store(detail) => ApiError::Internal(detail),
-    })
+    })?;
+    Ok(Started::Queued(id))
 }
 
 /// How the sources are given.
@@ -105,8 +117,11 @@ pub async fn verify(
         Via::StandardInput => request_from(&fields)?,
         Via::FlattenedCode | Via::MultiPart => request_from_sources(&fields, via)?,
     };
-    start(state, address, request).await?;
-    Ok(ok(&json!({"message": "Smart-contract verification started"})))
+    let message = match start(state, address, request).await? {
+        Started::Queued(_) => "Smart-contract verification started",
+        Started::AlreadyVerified => crate::contracts::jobs::ALREADY_VERIFIED,
+    };
+    Ok(ok(&json!({ "message": message })))
 }
 
 /// The request named by Blockscout's fields: `compiler_version`, `contract_name` and the standard-JSON input as
