@@ -225,8 +225,12 @@ pub async fn compile(compiler: &Path, version: &str, input: &[u8], limit: Durati
             return Err(VerifyError::Compilation("compiler output too large".into()));
         }
         if !status.success() {
-            let stderr = String::from_utf8_lossy(&err);
-            return Err(VerifyError::Compilation(format!("the compiler exited with {status}: {}", stderr.trim())));
+            // The error output names the server's paths (a crashing solcjs prints its stack): the operator's log
+            // has it, the job's reason (which anyone with the guid reads) does not.
+            tracing::warn!(%status, stderr = %String::from_utf8_lossy(&err).trim(), "the compiler failed");
+            return Err(VerifyError::Compilation(format!(
+                "the compiler exited with {status} (its error output is in the server's log)"
+            )));
         }
         serde_json::from_slice::<Value>(&out)
             .map_err(|e| VerifyError::Compilation(format!("the compiler's output is not JSON: {e}")))
@@ -415,6 +419,18 @@ mod tests {
         let err = compilers.path("0.7.6").unwrap_err();
         assert_eq!(err.to_string(), "compiler version 0.7.6 is not available (available: 0.8.30, 0.8.37)");
         assert!(Compilers::default().path("0.8.37").is_err());
+    }
+
+    /// A program standing in for a crashing compiler (solcjs prints its stack, with the server's paths).
+    #[tokio::test]
+    async fn a_failing_compiler_s_error_output_stays_out_of_the_reason() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("solc-0.8.37");
+        std::fs::write(&program, "#!/bin/sh\necho 'at ccall (/srv/secret/soljson.js:736:18)' >&2\nexit 3\n").unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = compile(&program, "0.8.37", b"{}", Duration::from_secs(10)).await.unwrap_err().to_string();
+        assert!(err.contains("exit status: 3") && !err.contains("/srv/secret"), "{err}");
     }
 
     #[test]
