@@ -15,7 +15,7 @@ fn hash(n: u8) -> B256 {
     B256::repeat_byte(n)
 }
 
-fn sample_block() -> BlockRecord {
+pub(super) fn sample_block() -> BlockRecord {
     BlockRecord {
         number: 7,
         hash: hash(1),

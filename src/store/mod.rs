@@ -1479,6 +1479,29 @@ mod tests {
         assert_eq!(count(&primary), 2);
     }
 
+    /// A view without a snapshot (a replica's) can read a hash's height before a reorg and the height after it: the
+    /// block there, of another hash, is not the one asked for, which the reorged rows hold.
+    #[test]
+    fn a_block_by_hash_carries_the_hash_asked_for() {
+        use alloy::primitives::B256;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let (lost, won) = (B256::repeat_byte(0xa1), B256::repeat_byte(0xb2));
+        let block = |hash: B256| records::BlockRecord { number: 7, hash, ..golden::sample_block() };
+        let mut batch = store.batch();
+        batch.put::<tables::Headers>(&BlockKey(7), &block(won)).unwrap();
+        batch.put::<tables::BlockHashes>(&lost, &7).unwrap();
+        batch.put::<tables::Reorged>(&keys::ReorgedKey { number: 7, hash: lost }, &block(lost)).unwrap();
+        store.write(batch, Durability::Sync).unwrap();
+        let reader = store.reader();
+        assert_eq!(reader.block_by_hash(lost).unwrap(), Some((block(lost), false)));
+        assert_eq!(reader.block_by_hash(won).unwrap(), None, "no hash row for it yet");
+        let mut batch = store.batch();
+        batch.put::<tables::BlockHashes>(&won, &7).unwrap();
+        store.write(batch, Durability::Sync).unwrap();
+        assert_eq!(store.reader().block_by_hash(won).unwrap(), Some((block(won), true)));
+    }
+
     #[test]
     fn a_secondary_refuses_another_schema_version_like_the_primary() {
         let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

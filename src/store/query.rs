@@ -111,10 +111,14 @@ impl Reader<'_> {
         self.get::<Headers>(&BlockKey(number))
     }
 
-    /// A block by hash: the canonical one (`true`), else a block that lost consensus in a reorg (`false`).
+    /// A block by hash: the canonical one (`true`), else a block that lost consensus in a reorg (`false`). The block
+    /// found at the hash's height must carry the hash: a view without a snapshot (a read replica's) can see the
+    /// height after a reorg replaced or removed its block, and then the reorged rows hold it.
     pub fn block_by_hash(&self, hash: B256) -> StoreResult<Option<(BlockRecord, bool)>> {
         if let Some(number) = self.get::<BlockHashes>(&hash)? {
-            return Ok(self.block(number)?.map(|b| (b, true)));
+            if let Some(block) = self.block(number)?.filter(|b| b.hash == hash) {
+                return Ok(Some((block, true)));
+            }
         }
         for row in self.scan::<Reorged>(KeyRange::all(), Direction::Forward).take(REORGED_LOOKUP_BUDGET) {
             let (key, block) = row?;
