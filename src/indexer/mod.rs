@@ -71,6 +71,10 @@ pub struct IndexerConfig {
     pub on_reset: ResetPolicy,
     /// Fetch the native balance of every address a block names, after the block, while fetching the block.
     pub coin_balances: bool,
+    /// How often the follow loop asks the node for its chain id and genesis again. A node restarted with another
+    /// chain id on the same blocks (a state file loaded under a new id, or a fresh genesis that does not depend on
+    /// the id) extends the indexed tip, so no fork shows it.
+    pub identity_check: Duration,
 }
 
 impl Default for IndexerConfig {
@@ -84,6 +88,7 @@ impl Default for IndexerConfig {
             undo_depth: 1024,
             on_reset: ResetPolicy::Exit,
             coin_balances: true,
+            identity_check: Duration::from_secs(30),
         }
     }
 }
@@ -254,13 +259,20 @@ impl Indexer {
         if let Some(tip) = self.store.reader().tip()? {
             self.status.set_indexed(Some(tip.number));
         }
-        self.check_chain(cancel).await
+        self.check_chain(cancel, true).await
     }
 
     /// The follow loop proper: returns `Ok` on cancellation, or the first error. Every pass starts from the tip
     /// the store holds.
     async fn follow(&self, signal: &mut HeadSignal, cancel: &CancellationToken) -> Result<(), IndexerError> {
+        let mut identity_checked = Instant::now();
         loop {
+            if identity_checked.elapsed() >= self.config.identity_check {
+                identity_checked = Instant::now();
+                if !self.check_chain(cancel, false).await? {
+                    return Ok(());
+                }
+            }
             let Some(head) = self.ask("head", cancel, || self.node.head()).await else {
                 return Ok(());
             };
@@ -315,9 +327,9 @@ impl Indexer {
         ask(Some(&self.status), what, cancel, op).await
     }
 
-    /// Compares the node's chain id and genesis hash with the stored ones; records them on first start. Returns
-    /// `false` on cancellation.
-    async fn check_chain(&self, cancel: &CancellationToken) -> Result<bool, IndexerError> {
+    /// Compares the node's chain id and genesis hash with the stored ones (at start, then every
+    /// `identity_check`); records them on first start. Returns `false` on cancellation.
+    async fn check_chain(&self, cancel: &CancellationToken, at_start: bool) -> Result<bool, IndexerError> {
         let Some((chain_id, genesis)) = self.node_identity(cancel).await else {
             return Ok(false);
         };
@@ -327,7 +339,9 @@ impl Indexer {
                 tracing::info!(chain_id, %genesis, "indexing a new chain");
             }
             Some((id, hash)) if id == chain_id && hash == genesis => {
-                tracing::info!(chain_id, %genesis, "resuming the indexed chain");
+                if at_start {
+                    tracing::info!(chain_id, %genesis, "resuming the indexed chain");
+                }
             }
             Some((id, hash)) => {
                 let reason =

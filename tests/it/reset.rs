@@ -148,3 +148,47 @@ async fn a_reorg_past_the_undo_data_stops_before_reverting_or_reindexes() {
     assert_store_matches_node(t.daemon.store(), &node).await;
     t.daemon.shutdown().await.unwrap();
 }
+
+/// A node restarted with another chain id on the same blocks (its state file loaded under a new id) extends the
+/// indexed tip, so no fork shows the change: the follow loop asks for the chain's identity again while it runs, and
+/// with `--on-reset=reindex` the index is rebuilt as the new chain's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_id_changed_under_the_same_blocks_is_noticed_while_following() {
+    use rockscout::dev::anvil::AnvilOptions;
+    let state = tempfile::tempdir().unwrap();
+    let state_file = state.path().join("anvil-state.json");
+    let options = |port, chain_id| AnvilOptions {
+        port,
+        chain_id,
+        extra_args: vec!["--no-mining".into(), "--state".into(), state_file.display().to_string()],
+        ..Default::default()
+    };
+    let anvil = start_anvil_with(options(0, 713714));
+    let port = anvil.port();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses();
+    generate_traffic(&node, &accounts, 4, 2).await;
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.indexer.on_reset = ResetPolicy::Reindex;
+        c.indexer.identity_check = Duration::from_millis(500);
+    })
+    .await;
+    wait_synced(&t.daemon, &node).await;
+    let indexed = stored_hashes(t.daemon.store());
+
+    anvil.stop();
+    let anvil = start_anvil_with(options(port, 999));
+    let node = provider(&anvil.http_url());
+    assert_eq!(node.get_chain_id().await.unwrap(), 999);
+    let head = node.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap();
+    assert_eq!(indexed.get(&head.header.number), Some(&head.header.hash), "the node kept the indexed blocks");
+    generate_traffic(&node, &accounts, 2, 1).await;
+    poll_until("the index to hold chain 999", Duration::from_secs(60), || async {
+        let identity = t.daemon.store().reader().chain_identity().ok()??;
+        (identity.0 == 999).then_some(())
+    })
+    .await;
+    wait_synced(&t.daemon, &node).await;
+    assert_store_matches_node(t.daemon.store(), &node).await;
+    t.daemon.shutdown().await.unwrap();
+}
