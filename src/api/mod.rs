@@ -27,7 +27,7 @@ mod metrics;
 pub mod names;
 pub mod nft_metadata;
 mod pages;
-mod query;
+pub(crate) mod query;
 mod rest;
 mod router;
 pub mod rpc;

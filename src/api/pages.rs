@@ -146,7 +146,11 @@ fn tab(query: Option<&str>) -> Option<&str> {
 
 /// Whether the query continues a list (a cursor or filter besides the tab).
 fn continued(query: Option<&str>) -> bool {
-    query.is_some_and(|q| q.split('&').any(|kv| !kv.is_empty() && !kv.starts_with("tab=")))
+    let cursor = |kv: &&str| {
+        let key = kv.split('=').next().unwrap_or_default();
+        !kv.is_empty() && key != "tab" && !crate::ui::LIST_FILTERS.contains(&key)
+    };
+    query.is_some_and(|q| q.split('&').any(|kv| cursor(&kv)))
 }
 
 /// The data a list page's handler answers for `route`.
@@ -225,6 +229,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
     let deadline = Instant::now() + state.config.request_timeout;
     let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     let more = continued(query);
+    let filters = crate::ui::list_filters(query);
     match segments.as_slice() {
         [] => {
             let state2 = state.clone();
@@ -242,7 +247,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
         }
         ["blocks"] => {
             let data = list(state, deadline, api_route("/api/v2/blocks", query)?).await?;
-            Ok(pages::blocks(ctx, List { envelope: &data, continued: more }))
+            Ok(pages::blocks(ctx, List { envelope: &data, continued: more, filters: &filters }))
         }
         ["block", id] => {
             let block = match api_route(&format!("/api/v2/blocks/{id}"), None)? {
@@ -250,7 +255,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
                 _ => return Err(ApiError::NoRoute),
             };
             let txs = list(state, deadline, api_route(&format!("/api/v2/blocks/{id}/transactions"), query)?).await?;
-            Ok(pages::block(ctx, &block, List { envelope: &txs, continued: more }))
+            Ok(pages::block(ctx, &block, List { envelope: &txs, continued: more, filters: &filters }))
         }
         ["txs"] => {
             let pending = tab(query) == Some("pending");
@@ -260,7 +265,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
                 query.unwrap_or_default().replace("filter=pending", "")
             };
             let data = list(state, deadline, api_route("/api/v2/transactions", Some(&api))?).await?;
-            Ok(pages::txs(ctx, List { envelope: &data, continued: more }, pending))
+            Ok(pages::txs(ctx, List { envelope: &data, continued: more, filters: &filters }, pending))
         }
         ["tx", hash] => {
             let tx = match api_route(&format!("/api/v2/transactions/{hash}"), None)? {
@@ -278,7 +283,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
             };
             let data =
                 tab_data(state, deadline, api_route(&format!("/api/v2/transactions/{hash}/{api}"), query)?).await?;
-            Ok(pages::tx(ctx, &tx, current, List { envelope: &data, continued: more }))
+            Ok(pages::tx(ctx, &tx, current, List { envelope: &data, continued: more, filters: &filters }))
         }
         ["address", a] => {
             let address = match api_route(&format!("/api/v2/addresses/{a}"), None)? {
@@ -297,11 +302,17 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
                 _ => format!("/api/v2/addresses/{a}/transactions"),
             };
             let data = tab_data(state, deadline, api_route(&api, query)?).await?;
-            Ok(pages::address_page(ctx, &addr, &counters, current, List { envelope: &data, continued: more }))
+            Ok(pages::address_page(
+                ctx,
+                &addr,
+                &counters,
+                current,
+                List { envelope: &data, continued: more, filters: &filters },
+            ))
         }
         ["tokens"] => {
             let data = list(state, deadline, api_route("/api/v2/tokens", query)?).await?;
-            Ok(pages::tokens(List { envelope: &data, continued: more }))
+            Ok(pages::tokens(List { envelope: &data, continued: more, filters: &filters }))
         }
         ["token", t] => {
             let token = match api_route(&format!("/api/v2/tokens/{t}"), None)? {
@@ -319,7 +330,13 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
                 _ => "transfers",
             };
             let data = list(state, deadline, api_route(&format!("/api/v2/tokens/{t}/{api}"), query)?).await?;
-            Ok(pages::token(ctx, &detail, &counters, current, List { envelope: &data, continued: more }))
+            Ok(pages::token(
+                ctx,
+                &detail,
+                &counters,
+                current,
+                List { envelope: &data, continued: more, filters: &filters },
+            ))
         }
         ["token", t, "instance", id] => {
             let (token, id) = match api_route(&format!("/api/v2/tokens/{t}/instances/{id}"), None)? {
@@ -331,7 +348,12 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
             let instance = json(tokens::instance(state, token, id, deadline).await).await?;
             let transfers = api_route(&format!("/api/v2/tokens/{token}/instances/{id}/transfers"), query)?;
             let transfers = list(state, deadline, transfers).await?;
-            Ok(pages::instance(ctx, &detail, &instance, List { envelope: &transfers, continued: more }))
+            Ok(pages::instance(
+                ctx,
+                &detail,
+                &instance,
+                List { envelope: &transfers, continued: more, filters: &filters },
+            ))
         }
         ["search-results"] => {
             let q = crate::api::query::Query::parse(query).get("q").map(|q| q.trim().to_owned()).unwrap_or_default();

@@ -146,26 +146,53 @@ fn encode(text: &str) -> String {
     out
 }
 
-/// The URL of the next page of a list: `base` (a path, maybe with fixed parameters such as `tab`) followed by the
-/// REST envelope's `next_page_params`.
-pub fn next_url(base: &str, next_page_params: &Value) -> Option<String> {
-    let params = next_page_params.as_object()?;
-    let query: Vec<String> = params
-        .iter()
-        .filter(|(_, v)| !v.is_null())
-        .map(|(k, v)| format!("{}={}", encode(k), encode(&value_text(v))))
-        .collect();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    Some(format!("{base}{sep}{}", query.join("&")))
+/// Parameters of a list page that choose what it lists, kept on every link to its other pages (the rest of a page's
+/// query is its cursor).
+pub const LIST_FILTERS: &[&str] = &["type", "filter", "method", "token", "topic", "q", "sort", "order"];
+
+/// The filters of a page's raw query, decoded and encoded again as `k=v&…`, in the order given (empty when none).
+pub fn list_filters(query: Option<&str>) -> String {
+    let pairs = query.unwrap_or_default().split('&').filter_map(|pair| {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let key = crate::api::query::percent_decode(key);
+        LIST_FILTERS
+            .contains(&key.as_str())
+            .then(|| format!("{}={}", encode(&key), encode(&crate::api::query::percent_decode(value))))
+    });
+    pairs.collect::<Vec<_>>().join("&")
 }
 
-/// The links under a list: back to its first page, and the next page when the envelope has one.
-pub fn pager(base: &str, envelope: &Value, continued: bool) -> Markup {
-    let next = next_url(base, &envelope["next_page_params"]);
+/// `base` with `query` added (`?` or `&`); `base` alone when `query` is empty.
+fn with_query(base: &str, query: &str) -> String {
+    match (query.is_empty(), base.contains('?')) {
+        (true, _) => base.to_owned(),
+        (false, true) => format!("{base}&{query}"),
+        (false, false) => format!("{base}?{query}"),
+    }
+}
+
+/// The URL of the next page of a list: `base` (a path, maybe with fixed parameters such as `tab`) and the page's
+/// `filters`, followed by the REST envelope's `next_page_params` (those the filters already name are not repeated).
+pub fn next_url(base: &str, filters: &str, next_page_params: &Value) -> Option<String> {
+    let params = next_page_params.as_object()?;
+    let named: Vec<&str> = filters.split('&').filter_map(|pair| pair.split('=').next()).collect();
+    let query: Vec<String> = params
+        .iter()
+        .filter(|(k, v)| !v.is_null() && !named.contains(&encode(k).as_str()))
+        .map(|(k, v)| format!("{}={}", encode(k), encode(&value_text(v))))
+        .collect();
+    Some(with_query(&with_query(base, filters), &query.join("&")))
+}
+
+/// The links under a list: back to its first page, and the next page when the envelope has one; both keep the
+/// list's filters.
+pub fn pager(base: &str, list: &pages::List<'_>) -> Markup {
+    let next = next_url(base, list.filters, &list.envelope["next_page_params"]);
+    let first = with_query(base, list.filters);
     html! {
-        @if continued || next.is_some() {
+        @if list.continued || next.is_some() {
             nav.pager aria-label="Pages" {
-                @if continued { a href=(base) { "First page" } }
+                @if list.continued { a href=(first) { "First page" } }
                 @if let Some(next) = next { a rel="next" href=(next) { "Next page" } }
             }
         }
@@ -384,13 +411,24 @@ mod tests {
     #[test]
     fn next_page_links_carry_the_cursor() {
         let params = json!({"block_number": 7, "index": 2, "items_count": 25, "hash": null});
-        let url = next_url("/address/0xab?tab=txs", &params).unwrap();
+        let url = next_url("/address/0xab?tab=txs", "", &params).unwrap();
         assert!(url.starts_with("/address/0xab?tab=txs&"), "{url}");
         for part in ["block_number=7", "index=2", "items_count=25"] {
             assert!(url.contains(part), "{url}");
         }
         assert!(!url.contains("hash"), "{url}");
-        assert_eq!(next_url("/blocks", &Value::Null), None);
-        assert_eq!(next_url("/tokens", &json!({"name": "a b&c"})).unwrap(), "/tokens?name=a%20b%26c");
+        assert_eq!(next_url("/blocks", "", &Value::Null), None);
+        assert_eq!(next_url("/tokens", "", &json!({"name": "a b&c"})).unwrap(), "/tokens?name=a%20b%26c");
+    }
+
+    #[test]
+    fn page_links_keep_the_list_s_filters() {
+        let filters = list_filters(Some("tab=token_transfers&type=ERC-721&block_number=9&index=1&q=a%20b&x=1"));
+        assert_eq!(filters, "type=ERC-721&q=a%20b");
+        let params = json!({"block_number": 7, "index": 2, "q": "a b"});
+        let url = next_url("/address/0xab?tab=token_transfers", &filters, &params).unwrap();
+        assert_eq!(url, "/address/0xab?tab=token_transfers&type=ERC-721&q=a%20b&block_number=7&index=2");
+        assert_eq!(list_filters(None), "");
+        assert_eq!(list_filters(Some("method=%3Cx%3E")), "method=%3Cx%3E");
     }
 }

@@ -15,6 +15,8 @@ pub struct List<'a> {
     pub envelope: &'a Value,
     /// Whether a cursor was given.
     pub continued: bool,
+    /// The page's filters (`k=v&…`, see [`super::list_filters`]), kept on the links to its other pages.
+    pub filters: &'a str,
 }
 
 fn tile(label: &str, id: &str, value: String) -> Markup {
@@ -114,7 +116,7 @@ pub fn blocks(ctx: Ctx, list: List<'_>) -> Markup {
         "Blocks",
         html! {
             h1 { "Blocks" }
-            section.panel { (block_table(items(list.envelope), ctx)) (pager("/blocks", list.envelope, list.continued)) }
+            section.panel { (block_table(items(list.envelope), ctx)) (pager("/blocks", &list)) }
         },
     )
 }
@@ -144,7 +146,7 @@ pub fn block(ctx: Ctx, block: &Value, txs: List<'_>) -> Markup {
                 }
             }
             h2 { "Transactions" }
-            section.panel { (tx_table(items(txs.envelope), ctx)) (pager(&base, txs.envelope, txs.continued)) }
+            section.panel { (tx_table(items(txs.envelope), ctx)) (pager(&base, &txs)) }
         },
     )
 }
@@ -157,7 +159,7 @@ pub fn txs(ctx: Ctx, list: List<'_>, pending: bool) -> Markup {
         html! {
             h1 { (title) }
             (tabs("/txs", if pending { "pending" } else { "validated" }, &[("validated", "Validated"), ("pending", "Pending")]))
-            section.panel { (tx_table(items(list.envelope), ctx)) (pager(base, list.envelope, list.continued)) }
+            section.panel { (tx_table(items(list.envelope), ctx)) (pager(base, &list)) }
         },
     )
 }
@@ -221,11 +223,11 @@ pub fn tx(ctx: Ctx, tx: &Value, tab: &str, data: List<'_>) -> Markup {
             (tabs(&base, tab, TX_TABS))
             section.panel #tab {
                 @match tab {
-                    "internal" => { (internal_table(items(data.envelope))) (pager(&tab_base, data.envelope, data.continued)) },
-                    "logs" => { (log_list(items(data.envelope))) (pager(&tab_base, data.envelope, data.continued)) },
+                    "internal" => { (internal_table(items(data.envelope))) (pager(&tab_base, &data)) },
+                    "logs" => { (log_list(items(data.envelope))) (pager(&tab_base, &data)) },
                     "state" => { (state_changes(items(data.envelope))) },
                     "raw_trace" => { pre.mono tabindex="0" { (serde_json::to_string_pretty(data.envelope).unwrap_or_default()) } },
-                    _ => { (transfer_table(items(data.envelope), ctx)) (pager(&tab_base, data.envelope, data.continued)) },
+                    _ => { (transfer_table(items(data.envelope), ctx)) (pager(&tab_base, &data)) },
                 }
             }
         },
@@ -356,12 +358,12 @@ pub fn address_page(ctx: Ctx, addr: &Value, counters: &Value, tab: &str, data: L
             (tabs(&base, tab, &shown))
             section.panel #tab {
                 @match tab {
-                    "token_transfers" => { (transfer_table(items(data.envelope), ctx)) (pager(&tab_base, data.envelope, data.continued)) },
-                    "tokens" => { (holdings(items(data.envelope))) (pager(&tab_base, data.envelope, data.continued)) },
-                    "internal_txns" => { (internal_table(items(data.envelope))) (pager(&tab_base, data.envelope, data.continued)) },
-                    "logs" => { (log_list(items(data.envelope))) (pager(&tab_base, data.envelope, data.continued)) },
+                    "token_transfers" => { (transfer_table(items(data.envelope), ctx)) (pager(&tab_base, &data)) },
+                    "tokens" => { (holdings(items(data.envelope))) (pager(&tab_base, &data)) },
+                    "internal_txns" => { (internal_table(items(data.envelope))) (pager(&tab_base, &data)) },
+                    "logs" => { (log_list(items(data.envelope))) (pager(&tab_base, &data)) },
                     "contract" => { (contract(&hash, data.envelope)) },
-                    _ => { (tx_table(items(data.envelope), ctx)) (pager(&tab_base, data.envelope, data.continued)) },
+                    _ => { (tx_table(items(data.envelope), ctx)) (pager(&tab_base, &data)) },
                 }
             }
         },
@@ -472,7 +474,7 @@ pub fn tokens(list: List<'_>) -> Markup {
                         }
                     }
                 }
-                (pager("/tokens", list.envelope, list.continued))
+                (pager("/tokens", &list))
             }
         },
     )
@@ -520,7 +522,7 @@ pub fn token(ctx: Ctx, token: &Value, counters: &Value, tab: &str, data: List<'_
                                 }
                             }
                         }
-                        (pager(&tab_base, data.envelope, data.continued))
+                        (pager(&tab_base, &data))
                     },
                     "inventory" => {
                         @if items(data.envelope).is_empty() { p.muted { "No tokens." } } @else {
@@ -536,9 +538,9 @@ pub fn token(ctx: Ctx, token: &Value, counters: &Value, tab: &str, data: List<'_
                                 }
                             }
                         }
-                        (pager(&tab_base, data.envelope, data.continued))
+                        (pager(&tab_base, &data))
                     },
-                    _ => { (transfer_table(items(data.envelope), ctx)) (pager(&tab_base, data.envelope, data.continued)) },
+                    _ => { (transfer_table(items(data.envelope), ctx)) (pager(&tab_base, &data)) },
                 }
             }
         },
@@ -566,7 +568,7 @@ pub fn instance(ctx: Ctx, token: &Value, instance: &Value, transfers: List<'_>) 
             }
             h2 { "Transfers" }
             section.panel #instance-transfers {
-                (transfer_table(items(transfers.envelope), ctx)) (pager(&base, transfers.envelope, transfers.continued))
+                (transfer_table(items(transfers.envelope), ctx)) (pager(&base, &transfers))
             }
         },
     )

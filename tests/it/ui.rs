@@ -162,6 +162,19 @@ async fn pages_are_escaped_bounded_html_with_a_strict_policy() {
     let next = api["next_page_params"]["block_number"].to_string();
     assert!(body.contains(&format!("block_number={next}")), "next link carries block_number={next}");
 
+    // Links to a filtered list's other pages keep its filter: the second page of an address's ERC-721 transfers
+    // lists only NFT transfers (its ERC-20 transfers sit between them).
+    let next_link = |body: &str| {
+        let start = body.find("rel=\"next\" href=\"").map(|i| i + 17)?;
+        Some(body[start..].split('"').next()?.replace("&amp;", "&"))
+    };
+    let first = page(addr, &format!("/address/{a}?tab=token_transfers&type=ERC-721&items_count=1")).await;
+    let next = next_link(&String::from_utf8_lossy(&first.body)).expect("a next page");
+    assert!(next.contains("type=ERC-721"), "{next}");
+    let second = String::from_utf8(page(addr, &next).await.body.to_vec()).unwrap();
+    assert!(second.contains("Page NFT") && !second.contains("Page Token"), "{next}: only NFT transfers");
+    assert!(second.contains(&format!("href=\"/address/{a}?tab=token_transfers&amp;type=ERC-721\"")), "first page");
+
     // A search for an exact hash leads to its page.
     let found = http::get(addr, &format!("/search-results?q={}", chain.tx)).await;
     assert_eq!(found.status, 302);
