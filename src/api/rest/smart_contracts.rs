@@ -558,23 +558,71 @@ pub async fn query_read_method(
 }
 
 /// One argument of a read-method request as its parameter's type: text is parsed as the type says (`"42"`,
-/// `"true"`, `"0x…"`), other JSON values are read from their JSON text (arrays and tuples).
+/// `"true"`, `"0x…"`, `"[1,2]"`, `"(1,a)"`); JSON arrays are read element by element as the array's or tuple's
+/// types; JSON numbers must be whole and below 2^64 (a larger one has already lost digits in JSON's number type:
+/// it is refused, to be sent as text).
 fn argument(param: &alloy::json_abi::Param, arg: &Value) -> Result<DynSolValue, ApiError> {
     let kind: DynSolType =
         param.resolve().map_err(|e| ApiError::invalid("args", format!("parameter {}: {e}", param.name)))?;
-    let text = match arg {
-        Value::String(text) => text.trim().to_owned(),
-        other => other.to_string(),
-    };
-    kind.coerce_str(&text).map_err(|e| {
+    json_argument(&kind, arg).map_err(|e| {
         let name = if param.name.is_empty() { param.selector_type().into_owned() } else { param.name.clone() };
         ApiError::invalid("args", format!("{name} is not a valid {}: {e}", param.selector_type()))
     })
 }
 
+fn json_argument(kind: &DynSolType, arg: &Value) -> Result<DynSolValue, String> {
+    let each = |inner: &DynSolType, items: &[Value]| -> Result<Vec<DynSolValue>, String> {
+        items.iter().map(|item| json_argument(inner, item)).collect()
+    };
+    match (kind, arg) {
+        (_, Value::String(text)) => kind.coerce_str(text.trim()).map_err(|e| e.to_string()),
+        (_, Value::Bool(b)) => kind.coerce_str(if *b { "true" } else { "false" }).map_err(|e| e.to_string()),
+        (_, Value::Number(n)) if n.is_u64() || n.is_i64() => kind.coerce_str(&n.to_string()).map_err(|e| e.to_string()),
+        (_, Value::Number(n)) => Err(format!("{n} is not a whole number below 2^64; send large numbers as text")),
+        (DynSolType::Array(inner), Value::Array(items)) => Ok(DynSolValue::Array(each(inner, items)?)),
+        (DynSolType::FixedArray(inner, size), Value::Array(items)) if items.len() == *size => {
+            Ok(DynSolValue::FixedArray(each(inner, items)?))
+        }
+        (DynSolType::Tuple(types), Value::Array(items)) if items.len() == types.len() => {
+            let fields = types.iter().zip(items).map(|(t, item)| json_argument(t, item));
+            Ok(DynSolValue::Tuple(fields.collect::<Result<_, _>>()?))
+        }
+        (_, Value::Array(items)) => Err(format!("an array of {} items does not fit", items.len())),
+        (_, other) => Err(format!("{other} is not an argument")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_arguments_are_read_as_their_types() {
+        let param =
+            |ty: &str| -> alloy::json_abi::Param { serde_json::from_value(json!({"name": "a", "type": ty})).unwrap() };
+        let holder = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+        let addresses = argument(&param("address[]"), &json!([holder])).unwrap();
+        assert_eq!(addresses, DynSolValue::Array(vec![DynSolValue::Address(holder.parse().unwrap())]));
+        assert_eq!(argument(&param("address[]"), &json!(format!("[{holder}]"))).unwrap(), addresses);
+        let tuples: alloy::json_abi::Param = serde_json::from_value(json!({"name": "t", "type": "tuple[]",
+            "components": [{"name": "x", "type": "uint256"}, {"name": "y", "type": "int8"}, {"name": "z", "type": "string"}]}))
+        .unwrap();
+        let read = argument(&tuples, &json!([[1, -2, "a"], ["3", 4, "b"]])).unwrap();
+        let text = argument(&tuples, &json!("[(1,-2,a),(3,4,b)]")).unwrap();
+        assert_eq!(read, text);
+        assert_eq!(
+            argument(&param("uint256"), &json!(u64::MAX)).unwrap(),
+            DynSolValue::from(alloy::primitives::U256::from(u64::MAX))
+        );
+        let big: Value = serde_json::from_str("12345678901234567890123").unwrap();
+        let refused = argument(&param("uint256"), &big).unwrap_err();
+        assert!(
+            matches!(&refused, ApiError::InvalidParam { detail, .. } if detail.contains("send large numbers as text"))
+        );
+        assert!(argument(&param("uint8[2]"), &json!([1, 2, 3])).is_err());
+        assert!(argument(&param("bool"), &json!(true)).unwrap() == DynSolValue::Bool(true));
+        assert!(argument(&param("uint256"), &json!({"x": 1})).is_err());
+    }
 
     #[test]
     fn spdx_licenses_become_blockscout_ids() {
