@@ -558,6 +558,10 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
                     Err(_) => ApiError::Timeout.into_response(),
                 }
             }
+            // Pages answer GET and HEAD only.
+            Err(ApiError::NoRoute) if state.config.ui && pages::is_page_path(req.uri().path()) => {
+                ApiError::MethodNotAllowed { allow: "GET, HEAD" }.into_response()
+            }
             Err(e) => e.into_response(),
         };
         if private {

@@ -64,7 +64,7 @@ pub async fn serve(state: &AppState, path: &str, query: Option<&str>, headers: &
 }
 
 fn asset_response(asset: &'static ui::assets::Asset, headers: &HeaderMap) -> Response<Body> {
-    let fresh = headers.get(IF_NONE_MATCH).is_some_and(|v| v.as_bytes() == asset.etag.as_bytes());
+    let fresh = headers.get_all(IF_NONE_MATCH).iter().any(|v| etag_matches(v.as_bytes(), &asset.etag));
     let mut response = Response::new(if fresh { Body::default() } else { Body::new(Bytes::from_static(asset.bytes)) });
     if fresh {
         *response.status_mut() = StatusCode::NOT_MODIFIED;
@@ -77,6 +77,14 @@ fn asset_response(asset: &'static ui::assets::Asset, headers: &HeaderMap) -> Res
     }
     h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
     response
+}
+
+/// Whether an `If-None-Match` value names `etag`: `*`, or a list of tags compared weakly (RFC 9110 §13.1.2: a `W/`
+/// prefix is ignored).
+fn etag_matches(header: &[u8], etag: &str) -> bool {
+    let Ok(header) = std::str::from_utf8(header) else { return false };
+    let bare = etag.trim_start_matches("W/");
+    header.trim() == "*" || header.split(',').any(|tag| tag.trim().trim_start_matches("W/") == bare)
 }
 
 fn html_response(status: StatusCode, markup: Markup) -> Response<Body> {
@@ -378,6 +386,17 @@ mod tests {
         }
         for path in ["/", "/blocks", "/tx/0x12", "/apis", "/healthy", "/assets/app-00.css"] {
             assert!(is_page_path(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn asset_tags_match_lists_weak_tags_and_any() {
+        let tag = "\"60313a2b3c81\"";
+        for header in ["\"60313a2b3c81\"", "\"x\", \"60313a2b3c81\"", "*", "W/\"60313a2b3c81\""] {
+            assert!(etag_matches(header.as_bytes(), tag), "{header}");
+        }
+        for header in ["\"x\"", "\"60313a2b3c8\"", "", "60313a2b3c81"] {
+            assert!(!etag_matches(header.as_bytes(), tag), "{header}");
         }
     }
 

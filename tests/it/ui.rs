@@ -186,6 +186,8 @@ async fn pages_are_escaped_bounded_html_with_a_strict_policy() {
     assert_eq!(missing.headers["content-type"], "text/html; charset=utf-8");
     assert_eq!(http::get(addr, "/block/not-a-block").await.status, 422);
     assert_eq!(http::get(addr, &format!("/tx/0x{}", "00".repeat(32))).await.status, 404);
+    let posted = http::request(addr, hyper::Method::POST, "/blocks", &[], bytes::Bytes::new()).await;
+    assert_eq!((posted.status.as_u16(), posted.headers["allow"].to_str().unwrap()), (405, "GET, HEAD"));
     let api_missing = http::get(addr, "/api/v2/nonsense").await;
     assert_eq!(api_missing.status, 400);
     assert_eq!(api_missing.headers["content-type"], "application/json; charset=utf-8");
@@ -198,6 +200,9 @@ async fn pages_are_escaped_bounded_html_with_a_strict_policy() {
     let etag = reply.headers["etag"].to_str().unwrap().to_owned();
     let again = http::request(addr, hyper::Method::GET, &css, &[("if-none-match", &etag)], bytes::Bytes::new()).await;
     assert_eq!(again.status, 304);
+    let listed = format!("\"other\", W/{etag}");
+    let again = http::request(addr, hyper::Method::GET, &css, &[("if-none-match", &listed)], bytes::Bytes::new()).await;
+    assert_eq!(again.status, 304, "a list with the weak tag");
     d.daemon.shutdown().await.unwrap();
 }
 
