@@ -636,6 +636,8 @@ async fn contracts_linked_to_libraries_verify_with_the_library_named() {
         assert_eq!(shown["is_fully_verified"], full, "{adder}");
         assert_eq!(shown["name"], "Adder");
         assert_eq!(shown["external_libraries"], json!([{"name": "Tally", "address_hash": tally.to_checksum(None)}]));
+        let source = get_json(addr, &format!("/api?module=contract&action=getsourcecode&address={adder}")).await;
+        assert_eq!(source["result"][0]["Library"], format!("Tally:{}", tally.to_checksum(None)), "{source}");
     }
     let failed = failed_job(&t, adders[2], "the job naming another library address to fail").await;
     assert!(failed.contains("code differs"), "{failed}");

@@ -601,6 +601,12 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
         let artifact = &known.artifact;
         let (optimized, runs) = artifact.optimization();
         let evm = artifact.settings.as_ref().and_then(|s| s["evmVersion"].as_str()).unwrap_or("default");
+        // Etherscan's form: `Name:address` pairs joined by `;`.
+        let libraries = crate::api::rest::smart_contracts::external_libraries(artifact.settings.as_ref());
+        let libraries: Vec<String> = libraries
+            .iter()
+            .map(|l| format!("{}:{}", l["name"].as_str().unwrap_or_default(), l["address_hash"].as_str().unwrap_or_default()))
+            .collect();
         Ok(Answer::Ok(json!([{
             "Address": lower(&address),
             "SourceCode": source_code(&artifact.sources, "Solidity"),
@@ -611,7 +617,7 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
             "Runs": runs.map(|r| r.to_string()).unwrap_or_default(),
             "ConstructorArguments": known.verified.as_ref().map(|v| alloy::hex::encode(&v.constructor_args)).unwrap_or_default(),
             "EVMVersion": evm,
-            "Library": "",
+            "Library": libraries.join(";"),
             "LicenseType": artifact.license.clone().unwrap_or_default(),
             "Proxy": proxy,
             "Implementation": implementation.unwrap_or_default(),

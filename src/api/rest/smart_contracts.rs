@@ -226,7 +226,8 @@ fn contract_json(
         "compiler_settings": artifact.and_then(|a| a.settings.clone()),
         "optimization_enabled": optimization_enabled,
         "optimization_runs": optimization_runs,
-        "evm_version": artifact.and_then(|a| a.evm_version()),
+        // Blockscout's word for an input that names none (the compiler's default).
+        "evm_version": artifact.map(|a| a.evm_version().unwrap_or_else(|| "default".into())),
         "license_type": license_type(artifact.and_then(|a| a.license.as_deref())),
         "source_code": source_code,
         "file_path": file_path,
@@ -247,7 +248,7 @@ fn contract_json(
 
 /// The libraries the compiler linked in (`settings.libraries`, file → name → address), as Blockscout lists them; the
 /// code comparison checked their addresses, as linked code carries them.
-fn external_libraries(settings: Option<&Value>) -> Vec<Value> {
+pub fn external_libraries(settings: Option<&Value>) -> Vec<Value> {
     let mut found: Vec<(String, String)> = settings
         .and_then(|s| s.get("libraries"))
         .and_then(Value::as_object)
