@@ -1,6 +1,6 @@
 //! One function per page: the REST layer's JSON values in, the whole HTML document out.
 
-use super::format::{ether, ether_exact, gwei, thousands, units};
+use super::format::{ether, ether_exact, gwei, short_hash, thousands, units};
 use super::{
     address, address_full, block_link, block_table, internal_table, items, layout, log_list, number, pager, parameters,
     status, tabs, text, time, token_link, transfer_table, tx_link, tx_table, value_text, Ctx,
@@ -492,7 +492,8 @@ pub fn token(ctx: Ctx, token: &Value, counters: &Value, tab: &str, data: List<'_
     let nft = text(token, "type") != "ERC-20";
     let shown: Vec<(&str, &str)> = TOKEN_TABS.iter().copied().filter(|(k, _)| nft || *k != "inventory").collect();
     let decimals = text(token, "decimals").parse().unwrap_or(0);
-    let name = text(token, "name");
+    // A token without a name is shown by its address, as in lists.
+    let name = Some(text(token, "name")).filter(|n| !n.is_empty()).unwrap_or_else(|| short_hash(&hash));
     layout(
         "Token",
         html! {
