@@ -87,8 +87,19 @@ fn etag_matches(header: &[u8], etag: &str) -> bool {
     header.trim() == "*" || header.split(',').any(|tag| tag.trim().trim_start_matches("W/") == bare)
 }
 
+/// Removes Unicode's bidirectional embedding, override and isolate controls: chain text (metadata, revert strings,
+/// decoded values) could otherwise show reversed and pass for other text; no page template uses them.
+fn strip_bidi_controls(page: &mut String) {
+    let control = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    if page.contains(control) {
+        page.retain(|c| !control(c));
+    }
+}
+
 fn html_response(status: StatusCode, markup: Markup) -> Response<Body> {
-    let mut response = Response::new(Body::new(Bytes::from(markup.into_string())));
+    let mut page = markup.into_string();
+    strip_bidi_controls(&mut page);
+    let mut response = Response::new(Body::new(Bytes::from(page)));
     *response.status_mut() = status;
     let h = response.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
@@ -387,6 +398,13 @@ mod tests {
         for path in ["/", "/blocks", "/tx/0x12", "/apis", "/healthy", "/assets/app-00.css"] {
             assert!(is_page_path(path), "{path}");
         }
+    }
+
+    #[test]
+    fn pages_carry_no_bidirectional_controls() {
+        let mut page = "<dd>\u{202E} RTL </pre>\u{2066}x\u{2069} é</dd>".to_owned();
+        strip_bidi_controls(&mut page);
+        assert_eq!(page, "<dd> RTL </pre>x é</dd>");
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub fn home(ctx: Ctx, stats: &Value, blocks: &Value, txs: &Value, tx_chart: &Val
                         thead { tr { th { "Block" } th { "Age" } th { "Txs" } th { "Miner" } } }
                         tbody #latest-blocks {
                             @for b in items(blocks).iter().take(6) {
-                                tr data-height=(value_text(&b["height"])) {
+                                tr data-height=(value_text(&b["height"])) data-hash=(text(b, "hash")) {
                                     td { (block_link(&b["height"])) }
                                     td { (time(&text(b, "timestamp"), ctx)) }
                                     td { (number(&b["transactions_count"])) }

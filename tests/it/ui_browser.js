@@ -205,6 +205,18 @@ async function main() {
   }
   await page.setViewportSize({ width: 1280, height: 900 });
 
+  // Home again: a reorg replaces the newest block, and its row shows the new block (the push names a height the
+  // list already shows, so the list is read again).
+  await page.goto(input.base + "/");
+  await page.waitForFunction(() => document.body.getAttribute("data-live") === "connected", null, { timeout: 15000 });
+  const before = await rpc("eth_getBlockByNumber", ["latest", false]);
+  await rpc("anvil_reorg", [1, []]);
+  const after = await rpc("eth_getBlockByNumber", ["latest", false]);
+  check(after.hash !== before.hash && after.number === before.number, "reorg: the node replaced its newest block");
+  await page.waitForSelector(`#latest-blocks tr[data-height="${Number(after.number)}"][data-hash="${after.hash}"]`, { timeout: 20000 })
+    .then(() => check(true, "home: a block replaced by a reorg shows as the new block"))
+    .catch(() => check(false, "home: the row of block " + Number(after.number) + " shows " + after.hash));
+
   // Unknown pages are an HTML 404.
   const missing = await page.goto(input.base + "/no/such/page");
   check(missing.status() === 404, "unknown page: 404");

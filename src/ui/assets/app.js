@@ -143,6 +143,8 @@ Phoenix.prototype.connect = function () {
   this.socket = socket;
   socket.onopen = function () {
     self.topics.forEach(function (topic) { self.send(topic, "phx_join", {}, true); });
+    // What happened while no socket was joined (since the page was rendered, or during a reconnect) is read again.
+    if (self.onJoined) self.onJoined();
     self.heartbeat = setInterval(function () { self.send("phoenix", "heartbeat", {}, false); }, 30000);
     document.body.setAttribute("data-live", "connected");
   };
@@ -178,14 +180,47 @@ Phoenix.prototype.join = function (topic) {
   });
   client.join("blocks:new_block");
   client.join("transactions:new_transaction");
+  client.onJoined = function () { reloadBlocks(); reloadTransactions(); };
   // As many rows as the server rendered.
   var blockRows = blocks.children.length || 6;
   var txRows = txs.children.length || 6;
 
+  // A block that follows the newest row is added; one that replaces a row (a reorg) or leaves a gap (a missed push)
+  // has the list read again.
   function addBlock(block) {
-    if (blocks.querySelector('[data-height="' + Number(block.height) + '"]')) return;
+    var shown = blocks.querySelector('[data-height="' + Number(block.height) + '"]');
+    if (shown && shown.getAttribute("data-hash") === block.hash) return;
+    var top = blocks.firstElementChild ? Number(blocks.firstElementChild.getAttribute("data-height")) : NaN;
+    if (shown || Number(block.height) !== top + 1) { reloadBlocks(); return; }
+    blocks.insertBefore(blockRow(block), blocks.firstChild);
+    while (blocks.children.length > blockRows) blocks.removeChild(blocks.lastChild);
+    var height = document.getElementById("tile-height");
+    if (height) height.textContent = Number(block.height).toLocaleString("en-US");
+    reloadTiles();
+  }
+
+  // The newest blocks from /main-page/blocks, replacing the rows (one request at a time).
+  var blocksAsked = false;
+  function reloadBlocks() {
+    if (blocksAsked) return;
+    blocksAsked = true;
+    fetch("/api/v2/main-page/blocks")
+      .then(function (r) { return r.ok ? r.json() : []; })
+      .then(function (items) {
+        var rows = (Array.isArray(items) ? items : []).slice(0, blockRows).map(blockRow);
+        if (rows.length) blocks.replaceChildren.apply(blocks, rows);
+        var height = document.getElementById("tile-height");
+        if (height && rows.length) height.textContent = Number(items[0].height).toLocaleString("en-US");
+        reloadTiles();
+      })
+      .catch(function () { /* the next block retries */ })
+      .then(function () { blocksAsked = false; });
+  }
+
+  function blockRow(block) {
     var row = document.createElement("tr");
     row.setAttribute("data-height", String(Number(block.height)));
+    row.setAttribute("data-hash", String(block.hash));
     row.appendChild(el("td", String(block.height), "/block/" + Number(block.height)));
     var when = el("td");
     var time = document.createElement("time");
@@ -196,11 +231,7 @@ Phoenix.prototype.join = function (topic) {
     row.appendChild(when);
     row.appendChild(el("td", String(block.transactions_count)));
     row.appendChild(addressCell(block.miner));
-    blocks.insertBefore(row, blocks.firstChild);
-    while (blocks.children.length > blockRows) blocks.removeChild(blocks.lastChild);
-    var height = document.getElementById("tile-height");
-    if (height) height.textContent = Number(block.height).toLocaleString("en-US");
-    reloadTiles();
+    return row;
   }
 
   // The counters of the tiles, from /stats (at most once per second).
