@@ -378,7 +378,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
             let q = crate::api::query::Query::parse(query).get("q").map(|q| q.trim().to_owned()).unwrap_or_default();
             let results = match api_route("/api/v2/search", query) {
                 Ok(route) => list(state, deadline, route).await?,
-                Err(_) => Value::Null,
+                Err(refused) => serde_json::json!({ "refused": refused.message() }),
             };
             Ok(pages::search(&q, &results))
         }

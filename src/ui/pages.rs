@@ -583,7 +583,8 @@ pub fn search(q: &str, results: &Value) -> Markup {
         html! {
             h1 { "Search results for " q { (q) } }
             section.panel {
-                @if rows.is_empty() { p.muted #no-results { "Nothing found." } } @else {
+                @if let Some(reason) = results["refused"].as_str() { p.muted #no-results { "Not searched: " (reason) } }
+                @else if rows.is_empty() { p.muted #no-results { "Nothing found." } } @else {
                     ul #results {
                         @for r in rows {
                             li {

@@ -176,6 +176,8 @@ async fn pages_are_escaped_bounded_html_with_a_strict_policy() {
     assert!(second.contains(&format!("href=\"/address/{a}?tab=token_transfers&amp;type=ERC-721\"")), "first page");
 
     // A search for an exact hash leads to its page.
+    let long = page(addr, &format!("/search-results?q={}", "a".repeat(300))).await;
+    assert!(String::from_utf8_lossy(&long.body).contains("longer than 256 characters"), "the refusal is shown");
     let found = http::get(addr, &format!("/search-results?q={}", chain.tx)).await;
     assert_eq!(found.status, 302);
     assert_eq!(found.headers["location"].to_str().unwrap(), format!("/tx/{}", chain.tx));
