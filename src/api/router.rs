@@ -715,6 +715,16 @@ impl Route {
                     _ => Err(ApiError::MethodNotAllowed { allow: "POST" }),
                 };
             }
+            // Blockscout's other methods (Vyper, Sourcify, Solidity's standard input as Vyper…): named, not 405.
+            ["api", "v2", "smart-contracts", hash, "verification", "via", via] if *method == Method::POST => {
+                parse_address(hash, "address_hash_param")?;
+                return Err(ApiError::invalid(
+                    "via",
+                    format!(
+                        "verification via {via} is not supported: use standard-input, flattened-code or multi-part"
+                    ),
+                ));
+            }
             ["api", "v2", "smart-contracts", hash, "query-read-method"] => {
                 let address = parse_address(hash, "address_hash_param")?;
                 return match *method {
@@ -1450,6 +1460,11 @@ mod tests {
         for (path, param) in checks {
             let result = parse(Method::GET, path);
             assert!(invalid(param)(&result), "{path}: {result:?}");
+        }
+        let dead = "0x000000000000000000000000000000000000dEaD";
+        for via in ["vyper-code", "sourcify", "vyper-standard-input"] {
+            let result = parse(Method::POST, &format!("/api/v2/smart-contracts/{dead}/verification/via/{via}"));
+            assert!(invalid("via")(&result), "{via}: {result:?}");
         }
     }
 
