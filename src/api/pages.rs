@@ -163,15 +163,6 @@ fn tab(query: Option<&str>) -> Option<&str> {
     query?.split('&').find_map(|kv| kv.strip_prefix("tab="))
 }
 
-/// Whether the query continues a list (a cursor or filter besides the tab).
-fn continued(query: Option<&str>) -> bool {
-    let cursor = |kv: &&str| {
-        let key = kv.split('=').next().unwrap_or_default();
-        !kv.is_empty() && key != "tab" && !crate::ui::LIST_FILTERS.contains(&key)
-    };
-    query.is_some_and(|q| q.split('&').any(|kv| cursor(&kv)))
-}
-
 /// The data a list page's handler answers for `route`.
 async fn list(state: &AppState, deadline: Instant, route: Route) -> Result<Value, ApiError> {
     let answer = match route {
@@ -247,8 +238,6 @@ async fn tab_data(state: &AppState, deadline: Instant, route: Route) -> Result<V
 async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> Result<Markup, ApiError> {
     let deadline = Instant::now() + state.config.request_timeout;
     let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-    let more = continued(query);
-    let filters = crate::ui::list_filters(query);
     match segments.as_slice() {
         [] => {
             let state2 = state.clone();
@@ -266,7 +255,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
         }
         ["blocks"] => {
             let data = list(state, deadline, api_route("/api/v2/blocks", query)?).await?;
-            Ok(pages::blocks(ctx, List { envelope: &data, continued: more, filters: &filters }))
+            Ok(pages::blocks(ctx, List { envelope: &data, query }))
         }
         ["block", id] => {
             let block = match api_route(&format!("/api/v2/blocks/{id}"), None)? {
@@ -274,7 +263,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
                 _ => return Err(ApiError::NoRoute),
             };
             let txs = list(state, deadline, api_route(&format!("/api/v2/blocks/{id}/transactions"), query)?).await?;
-            Ok(pages::block(ctx, &block, List { envelope: &txs, continued: more, filters: &filters }))
+            Ok(pages::block(ctx, &block, List { envelope: &txs, query }))
         }
         ["txs"] => {
             let pending = tab(query) == Some("pending");
@@ -284,7 +273,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
                 query.unwrap_or_default().replace("filter=pending", "")
             };
             let data = list(state, deadline, api_route("/api/v2/transactions", Some(&api))?).await?;
-            Ok(pages::txs(ctx, List { envelope: &data, continued: more, filters: &filters }, pending))
+            Ok(pages::txs(ctx, List { envelope: &data, query }, pending))
         }
         ["tx", hash] => {
             let tx = match api_route(&format!("/api/v2/transactions/{hash}"), None)? {
@@ -302,7 +291,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
             };
             let data =
                 tab_data(state, deadline, api_route(&format!("/api/v2/transactions/{hash}/{api}"), query)?).await?;
-            Ok(pages::tx(ctx, &tx, current, List { envelope: &data, continued: more, filters: &filters }))
+            Ok(pages::tx(ctx, &tx, current, List { envelope: &data, query }))
         }
         ["address", a] => {
             let address = match api_route(&format!("/api/v2/addresses/{a}"), None)? {
@@ -321,17 +310,11 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
                 _ => format!("/api/v2/addresses/{a}/transactions"),
             };
             let data = tab_data(state, deadline, api_route(&api, query)?).await?;
-            Ok(pages::address_page(
-                ctx,
-                &addr,
-                &counters,
-                current,
-                List { envelope: &data, continued: more, filters: &filters },
-            ))
+            Ok(pages::address_page(ctx, &addr, &counters, current, List { envelope: &data, query }))
         }
         ["tokens"] => {
             let data = list(state, deadline, api_route("/api/v2/tokens", query)?).await?;
-            Ok(pages::tokens(List { envelope: &data, continued: more, filters: &filters }))
+            Ok(pages::tokens(List { envelope: &data, query }))
         }
         ["token", t] => {
             let token = match api_route(&format!("/api/v2/tokens/{t}"), None)? {
@@ -349,13 +332,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
                 _ => "transfers",
             };
             let data = list(state, deadline, api_route(&format!("/api/v2/tokens/{t}/{api}"), query)?).await?;
-            Ok(pages::token(
-                ctx,
-                &detail,
-                &counters,
-                current,
-                List { envelope: &data, continued: more, filters: &filters },
-            ))
+            Ok(pages::token(ctx, &detail, &counters, current, List { envelope: &data, query }))
         }
         ["token", t, "instance", id] => {
             let (token, id) = match api_route(&format!("/api/v2/tokens/{t}/instances/{id}"), None)? {
@@ -367,12 +344,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
             let instance = json(tokens::instance(state, token, id, deadline).await).await?;
             let transfers = api_route(&format!("/api/v2/tokens/{token}/instances/{id}/transfers"), query)?;
             let transfers = list(state, deadline, transfers).await?;
-            Ok(pages::instance(
-                ctx,
-                &detail,
-                &instance,
-                List { envelope: &transfers, continued: more, filters: &filters },
-            ))
+            Ok(pages::instance(ctx, &detail, &instance, List { envelope: &transfers, query }))
         }
         ["search-results"] => {
             let q = crate::api::query::Query::parse(query).get("q").map(|q| q.trim().to_owned()).unwrap_or_default();
@@ -419,11 +391,8 @@ mod tests {
     }
 
     #[test]
-    fn tabs_and_cursors_are_read_from_the_query() {
+    fn tabs_are_read_from_the_query() {
         assert_eq!(tab(Some("tab=logs&index=3")), Some("logs"));
         assert_eq!(tab(None), None);
-        assert!(!continued(Some("tab=logs")));
-        assert!(continued(Some("tab=logs&index=3")));
-        assert!(!continued(None));
     }
 }

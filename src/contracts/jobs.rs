@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 /// Why a newly matched source does not replace the stored one of the same code, if it does not: a full match is
 /// final, and a partial one gives way to a full match only (otherwise anyone could swap a verified contract's
 /// comments, names and parameter names for misleading ones, as the metadata hash alone tells them apart).
-pub fn kept_instead(stored: Option<&VerifiedSource>, new: &VerifiedSource) -> Option<&'static str> {
+fn kept_instead(stored: Option<&VerifiedSource>, new: &VerifiedSource) -> Option<&'static str> {
     match stored {
         Some(stored) if stored.code_hash == new.code_hash && stored.full_match => Some(ALREADY_VERIFIED),
         Some(stored) if stored.code_hash == new.code_hash && !new.full_match => Some(ALREADY_PARTIAL),
@@ -29,7 +29,7 @@ pub fn kept_instead(stored: Option<&VerifiedSource>, new: &VerifiedSource) -> Op
 /// The refusal of a source for a contract verified with a full match.
 pub const ALREADY_VERIFIED: &str = "Already verified";
 /// The refusal of a partial match for a contract verified with a partial match.
-pub const ALREADY_PARTIAL: &str =
+const ALREADY_PARTIAL: &str =
     "Already verified with a partial match: only a full match (the same metadata hash) replaces it";
 
 /// Jobs compiled at once.

@@ -65,6 +65,12 @@ pub fn delegation_designator(delegate: Address) -> Bytes {
     [&DELEGATION_PREFIX[..], delegate.as_slice()].concat().into()
 }
 
+/// Whether `code` is a contract's: not empty and not an EIP-7702 delegation designator (which only names the code of
+/// the account it delegates to; the account stays an account).
+pub fn is_contract_code(code: &[u8]) -> bool {
+    !code.is_empty() && delegate_of(code).is_none()
+}
+
 /// The account whose code `code` designates, when it is an EIP-7702 delegation designator.
 pub fn delegate_of(code: &[u8]) -> Option<Address> {
     let target = code.strip_prefix(&DELEGATION_PREFIX[..])?;

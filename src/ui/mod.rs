@@ -162,6 +162,15 @@ pub fn list_filters(query: Option<&str>) -> String {
     pairs.collect::<Vec<_>>().join("&")
 }
 
+/// Whether a page's raw query continues a list: it holds a cursor (a parameter besides `tab` and the filters).
+pub fn continued(query: Option<&str>) -> bool {
+    let cursor = |kv: &&str| {
+        let key = kv.split('=').next().unwrap_or_default();
+        !kv.is_empty() && key != "tab" && !LIST_FILTERS.contains(&key)
+    };
+    query.is_some_and(|q| q.split('&').any(|kv| cursor(&kv)))
+}
+
 /// `base` with `query` added (`?` or `&`); `base` alone when `query` is empty.
 fn with_query(base: &str, query: &str) -> String {
     match (query.is_empty(), base.contains('?')) {
@@ -187,12 +196,12 @@ pub fn next_url(base: &str, filters: &str, next_page_params: &Value) -> Option<S
 /// The links under a list: back to its first page, and the next page when the envelope has one; both keep the
 /// list's filters.
 pub fn pager(base: &str, list: &pages::List<'_>) -> Markup {
-    let next = next_url(base, list.filters, &list.envelope["next_page_params"]);
-    let first = with_query(base, list.filters);
+    let (filters, continued) = (list_filters(list.query), continued(list.query));
+    let next = next_url(base, &filters, &list.envelope["next_page_params"]);
     html! {
-        @if list.continued || next.is_some() {
+        @if continued || next.is_some() {
             nav.pager aria-label="Pages" {
-                @if list.continued { a href=(first) { "First page" } }
+                @if continued { a href=(with_query(base, &filters)) { "First page" } }
                 @if let Some(next) = next { a rel="next" href=(next) { "Next page" } }
             }
         }
@@ -429,6 +438,8 @@ mod tests {
         let url = next_url("/address/0xab?tab=token_transfers", &filters, &params).unwrap();
         assert_eq!(url, "/address/0xab?tab=token_transfers&type=ERC-721&q=a%20b&block_number=7&index=2");
         assert_eq!(list_filters(None), "");
+        assert!(!continued(Some("tab=logs")) && !continued(Some("tab=logs&type=ERC-20")) && !continued(None));
+        assert!(continued(Some("tab=logs&index=3")));
         assert_eq!(list_filters(Some("method=%3Cx%3E")), "method=%3Cx%3E");
     }
 }

@@ -13,10 +13,9 @@ use serde_json::Value;
 pub struct List<'a> {
     /// `{items, next_page_params}` (or a bare array).
     pub envelope: &'a Value,
-    /// Whether a cursor was given.
-    pub continued: bool,
-    /// The page's filters (`k=v&…`, see [`super::list_filters`]), kept on the links to its other pages.
-    pub filters: &'a str,
+    /// The page's own query: its filters ([`super::LIST_FILTERS`]) are kept on the links to its other pages, and
+    /// any other parameter but `tab` is a cursor.
+    pub query: Option<&'a str>,
 }
 
 fn tile(label: &str, id: &str, value: String) -> Markup {

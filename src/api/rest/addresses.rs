@@ -175,8 +175,7 @@ pub fn counters(reader: &Reader<'_>, address: Address) -> Result<Response<Body>,
 /// sent).
 fn is_code_account(reader: &Reader<'_>, address: &Address, record: &AccountRecord) -> StoreResult<bool> {
     let Some(row) = reader.get::<Contracts>(address)? else { return Ok(record.is_contract()) };
-    let code = reader.get::<Code>(&row.code_hash)?.unwrap_or_default();
-    Ok(!code.is_empty() && crate::contracts::proxy::delegate_of(&code).is_none())
+    Ok(reader.get::<Code>(&row.code_hash)?.is_some_and(|code| crate::contracts::proxy::is_contract_code(&code)))
 }
 
 /// `GET /api/v2/addresses/:a/tabs-counters` (numbers).

@@ -46,9 +46,8 @@ pub async fn start(state: &AppState, address: Address, request: Request) -> Resu
     let reader = state.store.reader();
     let Some(row) = reader.get::<Contracts>(&address)? else { return Err(ApiError::NotFound) };
     // An EIP-7702 delegation's code only names its delegate's: there is nothing to verify.
-    let has_code = reader
-        .get::<Code>(&row.code_hash)?
-        .is_some_and(|code| !code.is_empty() && crate::contracts::proxy::delegate_of(&code).is_none());
+    let has_code =
+        reader.get::<Code>(&row.code_hash)?.is_some_and(|code| crate::contracts::proxy::is_contract_code(&code));
     if !has_code {
         return Err(ApiError::NotFound);
     }
