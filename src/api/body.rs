@@ -27,6 +27,14 @@ impl Body {
         Body(Inner::Whole(Some(bytes).filter(|b| !b.is_empty())))
     }
 
+    /// The bytes of a whole body that has not been sent yet; `None` for streamed bodies.
+    pub fn whole(&self) -> Option<&Bytes> {
+        match &self.0 {
+            Inner::Whole(bytes) => bytes.as_ref(),
+            Inner::Stream(_) => None,
+        }
+    }
+
     /// A body of the chunks received from `chunks`, ending when every sender is dropped.
     pub fn stream(chunks: tokio::sync::mpsc::Receiver<Bytes>) -> Self {
         Body(Inner::Stream(chunks))

@@ -4,7 +4,8 @@
 //! function that, for every request: resolves the client IP and takes a token from its rate-limit bucket (refusing
 //! with 429 when it is empty, CORS preflights included; a JSON-RPC error on `/api/eth`), answers CORS preflights,
 //! parses a [`Route`], dispatches it with one `match` under a per-request timeout, turns any [`ApiError`] into a
-//! response, and adds the CORS and `x-ratelimit-*` headers. Every connection is bounded in idle time and write
+//! response, gzips large text answers for clients that accept it (`compress.rs`), and adds the CORS and
+//! `x-ratelimit-*` headers. Every connection is bounded in idle time and write
 //! progress and drained on shutdown (`conn.rs`).
 //!
 //! Surfaces (see `docs/api.md`): `GET /health` and `GET /health/ready`; Blockscout's REST API under `/api/v2`;
@@ -15,6 +16,7 @@
 
 pub mod auth;
 mod body;
+mod compress;
 mod conn;
 mod cursor;
 mod error;
@@ -476,6 +478,7 @@ fn preflight(req: &Request<Incoming>) -> Response<Body> {
 
 async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
+    let gzip_accepted = compress::accepts_gzip(req.headers());
     let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
     let verdict = match auth::presented_api_key(req.headers(), req.uri().query()) {
         // A valid API key is limited by its own (larger) bucket, counted against the key, not the IP's anonymous
@@ -516,6 +519,8 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
             )
         } else if matches!(parsed, Ok(Route::Etherscan)) {
             etherscan::rate_limited()
+        } else if matches!(parsed, Err(ApiError::NoRoute)) && state.config.ui && pages::is_page_path(req.uri().path()) {
+            pages::rate_limited()
         } else {
             json_response(StatusCode::TOO_MANY_REQUESTS, &serde_json::json!({"message": "Too many requests"}))
         }
@@ -528,6 +533,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
         let mut response = match parsed {
             Ok(route) if state.config.read_replica && route.writes() => ApiError::ReadReplica.into_response(),
             Ok(route) => {
+                let etherscan = matches!(route, Route::Etherscan);
                 let served = async {
                     let viewer = if route.needs_account() {
                         Some(auth::require_account(req.headers(), &state, client)?)
@@ -544,6 +550,8 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
                 };
                 match tokio::time::timeout(state.config.request_timeout, served).await {
                     Ok(result) => result.unwrap_or_else(ApiError::into_response),
+                    // Etherscan-style clients read every answer's envelope.
+                    Err(_) if etherscan => etherscan::refused(ApiError::Timeout),
                     Err(_) => ApiError::Timeout.into_response(),
                 }
             }
@@ -571,6 +579,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
         }
         response
     };
+    compress::apply(&mut response, gzip_accepted);
     add_cors(&mut response);
     limits::set_headers(response.headers_mut(), &verdict);
     state.status.metrics().http_request(label, response.status().as_u16(), started.elapsed());

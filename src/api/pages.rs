@@ -63,6 +63,15 @@ pub async fn serve(state: &AppState, path: &str, query: Option<&str>, headers: &
     response
 }
 
+/// The answer to a page request refused by the rate limit: a page saying so (the `Retry-After` header is added with
+/// the other rate-limit headers).
+pub fn rate_limited() -> Response<Body> {
+    html_response(
+        StatusCode::TOO_MANY_REQUESTS,
+        pages::failed("Too many requests from your address: wait a moment, then reload."),
+    )
+}
+
 fn asset_response(asset: &'static ui::assets::Asset, headers: &HeaderMap) -> Response<Body> {
     let fresh = headers.get_all(IF_NONE_MATCH).iter().any(|v| etag_matches(v.as_bytes(), &asset.etag));
     let mut response = Response::new(if fresh { Body::default() } else { Body::new(Bytes::from_static(asset.bytes)) });

@@ -406,6 +406,24 @@ async fn log_block_transaction_and_contract_actions_match_the_node() {
         .map(shape)
         .collect();
     assert_eq!(strip(&ok(addr, &q).await), want);
+    // Three topics: each pair's operator is a clause and a log satisfies them all (Blockscout's rule), here
+    // (Transfer or from a2) and (from a2 or to a1) and (Transfer and to a1): the transfers to a1. Joining the
+    // operators left to right instead would give every transfer.
+    let padded = |a: Address| B256::left_padding_from(a.as_slice());
+    let transfer = DemoToken::Transfer::SIGNATURE_HASH;
+    let (a2, to) = (padded(chain.accounts[2]), padded(a1));
+    let q = format!(
+        "module=logs&action=getLogs&fromBlock=0&toBlock=latest&topic0={transfer:#x}&topic1={a2:#x}&topic2={to:#x}\
+         &topic0_1_opr=or&topic1_2_opr=or&topic0_2_opr=and"
+    );
+    let want: Vec<Value> = every_log
+        .iter()
+        .filter(|l| l.topics().len() > 2 && l.topics()[0] == transfer && l.topics()[2] == to)
+        .map(shape)
+        .collect();
+    let transfers = every_log.iter().filter(|l| l.topics().first() == Some(&transfer)).count();
+    assert!(!want.is_empty() && want.len() < transfers, "{} of {transfers}", want.len());
+    assert_eq!(strip(&ok(addr, &q).await), want);
     let q = format!("module=logs&action=getLogs&fromBlock=0&toBlock=latest&topic0={poked:#x}&topic1={by_a1}");
     assert_eq!(api(addr, &q).await["message"], "Required query parameters missing: topic0_1_opr");
 

@@ -37,6 +37,12 @@ async fn node_stopped_and_restarted_mid_run() {
     // The API keeps serving what is indexed.
     let stats = http::get(t.daemon.addr(), "/api/v2/stats").await;
     assert_eq!(stats.status, 200);
+    // A balance needs the node: the Etherscan-style API says it is unavailable in the envelope its clients read.
+    let path = format!("/api?module=account&action=balance&address={:#x}", accounts[0]);
+    let balance = http::get(t.daemon.addr(), &path).await;
+    assert_eq!(balance.status, 502, "{}", balance.json());
+    assert_eq!((balance.json()["status"].as_str(), balance.json()["result"].is_null()), (Some("0"), true));
+    assert!(balance.json()["message"].as_str().unwrap().contains("node"), "{}", balance.json());
 
     let anvil = start_anvil_with(options(port));
     let node = provider(&anvil.http_url());

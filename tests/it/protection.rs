@@ -74,6 +74,12 @@ async fn a_flooding_client_is_limited_while_others_are_served() {
     assert_eq!(etherscan.status, 429);
     let envelope = serde_json::json!({"status": "0", "message": "NOTOK", "result": "Max rate limit reached"});
     assert_eq!(etherscan.json(), envelope);
+    // A page says so in HTML, for the person reading it.
+    let page = http::request(addr, Method::GET, "/blocks", &[("x-forwarded-for", "10.0.0.1")], "").await;
+    assert_eq!(page.status, 429);
+    assert_eq!(header(&page, "content-type"), "text/html; charset=utf-8");
+    assert!(String::from_utf8_lossy(&page.body).contains("Too many requests"));
+    assert!(header(&page, "retry-after").parse::<u64>().unwrap() >= 1);
     t.daemon.shutdown().await.unwrap();
 }
 

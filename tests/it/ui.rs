@@ -144,6 +144,25 @@ async fn pages_are_escaped_bounded_html_with_a_strict_policy() {
         assert!(reply.body.len() < PAGE_BUDGET, "{path}: {} bytes", reply.body.len());
     }
 
+    // Large answers are gzipped for clients that accept it, and unpack to the same bytes.
+    let gzip = [("accept-encoding", "br;q=1, gzip;q=0.8")];
+    for path in ["/api/v2/transactions", "/txs"] {
+        let plain = http::get(addr, path).await;
+        let packed = http::request(addr, hyper::Method::GET, path, &gzip, bytes::Bytes::new()).await;
+        assert!(plain.body.len() >= 8 << 10, "{path}: {} bytes, too small to test", plain.body.len());
+        assert!(plain.headers.get("content-encoding").is_none(), "{path}");
+        assert_eq!(packed.headers["content-encoding"], "gzip", "{path}");
+        assert_eq!(packed.headers["vary"], "accept-encoding", "{path}");
+        let mut unpacked = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&packed.body[..]), &mut unpacked).unwrap();
+        assert!(packed.body.len() * 3 < unpacked.len(), "{path}: {} of {}", packed.body.len(), unpacked.len());
+        if path.starts_with("/api/") {
+            assert_eq!(unpacked, plain.body.to_vec(), "{path}");
+        } else {
+            assert!(unpacked.ends_with(b"</html>"), "{path}");
+        }
+    }
+
     // Chain text is text: the hostile token's name and symbol come out escaped wherever they show.
     for path in [
         format!("/token/{}", chain.hostile),
@@ -205,6 +224,14 @@ async fn pages_are_escaped_bounded_html_with_a_strict_policy() {
     let listed = format!("\"other\", W/{etag}");
     let again = http::request(addr, hyper::Method::GET, &css, &[("if-none-match", &listed)], bytes::Bytes::new()).await;
     assert_eq!(again.status, 304, "a list with the weak tag");
+    let script =
+        html.split("src=\"").filter_map(|s| s.split('"').next()).find(|h| h.ends_with(".js")).unwrap().to_owned();
+    let packed = http::request(addr, hyper::Method::GET, &script, &gzip, bytes::Bytes::new()).await;
+    let weak = packed.headers["etag"].to_str().unwrap().to_owned();
+    assert!(weak.starts_with("W/\""), "a gzipped asset's tag is weak: {weak}");
+    let again =
+        http::request(addr, hyper::Method::GET, &script, &[("if-none-match", &weak)], bytes::Bytes::new()).await;
+    assert_eq!(again.status, 304, "the weak tag of the gzipped form validates");
     d.daemon.shutdown().await.unwrap();
 }
 

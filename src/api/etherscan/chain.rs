@@ -114,19 +114,12 @@ pub(super) async fn getlogs(params: Params, state: &AppState, deadline: tokio::t
             return false;
         }
         let hit = |i: usize| topics[i].is_none_or(|t| log.topics.get(i) == Some(&t));
-        let given: Vec<usize> = (0..4).filter(|i| topics[*i].is_some()).collect();
-        match given.as_slice() {
-            [] => true,
-            [only] => hit(*only),
-            // Blockscout joins the given topics pairwise in order; a missing pair defaults to `and`.
-            _ => {
-                let mut result = hit(given[0]);
-                for pair in given.windows(2) {
-                    let and = operators.iter().find(|(a, b, _)| *a == pair[0] && *b == pair[1]).is_none_or(|o| o.2);
-                    result = if and { result && hit(pair[1]) } else { result || hit(pair[1]) };
-                }
-                result
-            }
+        // Blockscout's rule: one clause per pair of given topics, `a and b` or `a or b` by the pair's operator,
+        // and a log satisfies every clause. With one topic or none there are no pairs.
+        if operators.is_empty() {
+            (0..4).all(hit)
+        } else {
+            operators.iter().all(|&(a, b, and)| if and { hit(a) && hit(b) } else { hit(a) || hit(b) })
         }
     };
     read(state, deadline, move |r| {

@@ -242,9 +242,9 @@ pub fn rate_limited() -> Response<Body> {
     envelope(StatusCode::TOO_MANY_REQUESTS, "NOTOK", json!("Max rate limit reached"), false)
 }
 
-/// A body that was not read (too large, too slow, no room for it), in the envelope clients parse, with the error's
-/// status and its `Retry-After`.
-fn body_refused(error: ApiError) -> Response<Body> {
+/// A request the server could not answer (a body too large or too slow, the node unavailable, the time up), in the
+/// envelope clients parse, with the error's status and its `Retry-After`.
+pub fn refused(error: ApiError) -> Response<Body> {
     let status = error.status();
     let message = error.message();
     let retry = error.into_response().headers().get(hyper::header::RETRY_AFTER).cloned();
@@ -266,7 +266,7 @@ pub async fn serve(
         req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
     let body = match read_body(state, req, MAX_BODY).await {
         Ok(body) => body,
-        Err(unread) => return Ok(body_refused(unread)),
+        Err(unread) => return Ok(refused(unread)),
     };
     let outcome = match body_params(&content_type, &body) {
         Ok(from_body) => run(Params(Query::merged(from_body, query)), state, deadline, (&headers, client)).await,
@@ -284,7 +284,7 @@ pub async fn serve(
             tracing::warn!(%detail, "etherscan-style request failed");
             envelope(StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong.", Value::Null, false)
         }
-        Err(Refusal::Server(e)) => return Err(e),
+        Err(Refusal::Server(e)) => refused(e),
     })
 }
 
