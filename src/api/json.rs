@@ -7,7 +7,7 @@
 
 use super::methods;
 use crate::chain::tokens::transfer_type;
-use crate::chain::TxTypes;
+use crate::chain::{TxType, TxTypes};
 use crate::contracts::abi::Abi;
 use crate::contracts::proxy::ProxyType;
 use crate::store::keys::{BlockPos, TracePos};
@@ -96,6 +96,9 @@ pub fn checksum(address: &Address) -> String {
 
 /// Slots of each thread's memo of checksummed addresses (62 bytes each, allocated on a thread's first use).
 const CHECKSUM_MEMO_SLOTS: usize = 2048;
+
+/// The longest trace error shown as a transaction's `result` (the node's text; geth's are a few words).
+const MAX_RESULT_CHARS: usize = 256;
 
 thread_local! {
     /// The checksummed forms this thread computed last, one slot per value of an address's last 11 bits (addresses
@@ -234,9 +237,9 @@ impl Contracts {
         methods::method_label(&self.abis(to), input, to.is_some_and(|a| self.is_contract(a)))
     }
 
-    /// `decoded_input` of a call with `input` to `to`.
+    /// `decoded_input` of a call with `input` to `to`; none for creations and calls to accounts without code.
     pub fn decode_input(&self, input: &[u8], to: Option<&Address>) -> Option<Value> {
-        methods::decode_input(&self.abis(to), input)
+        to.filter(|a| self.is_contract(a)).and_then(|_| methods::decode_input(&self.abis(to), input))
     }
 
     /// `decoded` of a log emitted by `address`: its own ABI (a proxy's implementation's), then well-known events.
@@ -563,7 +566,7 @@ impl TxJson {
                 .map(|b| (gas_used * U256::from(tx.effective_gas_price.saturating_sub(b))).to_string()),
             transaction_burnt_fee: base_fee.map(|b| (gas_used * U256::from(b)).to_string()),
             position: Some(pos.index),
-            transaction_types: TxTypes::of_mined(tx, to_is_contract),
+            transaction_types: TxTypes::of_mined(tx, to_is_contract, false),
             authorization_list: tx.authorizations.iter().map(AuthorizationJson::new).collect(),
             ..TxJson::from_body(&tx.body, contracts, to, fee, gas_price)
         }
@@ -594,9 +597,22 @@ impl TxJson {
         self
     }
 
-    /// Sets whether an internal call failed (`None` until the transaction's block is traced).
-    pub fn with_internal_error(mut self, has_error: Option<bool>) -> Self {
+    /// What the trace pass found: whether an internal call failed (`None` until the transaction's block is
+    /// traced) and, for a failed transaction, the error of its top call (`execution reverted`, `out of gas`, …),
+    /// which becomes its `result` as in Blockscout (`Reverted` until then).
+    pub fn with_trace(mut self, has_error: Option<bool>, failure: Option<String>) -> Self {
         self.has_error_in_internal_transactions = has_error;
+        if let Some(failure) = failure.filter(|_| self.status == Some("error")) {
+            self.result = failure.chars().take(MAX_RESULT_CHARS).collect();
+        }
+        self
+    }
+
+    /// Marks a creation whose contract is known as a token (`token_creation`).
+    pub fn with_created_token(mut self, created_token: bool) -> Self {
+        if created_token {
+            self.transaction_types = self.transaction_types.with(TxType::TokenCreation);
+        }
         self
     }
 }

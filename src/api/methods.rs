@@ -6,15 +6,12 @@
 use crate::contracts::abi::Abi;
 use serde_json::Value;
 
-/// The `method` field: a known name, the raw selector for other calls to contracts, else `None`.
+/// The `method` field of a call to a contract: a known name, else the raw selector. Calls to accounts without code
+/// have none, as in Blockscout (their calldata is not a call).
 pub fn method_label(abis: &[&Abi], input: &[u8], to_is_contract: bool) -> Option<String> {
-    let selector = input.get(..4)?;
+    let selector = input.get(..4).filter(|_| to_is_contract)?;
     let known = abis.iter().copied().chain([&**Abi::well_known()]).find_map(|abi| abi.function(input));
-    match known {
-        Some(f) => Some(f.name.clone()),
-        None if to_is_contract => Some(format!("0x{}", alloy::hex::encode(selector))),
-        None => None,
-    }
+    Some(known.map_or_else(|| format!("0x{}", alloy::hex::encode(selector)), |f| f.name.clone()))
 }
 
 /// `decoded_input` from the first ABI that knows the selector and whose parameters decode.
@@ -42,6 +39,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(method_label(&[], &input, true).as_deref(), Some("transfer"));
+        assert_eq!(method_label(&[], &input, false), None, "calldata sent to an account names no method");
         let decoded = decode_input(&[], &input).unwrap();
         assert_eq!(decoded["method_call"], "transfer(address to, uint256 value)");
         assert_eq!(decoded["parameters"][1]["value"], "100000000");
@@ -62,7 +60,7 @@ mod tests {
     }
 
     #[test]
-    fn unknown_selectors_show_raw_only_for_contracts() {
+    fn unknown_selectors_show_raw() {
         let input = [0xde, 0xad, 0xbe, 0xef, 1, 2];
         assert_eq!(method_label(&[], &input, true).as_deref(), Some("0xdeadbeef"));
         assert_eq!(method_label(&[], &input, false), None);

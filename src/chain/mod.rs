@@ -167,21 +167,23 @@ impl TxTypes {
         TxType::ALL.into_iter().filter(move |t| self.contains(*t))
     }
 
-    /// The types a mined transaction shows; `to_is_contract` tells whether its recipient holds code.
-    pub fn of_mined(tx: &TxRecord, to_is_contract: bool) -> Self {
+    /// The types a mined transaction shows; `to_is_contract` tells whether its recipient holds code,
+    /// `created_token` whether the contract it created is known as a token (Blockscout's rule; a token that minted
+    /// in its constructor is marked so at indexing, others once they have transferred).
+    pub fn of_mined(tx: &TxRecord, to_is_contract: bool, created_token: bool) -> Self {
         let mut types = TxTypes::of_call(tx, to_is_contract);
         if tx.token_transfers > 0 {
             types = types.with(TxType::TokenTransfer);
         }
-        if tx.token_creation {
+        if tx.token_creation || created_token {
             types = types.with(TxType::TokenCreation);
         }
         types
     }
 
     /// Whether a mined transaction passes this filter (an empty filter passes everything).
-    pub fn admits(self, tx: &TxRecord, to_is_contract: bool) -> bool {
-        self.is_empty() || self.intersects(TxTypes::of_mined(tx, to_is_contract))
+    pub fn admits(self, tx: &TxRecord, to_is_contract: bool, created_token: bool) -> bool {
+        self.is_empty() || self.intersects(TxTypes::of_mined(tx, to_is_contract, created_token))
     }
 
     /// The types a transaction has from its call and envelope alone, before any receipt (all a pool transaction
@@ -197,7 +199,8 @@ impl TxTypes {
         }
         match tx.to {
             None => types.with(TxType::ContractCreation),
-            Some(_) if to_is_contract || !tx.input.is_empty() => types.with(TxType::ContractCall),
+            // Calldata sent to an account without code calls nothing (Blockscout: a contract call needs code).
+            Some(_) if to_is_contract => types.with(TxType::ContractCall),
             Some(_) => types,
         }
     }
@@ -236,6 +239,9 @@ mod tests {
         assert_eq!(names(TxTypes::of_call(&call(2, 5), false)), ["coin_transfer"]);
         assert_eq!(names(TxTypes::of_call(&call(3, 5), false)), ["coin_transfer", "blob_transaction"]);
         assert_eq!(names(TxTypes::of_call(&call(4, 0), false)), ["set_code_transaction"]);
+        let transfer_call = TxBody { input: Bytes::from_static(&[0xa9, 0x05, 0x9c, 0xbb, 0, 1]), ..call(2, 0) };
+        assert!(names(TxTypes::of_call(&transfer_call, false)).is_empty(), "calldata to an account calls nothing");
+        assert_eq!(names(TxTypes::of_call(&transfer_call, true)), ["contract_call"]);
         let filter = TxTypes::default().with(TxType::parse("set_code_transaction").unwrap());
         assert!(filter.intersects(TxTypes::of_call(&call(4, 0), false)));
         assert!(!filter.intersects(TxTypes::of_call(&call(2, 0), false)));

@@ -102,6 +102,30 @@ async fn smart_contract_routes_answer_every_contract() {
     assert!(config["solidity_evm_versions"].as_array().unwrap().contains(&json!("cancun")));
     let address = get_json(addr, &format!("/api/v2/addresses/{demo}")).await;
     assert_eq!((address["is_contract"].clone(), address["is_verified"].clone()), (json!(true), json!(false)));
+    assert_eq!(address["creation_status"], "success");
+
+    // A contract that destroys itself in its constructor (CALLER SELFDESTRUCT) is created and leaves no code; an ERC-20
+    // transfer's calldata sent to an account without code calls nothing; a call to the Demo contract does.
+    let gone_tx = deploy(&node, accounts[1], &Bytes::from_static(&[0x33, 0xff])).await;
+    let transfer = [&[0xa9, 0x05, 0x9c, 0xbb][..], &[0u8; 12], accounts[2].as_slice(), &[0u8; 31], &[5]].concat();
+    let to_account = send(&node, json!({"from": accounts[1], "to": accounts[5], "data": Bytes::from(transfer)})).await;
+    let poke = Demo::pokeCall { note: "hi".into() }.abi_encode();
+    let to_contract = send(&node, json!({"from": accounts[1], "to": demo, "data": Bytes::from(poke)})).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    let gone = created_address(&node, gone_tx).await;
+    assert!(code_at(&node, gone).await.is_empty(), "the node holds no code for it");
+    let address = get_json(addr, &format!("/api/v2/addresses/{gone}")).await;
+    assert_eq!(address["creation_status"], "selfdestructed");
+    let call = get_json(addr, &format!("/api/v2/transactions/{to_account:#x}")).await;
+    assert_eq!(call["transaction_types"], json!([]));
+    assert_eq!((&call["method"], &call["decoded_input"]), (&Value::Null, &Value::Null));
+    let call = get_json(addr, &format!("/api/v2/transactions/{to_contract:#x}")).await;
+    assert_eq!(call["transaction_types"], json!(["contract_call"]));
+    assert!(call["method"].is_string(), "{}", call["method"]);
+    let calls = get_json(addr, "/api/v2/transactions?type=contract_call").await;
+    let listed: Vec<&Value> = calls["items"].as_array().unwrap().iter().map(|t| &t["hash"]).collect();
+    assert_eq!(listed, [&json!(format!("{to_contract:#x}"))]);
 }
 
 /// With the demo artifacts, a Demo deployment is named and its calls and logs decode with its ABI; the values

@@ -311,6 +311,23 @@ async fn token_balances_holders_and_supplies_match_the_contracts() {
     assert_eq!(search["items"][0]["type"], "token");
     assert_eq!(search["items"][0]["address_hash"], erc721.to_checksum(None));
 
+    // Every token's creation is a token creation, whether its constructor minted (the ERC-20) or not.
+    let mut creations = BTreeSet::new();
+    for token in [erc20, erc721, erc1155] {
+        let page = get(addr, &format!("/api/v2/addresses/{token}")).await;
+        let tx = page["creation_transaction_hash"].as_str().expect("a creation").to_owned();
+        let types = get(addr, &format!("/api/v2/transactions/{tx}")).await["transaction_types"].clone();
+        let types = types.as_array().unwrap();
+        assert!(types.contains(&json!("token_creation")) && types.contains(&json!("contract_creation")), "{token}");
+        creations.insert(tx);
+    }
+    let listed: BTreeSet<String> = walk(addr, "/api/v2/transactions?type=token_creation")
+        .await
+        .iter()
+        .map(|t| t["hash"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(creations.is_subset(&listed), "{creations:?} in {listed:?}");
+
     // A batch transfer: two items in the transaction's transfers, typed as token transfer.
     let detail = get(addr, &format!("/api/v2/transactions/{batch:#x}")).await;
     assert!(detail["transaction_types"].as_array().unwrap().contains(&json!("token_transfer")));

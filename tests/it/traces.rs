@@ -349,6 +349,15 @@ async fn internal_transactions_match_the_node_and_reorg_away() {
     let flag = |v: Value| v["has_error_in_internal_transactions"].clone();
     assert_eq!(flag(get(addr, &format!("/api/v2/transactions/{spawn:#x}")).await), json!(false));
     assert_eq!(flag(get(addr, &format!("/api/v2/transactions/{try_boom:#x}")).await), json!(true));
+    // A failed transaction's result is its top call's error, as the node's tracer has it, in lists too.
+    let root: Value =
+        node.raw_request("debug_traceTransaction".into(), json!([boom, {"tracer": "callTracer"}])).await.unwrap();
+    let reason = json!(root["error"].as_str().expect("the top call failed"));
+    let failed = get(addr, &format!("/api/v2/transactions/{boom:#x}")).await;
+    assert_eq!((&failed["status"], &failed["result"]), (&json!("error"), &reason));
+    let listed = walk(addr, "/api/v2/blocks/4/transactions").await;
+    let item = listed.iter().find(|t| t["hash"] == json!(format!("{boom:#x}"))).unwrap();
+    assert_eq!(item["result"], reason);
     let page = get(addr, &format!("/api/v2/addresses/{child}")).await;
     assert_eq!(page["is_contract"], json!(true));
     assert_eq!(page["creator_address_hash"], json!(factory.to_checksum(None)));

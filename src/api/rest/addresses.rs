@@ -62,7 +62,12 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     let extra = json!({
         "creator_address_hash": creation.map(|(creator, _, _)| checksum(&creator)),
         "creation_transaction_hash": creation.map(|(_, tx, _)| hash_hex(&tx)),
-        "creation_status": creation.map(|(_, _, success)| if success { "success" } else { "failed" }),
+        // Created, and (as the node says at the tip) no code left: `selfdestructed`, as on the contract's own route.
+        "creation_status": creation.map(|(_, _, success)| match (success, on_chain.as_ref().map(|s| s.has_code)) {
+            (false, _) => "failed",
+            (true, Some(false)) => "selfdestructed",
+            (true, _) => "success",
+        }),
         "token": token,
         "coin_balance": on_chain.as_ref().map(|s| s.balance.to_string()),
         "exchange_rate": null,

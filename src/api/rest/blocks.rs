@@ -106,12 +106,12 @@ pub fn types_match(
     if filter.is_empty() {
         return Ok(true);
     }
-    let Some(to) = tx.to else { return Ok(filter.admits(tx, false)) };
+    let Some(to) = tx.to else { return Ok(filter.admits(tx, false, super::creates_token(reader, tx)?)) };
     let to_is_contract = match cache.entry(to) {
         Entry::Occupied(known) => *known.get(),
         Entry::Vacant(slot) => *slot.insert(super::contracts(reader, [to])?.is_contract(&to)),
     };
-    Ok(filter.admits(tx, to_is_contract))
+    Ok(filter.admits(tx, to_is_contract, false))
 }
 
 /// `GET /api/v2/blocks/:id/transactions`: the block's transactions in index order.

@@ -21,9 +21,9 @@ pub mod verification;
 use super::cursor::{next_page_params, Cursor, PosCursor};
 use super::json::{Contracts, Envelope, TxJson};
 use super::{ApiError, AppState};
-use crate::store::keys::{BlockKey, BlockPos};
+use crate::store::keys::{BlockKey, BlockPos, TracePos};
 use crate::store::records::{BlockRecord, TxRecord};
-use crate::store::tables::{Accounts, Contracts as ContractRows, Headers};
+use crate::store::tables::{Accounts, Contracts as ContractRows, Headers, InternalTxs, Tokens};
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::{Address, KECCAK256_EMPTY};
 use serde_json::Value;
@@ -200,6 +200,14 @@ pub fn tx_items(reader: &Reader<'_>, rows: &[(BlockPos, TxRecord)]) -> StoreResu
     tx_items_in(reader, rows, &context)
 }
 
+/// Whether `tx` created a contract the index knows as a token (a point read, for successful creations only).
+pub fn creates_token(reader: &Reader<'_>, tx: &TxRecord) -> StoreResult<bool> {
+    match tx.created.filter(|_| tx.to.is_none() && tx.succeeded()) {
+        Some(created) => Ok(reader.get::<Tokens>(&created)?.is_some()),
+        None => Ok(false),
+    }
+}
+
 /// [`tx_items`] with the context already read (it must cover the rows' blocks and parties).
 pub fn tx_items_in(
     reader: &Reader<'_>,
@@ -210,18 +218,29 @@ pub fn tx_items_in(
     let mut items = Vec::with_capacity(rows.len());
     for (pos, tx) in rows {
         let Some(header) = context.headers.get(&pos.block) else { continue };
-        let has_error = if context.traced(pos.block) {
+        let (has_error, failure) = if context.traced(pos.block) {
             let summary = match summaries.entry(pos.block) {
                 std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
                 std::collections::hash_map::Entry::Vacant(slot) => {
                     slot.insert(reader.trace_summary(pos.block)?.map(|s| s.txs))
                 }
             };
-            summary.as_ref().and_then(|s| s.get(pos.index as usize)).map(|(_, e)| *e)
+            let has_error = summary.as_ref().and_then(|s| s.get(pos.index as usize)).map(|(_, e)| *e);
+            // A failed transaction's top call (frame 0) holds the reason it failed.
+            let failure = if tx.succeeded() {
+                None
+            } else {
+                reader.get::<InternalTxs>(&TracePos { block: pos.block, tx: pos.index, index: 0 })?
+            };
+            (has_error, failure.and_then(|root| root.error))
         } else {
-            None
+            (None, None)
         };
-        items.push(TxJson::new(tx, *pos, header, context.tip, &context.contracts).with_internal_error(has_error));
+        items.push(
+            TxJson::new(tx, *pos, header, context.tip, &context.contracts)
+                .with_trace(has_error, failure)
+                .with_created_token(creates_token(reader, tx)?),
+        );
     }
     Ok(items)
 }
