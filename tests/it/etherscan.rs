@@ -567,6 +567,29 @@ async fn log_block_transaction_and_contract_actions_match_the_node() {
     let envelope = refused.json();
     assert_eq!((envelope["status"].as_str(), envelope["result"].clone()), (Some("0"), Value::Null), "{envelope}");
     assert!(envelope["message"].as_str().unwrap().contains("too large"), "{envelope}");
+
+    // module=proxy: the node's own JSON-RPC answers, through the passthrough's policy.
+    let node_rpc = |method: &'static str, params: Value| {
+        let node = node.clone();
+        async move { node.raw_request::<_, Value>(method.into(), params).await.unwrap() }
+    };
+    let proxy = |query: String| async move { get(addr, &format!("/api?module=proxy&{query}")).await.json() };
+    let tip = proxy("action=eth_blockNumber&id=7".into()).await;
+    assert_eq!((&tip["id"], &tip["result"]), (&json!(7), &node_rpc("eth_blockNumber", json!([])).await));
+    let tx = proxy(format!("action=eth_getTransactionByHash&txhash={:#x}", chain.failed)).await;
+    assert_eq!(tx["result"], node_rpc("eth_getTransactionByHash", json!([chain.failed])).await);
+    let block = proxy("action=eth_getBlockByNumber&tag=0x2&boolean=true".into()).await;
+    assert_eq!(block["result"], node_rpc("eth_getBlockByNumber", json!(["0x2", true])).await);
+    let balance_of = Bytes::from(DemoToken::balanceOfCall::new((a1,)).abi_encode());
+    let call = proxy(format!("action=eth_call&to={}&data={balance_of}&tag=latest", chain.token)).await;
+    let want = node_rpc("eth_call", json!([{"to": chain.token, "data": balance_of}, "latest"])).await;
+    assert_eq!(call["result"], want);
+    let missing = proxy("action=eth_getTransactionReceipt".into()).await;
+    assert_eq!(missing["error"]["message"], "missing parameter txhash");
+    // A raw transaction goes to the node, which judges it (as on /api/eth; refused with --no-send-raw-transaction).
+    let sent = proxy("action=eth_sendRawTransaction&hex=0x02".into()).await;
+    assert!(sent["error"]["message"].as_str().unwrap().contains("decode"), "{sent}");
+    assert_eq!(get(addr, "/api?module=proxy&action=eth_accounts").await.status, 400, "not one of Etherscan's");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -8,6 +8,7 @@
 
 mod account;
 mod chain;
+mod proxy;
 mod verify;
 
 use super::body::{json_response, Body};
@@ -39,6 +40,8 @@ enum Answer {
     NotOk(String, Value),
     /// A JSON-RPC style answer (`eth_block_number`).
     Rpc(Value),
+    /// The passthrough's own response (`module=proxy`).
+    Forwarded(Box<Response<Body>>),
 }
 
 impl Answer {
@@ -278,6 +281,7 @@ pub async fn serve(
             envelope(StatusCode::OK, &message, result, false)
         }
         Ok(Answer::Rpc(value)) | Err(Refusal::Answer(Answer::Rpc(value))) => json_response(StatusCode::OK, &value),
+        Ok(Answer::Forwarded(response)) | Err(Refusal::Answer(Answer::Forwarded(response))) => *response,
         Err(Refusal::Answer(Answer::Ok(result))) => envelope(StatusCode::OK, "OK", result, true),
         Err(Refusal::Translator(status, message)) => envelope(status, message, Value::Null, false),
         Err(Refusal::Server(ApiError::Internal(detail))) => {
@@ -333,6 +337,7 @@ async fn run(
         ("block", "getblocknobytime") => chain::getblocknobytime(params, state, deadline).await,
         ("block", "getblockcountdown") => chain::getblockcountdown(params, state, deadline).await,
         ("block", "eth_block_number") => chain::eth_block_number(&params, state),
+        ("proxy", action) => proxy::call(action, &params, state, client).await,
         ("transaction", "gettxinfo") => chain::gettxinfo(params, state, deadline).await,
         ("transaction", "getstatus") => chain::getstatus(params, state, deadline).await,
         ("transaction", "gettxreceiptstatus") => chain::gettxreceiptstatus(params, state, deadline).await,
