@@ -132,9 +132,10 @@ async fn names_follow_registrations_changes_transfers_and_reverse_records() {
     assert_eq!(by_name["hash"], checksum(bob));
     let redirect = http::get_json(addr, "/api/v2/search/check-redirect?q=bob.dev").await;
     assert_eq!(redirect, json!({"redirect": true, "type": "address", "parameter": checksum(bob)}));
-    // A prefix finds both names; a prefix of nothing finds none.
-    let found = ens_items(&http::get_json(addr, "/api/v2/search/quick?q=b").await);
+    // A prefix finds the name; a prefix of nothing finds none; the quick search needs three characters.
+    let found = ens_items(&http::get_json(addr, "/api/v2/search/quick?q=bob").await);
     assert_eq!(found, vec![("bob.dev".into(), checksum(bob))]);
+    assert_eq!(http::get_json(addr, "/api/v2/search/quick?q=b").await, json!([]));
     assert!(search_names(addr, "zed").await.is_empty());
 
     // Carol's reverse record claims bob.dev, which points at bob: a lie, not shown.

@@ -201,9 +201,16 @@ pub fn search(reader: &Reader<'_>, q: &str, name: Option<&ResolvedName>) -> Resu
 
 /// `GET /api/v2/search/quick?q=`: the same hits as a bare array.
 pub fn quick(reader: &Reader<'_>, q: &str, name: Option<&ResolvedName>) -> Result<Response<Body>, ApiError> {
+    // The header's search box asks as the user types: under three characters there is nothing to suggest yet.
+    if q.trim().chars().count() < QUICK_MIN_CHARS {
+        return Ok(ok(&json!([])));
+    }
     let hits = find(reader, q, name)?;
     Ok(ok(&hits.into_iter().map(|h| h.item).collect::<Vec<_>>()))
 }
+
+/// The shortest query the quick search answers.
+const QUICK_MIN_CHARS: usize = 3;
 
 /// `GET /api/v2/search/check-redirect?q=`: where an exact match leads.
 pub fn redirect(reader: &Reader<'_>, q: &str, name: Option<&ResolvedName>) -> Result<Response<Body>, ApiError> {

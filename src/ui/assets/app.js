@@ -79,7 +79,7 @@ function addressCell(address) {
   input.addEventListener("input", function () {
     clearTimeout(timer);
     var q = input.value.trim();
-    if (q.length < 2) { list.replaceChildren(); return; }
+    if (q.length < 3) { list.replaceChildren(); return; }
     timer = setTimeout(function () {
       var mine = ++asked;
       fetch("/api/v2/search/quick?q=" + encodeURIComponent(q))
