@@ -590,6 +590,24 @@ async fn log_block_transaction_and_contract_actions_match_the_node() {
     let sent = proxy("action=eth_sendRawTransaction&hex=0x02".into()).await;
     assert!(sent["error"]["message"].as_str().unwrap().contains("decode"), "{sent}");
     assert_eq!(get(addr, "/api?module=proxy&action=eth_accounts").await.status, 400, "not one of Etherscan's");
+
+    // Blockscout's account/eth_get_balance and listaccounts: the node's balances.
+    let at = |block: &str| format!("module=account&action=eth_get_balance&address={a1}&block={block}");
+    for block in ["latest", "0x3"] {
+        let answer = get(addr, &format!("/api?{}", at(block))).await.json();
+        assert_eq!(answer["result"], node_rpc("eth_getBalance", json!([a1, block])).await, "{block}");
+    }
+    let listed = ok(addr, "module=account&action=listaccounts&offset=100").await;
+    let listed = listed.as_array().unwrap();
+    assert!(listed.len() >= 3, "{listed:?}");
+    let mut previous = U256::MAX;
+    for item in listed {
+        let who: Address = item["address"].as_str().unwrap().parse().unwrap();
+        let balance: U256 = item["balance"].as_str().unwrap().parse().unwrap();
+        assert_eq!(balance, node.get_balance(who).await.unwrap(), "{who}");
+        assert!(balance <= previous, "richest first");
+        previous = balance;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -21,6 +21,21 @@ use std::collections::hash_map::{Entry, HashMap};
 /// Most addresses of one `balancemulti`.
 const BALANCE_MULTI_LIMIT: usize = 20;
 
+/// `listaccounts` (Blockscout's): addresses by indexed native balance, richest first, in pages of `offset`
+/// (default and most 10,000) within the result window; addresses without a balance are not listed.
+pub(super) async fn listaccounts(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
+    let (skip, take) = params.window(super::RESULT_WINDOW, super::RESULT_WINDOW, true)?;
+    read(state, deadline, move |r| {
+        let mut items = Vec::new();
+        for row in r.coin_ranks(None).skip(skip).take(take) {
+            let (rank, ()) = row?;
+            items.push(json!({"address": lower(&rank.address), "balance": rank.balance.to_string(), "stale": false}));
+        }
+        Ok(Answer::list(items, "No accounts found"))
+    })
+    .await
+}
+
 /// `balance` and `balancemulti`: native balances from the node at the indexed tip.
 pub(super) async fn balance(params: &Params, state: &AppState, multi: bool) -> Outcome {
     let raw = params.get("address").ok_or_else(|| bad("Query parameter 'address' is required"))?;

@@ -316,8 +316,7 @@ pub(super) async fn getblockcountdown(params: Params, state: &AppState, deadline
 /// `eth_block_number`: the indexed tip, JSON-RPC style.
 pub(super) fn eth_block_number(params: &Params, state: &AppState) -> Outcome {
     let tip = state.store.view().tip()?.map(|t| t.number).unwrap_or(0);
-    let id = params.get("id").map_or(json!(1), |raw| raw.parse::<u64>().map_or(json!(raw), |n| json!(n)));
-    Ok(Answer::Rpc(json!({"jsonrpc": "2.0", "result": hex_u64(tip), "id": id})))
+    Ok(Answer::Rpc(json!({"jsonrpc": "2.0", "result": hex_u64(tip), "id": params.rpc_id()})))
 }
 
 /// A revert reason as Etherscan's text: an `Error(string)`'s message or a `Panic`'s code, else the decoded form;

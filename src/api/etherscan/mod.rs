@@ -99,6 +99,11 @@ impl Params {
         self.0.get(key)
     }
 
+    /// The `id` of a JSON-RPC style answer: the query's (a number when it reads as one), 1 by default.
+    fn rpc_id(&self) -> Value {
+        self.get("id").map_or(json!(1), |raw| raw.parse::<u64>().map_or(json!(raw), |n| json!(n)))
+    }
+
     /// A required address: `missing` when absent, `invalid` when malformed.
     fn address(&self, key: &str, missing: &str, invalid: &str) -> Result<Address, Refusal> {
         parse_address(self.get(key).ok_or_else(|| bad(missing))?).ok_or_else(|| bad(invalid))
@@ -317,6 +322,8 @@ async fn run(
     match (module.as_str(), action.as_str()) {
         ("account", "balance") => account::balance(&params, state, false).await,
         ("account", "balancemulti") => account::balance(&params, state, true).await,
+        ("account", "eth_get_balance") => proxy::eth_get_balance(&params, state, client).await,
+        ("account", "listaccounts") => account::listaccounts(params, state, deadline).await,
         ("account", "txlist") => account::txlist(params, state, deadline).await,
         ("account", "pendingtxlist") => account::pendingtxlist(params, state, deadline).await,
         ("account", "txlistinternal") => account::txlistinternal(params, state, deadline).await,

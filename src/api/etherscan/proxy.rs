@@ -50,7 +50,7 @@ pub(super) async fn call(action: &str, params: &Params, state: &AppState, client
     else {
         return Err(Refusal::Translator(hyper::StatusCode::BAD_REQUEST, "Unknown action"));
     };
-    let id = params.get("id").map_or(json!(1), |raw| raw.parse::<u64>().map_or(json!(raw), |n| json!(n)));
+    let id = params.rpc_id();
     let rpc_params = match rpc_params(shape, params) {
         Ok(list) => list,
         Err(missing) => {
@@ -59,7 +59,20 @@ pub(super) async fn call(action: &str, params: &Params, state: &AppState, client
             return Ok(Answer::Rpc(json!({"jsonrpc": "2.0", "id": id, "error": error})));
         }
     };
-    let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": rpc_params});
+    forward(method, rpc_params, id, state, client).await
+}
+
+/// Blockscout's `account/eth_get_balance`: `eth_getBalance` of `address` at `block` (default `latest`), in
+/// JSON-RPC form.
+pub(super) async fn eth_get_balance(params: &Params, state: &AppState, client: IpAddr) -> Outcome {
+    let address = params.address("address", "Query parameter 'address' is required", "Invalid address hash")?;
+    let block = params.get("block").unwrap_or("latest");
+    forward("eth_getBalance", vec![json!(address), json!(block)], params.rpc_id(), state, client).await
+}
+
+/// Sends one JSON-RPC request through the passthrough, in one of the client's slots.
+async fn forward(method: &str, params: Vec<Value>, id: Value, state: &AppState, client: IpAddr) -> Outcome {
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     let _slot = match state.rpc.admit(client) {
         Ok(slot) => slot,
         Err(refused) => return Ok(Answer::Forwarded(refused)),
