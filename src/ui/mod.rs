@@ -48,6 +48,7 @@ pub fn layout(title: &str, body: Markup) -> Markup {
                 script src=(assets::js().path) defer {}
             }
             body {
+                a.skip-link href="#main" { "Skip to content" }
                 header {
                     a.brand href="/" { "rockscout" }
                     nav aria-label="Main" {
@@ -63,9 +64,9 @@ pub fn layout(title: &str, body: Markup) -> Markup {
                         ul #suggestions aria-label="Suggestions" {}
                         button type="submit" { "Search" }
                     }
-                    button #theme-toggle type="button" aria-label="Switch light or dark theme" { "◐" }
+                    button #theme-toggle type="button" aria-label="Dark theme" aria-pressed="false" { "◐" }
                 }
-                main { (body) }
+                main #main tabindex="-1" { (body) }
             }
         }
     }

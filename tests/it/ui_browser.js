@@ -193,6 +193,13 @@ async function main() {
   check(await page.evaluate(() => document.documentElement.getAttribute("data-theme")) === theme, "theme: the choice is kept");
   const toggledBackground = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
   check(toggledBackground !== lightBackground, "theme: the toggle changes the colours");
+  const pressed = await page.getAttribute("#theme-toggle", "aria-pressed");
+  check(pressed === String(theme === "dark"), `theme: the toggle says whether dark is on (${pressed}, ${theme})`);
+  // The first Tab reaches the skip link, which moves the focus to the page's content.
+  await page.keyboard.press("Tab");
+  check(await page.evaluate(() => document.activeElement.className) === "skip-link", "keyboard: a skip link comes first");
+  await page.keyboard.press("Enter");
+  check(await page.evaluate(() => document.activeElement.id) === "main", "keyboard: the skip link focuses the content");
   await page.screenshot({ path: path.join(input.shots, "blocks-" + theme + ".png"), fullPage: true });
 
   // Phone width: nothing wider than the screen (wide tables scroll inside their panel).

@@ -10,11 +10,16 @@
   if (saved === "light" || saved === "dark") root.setAttribute("data-theme", saved);
   var button = document.getElementById("theme-toggle");
   if (!button) return;
-  button.addEventListener("click", function () {
-    var dark = root.getAttribute("data-theme") === "dark" ||
+  function isDark() {
+    return root.getAttribute("data-theme") === "dark" ||
       (!root.getAttribute("data-theme") && window.matchMedia("(prefers-color-scheme: dark)").matches);
-    var next = dark ? "light" : "dark";
+  }
+  // The button is a toggle of the dark theme: screen readers hear whether it is on.
+  button.setAttribute("aria-pressed", String(isDark()));
+  button.addEventListener("click", function () {
+    var next = isDark() ? "light" : "dark";
     root.setAttribute("data-theme", next);
+    button.setAttribute("aria-pressed", String(next === "dark"));
     try { localStorage.setItem("theme", next); } catch (e) { /* private mode */ }
   });
 })();
