@@ -328,6 +328,13 @@ async fn token_balances_holders_and_supplies_match_the_contracts() {
         .collect();
     assert!(creations.is_subset(&listed), "{creations:?} in {listed:?}");
 
+    // The Etherscan-style NFT transfers say 0 decimals (Etherscan's form, which its clients parse as a number).
+    let nft_moves = get(addr, &format!("/api?module=account&action=tokennfttx&contractaddress={erc721}")).await;
+    let nft_moves = nft_moves["result"].as_array().unwrap();
+    assert!(!nft_moves.is_empty() && nft_moves.iter().all(|t| t["tokenDecimal"] == "0"), "{nft_moves:?}");
+    let erc20_moves = get(addr, &format!("/api?module=account&action=tokentx&contractaddress={erc20}")).await;
+    assert_eq!(erc20_moves["result"][0]["tokenDecimal"], "18");
+
     // A batch transfer: two items in the transaction's transfers, typed as token transfer.
     let detail = get(addr, &format!("/api/v2/transactions/{batch:#x}")).await;
     assert!(detail["transaction_types"].as_array().unwrap().contains(&json!("token_transfer")));

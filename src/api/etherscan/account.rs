@@ -393,7 +393,8 @@ pub(super) async fn tokentx(
                 ("to", json!(lower(&t.to))),
                 ("tokenName", json!(text("name"))),
                 ("tokenSymbol", json!(text("symbol"))),
-                ("tokenDecimal", json!(text("decimals"))),
+                // NFTs have no decimals: Etherscan says "0" (Blockscout ""), which clients parse as a number.
+                ("tokenDecimal", json!(if t.kind == TokenKind::Erc20 { text("decimals") } else { "0".into() })),
                 ("transactionIndex", json!(t.tx_index.to_string())),
                 ("logIndex", json!(pos.log.to_string())),
                 ("gas", json!(tx.gas_limit.to_string())),
