@@ -226,13 +226,16 @@ impl Cursor for TokenCursor {
     }
 }
 
-/// A token's holders: `address_hash`, `value` (the token comes from the path).
+/// A token's holders: `address_hash`, `value`, and for an ERC-1155 collection's rows `token_id` (the token comes
+/// from the path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HolderCursor {
     /// The holder shown last.
     pub holder: Address,
     /// Its amount.
     pub amount: U256,
+    /// The id of the row shown last, in a list with one row per holder and id.
+    pub id: Option<U256>,
 }
 
 impl HolderCursor {
@@ -245,14 +248,21 @@ impl HolderCursor {
 impl Cursor for HolderCursor {
     fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
         match (q.get("address_hash"), decimal(q, "value")?) {
-            (Some(holder), Some(amount)) => {
-                Ok(Some(HolderCursor { holder: parse_address(holder, "address_hash")?, amount }))
-            }
+            (Some(holder), Some(amount)) => Ok(Some(HolderCursor {
+                holder: parse_address(holder, "address_hash")?,
+                amount,
+                id: decimal(q, "token_id")?,
+            })),
             _ => Ok(None),
         }
     }
     fn to_params(&self) -> Vec<(&'static str, Value)> {
-        vec![("address_hash", json!(checksum(&self.holder))), ("value", json!(self.amount.to_string()))]
+        let mut params =
+            vec![("address_hash", json!(checksum(&self.holder))), ("value", json!(self.amount.to_string()))];
+        if let Some(id) = self.id {
+            params.push(("token_id", json!(id.to_string())));
+        }
+        params
     }
 }
 
@@ -387,7 +397,8 @@ mod tests {
         round_trip(PendingCursor(PendingKey { seen_ms: 1_748_255_211_474, hash: B256::repeat_byte(1) }), &[]);
         round_trip(TokenCursor::Rank(TokenRankKey { holders: 12, token: a }), &[]);
         round_trip(TokenCursor::Search(SearchKey::new("demo token", a)), &[("q", json!("demo"))]);
-        round_trip(HolderCursor { holder: a, amount: U256::MAX }, &[]);
+        round_trip(HolderCursor { holder: a, amount: U256::MAX, id: None }, &[]);
+        round_trip(HolderCursor { holder: a, amount: U256::from(5), id: Some(U256::ZERO) }, &[]);
         round_trip(HoldingCursor { token: a, id: U256::from(77) }, &[]);
         round_trip(InstanceCursor(U256::from(10).pow(U256::from(70))), &[]);
         round_trip(NftCursor { token: a, id: U256::MAX }, &[("type", json!("ERC-721"))]);

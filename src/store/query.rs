@@ -289,6 +289,12 @@ impl Reader<'_> {
         self.scan(prefixed_after(&holder, after), Direction::Forward)
     }
 
+    /// A holder's balances of one token, one row per id, in id order.
+    pub fn holdings_of(&self, holder: Address, token: Address) -> Scan<'_, TokenBalances> {
+        let prefix = [holder.as_slice(), token.as_slice()].concat();
+        self.scan(KeyRange::prefix(&prefix), Direction::Forward)
+    }
+
     /// Whether an address holds any token (answered from the row cache when it can be).
     pub fn has_tokens(&self, holder: Address) -> StoreResult<bool> {
         self.holds_any::<TokenBalances>(&holder)

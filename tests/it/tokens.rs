@@ -109,12 +109,14 @@ async fn assert_tokens_match_node(
     // ERC-1155: per id and holder; holders hold any id; supply is the sum.
     let mut holders = BTreeSet::new();
     let mut supply = U256::ZERO;
+    let mut by_id = Vec::new();
     for id in multi_ids {
         for holder in parties {
             let want = call_u256(node, t.erc1155, DemoMulti::balanceOfCall::new((*holder, *id)).abi_encode()).await;
             assert_eq!(api_balance(addr, *holder, t.erc1155, Some(*id)).await, want, "ERC-1155 id {id} of {holder}");
             if !want.is_zero() {
                 holders.insert(*holder);
+                by_id.push((std::cmp::Reverse(want), *holder, *id));
             }
             supply += want;
         }
@@ -122,6 +124,21 @@ async fn assert_tokens_match_node(
     let info = get(addr, &format!("/api/v2/tokens/{}", t.erc1155)).await;
     assert_eq!(info["holders_count"], holders.len().to_string());
     assert_eq!(info["total_supply"], supply.to_string());
+    // Its holders list: one row per holder and id, largest first, then by address and id, across pages of two.
+    by_id.sort();
+    let want: Vec<(String, String, String)> = by_id
+        .iter()
+        .map(|(amount, holder, id)| (holder.to_checksum(None), amount.0.to_string(), id.to_string()))
+        .collect();
+    let listed = walk(addr, &format!("/api/v2/tokens/{}/holders?items_count=2", t.erc1155)).await;
+    let got: Vec<(String, String, String)> = listed
+        .iter()
+        .map(|h| {
+            let text = |v: &Value| v.as_str().unwrap().to_owned();
+            (text(&h["address"]["hash"]), text(&h["value"]), text(&h["token_id"]))
+        })
+        .collect();
+    assert_eq!(got, want);
     assert_address_flags(addr, node, t, parties).await;
 }
 

@@ -357,7 +357,11 @@ pub fn instance_holders(
             json!({"address": contracts.address(holder), "value": amount.to_string(), "token_id": id.to_string()})
         })
         .collect();
-    let next = shown.last().filter(|_| more).map(|(amount, holder)| HolderCursor { holder: *holder, amount: *amount });
+    let next = shown.last().filter(|_| more).map(|(amount, holder)| HolderCursor {
+        holder: *holder,
+        amount: *amount,
+        id: None,
+    });
     Ok(ok(&envelope(items, next, page.size, &[])))
 }
 
@@ -376,8 +380,11 @@ pub fn all_transfers(
 
 /// `GET /api/v2/tokens/:a/holders`: largest holders first.
 pub fn holders(reader: &Reader<'_>, token: Address, page: Page<HolderCursor>) -> Result<Response<Body>, ApiError> {
-    if reader.get::<Tokens>(&token)?.is_none() {
+    let Some(record) = reader.get::<Tokens>(&token)? else {
         return Err(ApiError::NotFound);
+    };
+    if record.kind == TokenKind::Erc1155 {
+        return holders_by_id(reader, token, page);
     }
     let rows = take_page(reader.holders(token, page.after.map(|c| c.key(token))), page.size, |_, _| Ok(true))?;
     let contracts = contracts(reader, rows.items.iter().map(|(k, ())| k.holder))?;
@@ -388,7 +395,50 @@ pub fn holders(reader: &Reader<'_>, token: Address, page: Page<HolderCursor>) ->
             |(k, ())| json!({"address": contracts.address(&k.holder), "value": k.amount.to_string(), "token_id": null}),
         )
         .collect();
-    let next = rows.next.map(|k| HolderCursor { holder: k.holder, amount: k.amount });
+    let next = rows.next.map(|k| HolderCursor { holder: k.holder, amount: k.amount, id: None });
+    Ok(ok(&envelope(items, next, page.size, &[])))
+}
+
+/// An ERC-1155 collection's holders as Blockscout lists them: one row per holder and id, largest amount first, then
+/// by address and id. Holders are read largest total first, and a holder's amount of one id is at most its total,
+/// so the read stops once the page (and one more row) is filled with rows no holder still unread can come before;
+/// at most `SCAN_BUDGET` holders are read.
+fn holders_by_id(reader: &Reader<'_>, token: Address, page: Page<HolderCursor>) -> Result<Response<Body>, ApiError> {
+    type Row = (U256, Address, U256);
+    let rank = |r: &Row| (std::cmp::Reverse(r.0), r.1, r.2);
+    let after = page.after.map(|c| (c.amount, c.holder, c.id.unwrap_or_default()));
+    let wanted = |r: &Row| after.is_none_or(|c| rank(r) > rank(&c));
+    let mut rows: Vec<Row> = Vec::new();
+    for holder in reader.holders(token, None).take(SCAN_BUDGET) {
+        let (key, ()) = holder?;
+        // Rows above this holder's total come before any row of it or of the holders after it.
+        if rows.iter().filter(|r| r.0 > key.amount).count() > page.size {
+            break;
+        }
+        for balance in reader.holdings_of(key.holder, token) {
+            let (at, amount) = balance?;
+            let row = (amount.0, key.holder, at.id);
+            if !amount.0.is_zero() && wanted(&row) {
+                rows.push(row);
+            }
+        }
+        // Only the page and one more row can be shown: the rest is dropped as it piles up.
+        if rows.len() > 4 * (page.size + 1) {
+            rows.sort_by_key(rank);
+            rows.truncate(page.size + 1);
+        }
+    }
+    rows.sort_by_key(rank);
+    let more = rows.len() > page.size;
+    rows.truncate(page.size);
+    let contracts = contracts(reader, rows.iter().map(|(_, holder, _)| *holder))?;
+    let items: Vec<Value> = rows
+        .iter()
+        .map(|(amount, holder, id)| {
+            json!({"address": contracts.address(holder), "value": amount.to_string(), "token_id": id.to_string()})
+        })
+        .collect();
+    let next = rows.last().filter(|_| more).map(|&(amount, holder, id)| HolderCursor { holder, amount, id: Some(id) });
     Ok(ok(&envelope(items, next, page.size, &[])))
 }
 
