@@ -513,11 +513,19 @@ pub fn token(ctx: Ctx, token: &Value, counters: &Value, tab: &str, data: List<'_
                 @match tab {
                     "holders" => {
                         @if items(data.envelope).is_empty() { p.muted { "No holders." } } @else {
+                            // An ERC-1155 collection's holders come one row per holder and id.
+                            @let by_id = items(data.envelope).iter().any(|h| !h["token_id"].is_null());
                             table {
-                                thead { tr { th { "Holder" } th { "Balance" } } }
+                                thead { tr { th { "Holder" } @if by_id { th { "Id" } } th { "Balance" } } }
                                 tbody {
                                     @for h in items(data.envelope) {
-                                        tr { td { (address(&h["address"])) } td { (units(&text(h, "value"), decimals, 8)) } }
+                                        tr {
+                                            td { (address(&h["address"])) }
+                                            @if by_id {
+                                                td { a href={ (base) "/instance/" (text(h, "token_id")) } { "#" (text(h, "token_id")) } }
+                                            }
+                                            td { (units(&text(h, "value"), decimals, 8)) }
+                                        }
                                     }
                                 }
                             }
@@ -638,4 +646,25 @@ pub fn moved(location: &str) -> Markup {
             section.panel { p { a href=(location) { (location) } } }
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_erc1155_collection_s_holders_show_their_ids() {
+        let multi = json!({"address_hash": "0x5FbDB2315678afecb367f032d93F642f64180aa3", "type": "ERC-1155",
+                           "name": "Multi", "decimals": null, "holders_count": "1"});
+        let holder = json!({"hash": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"});
+        let by_id = json!({"items": [{"address": holder, "value": "70", "token_id": "7"}], "next_page_params": null});
+        let html = token(Ctx { now: 0 }, &multi, &json!({}), "holders", List { envelope: &by_id, query: None });
+        let html = html.into_string();
+        assert!(html.contains("<th>Id</th>"), "{html}");
+        assert!(html.contains("/instance/7\">#7</a>"), "{html}");
+        let summed = json!({"items": [{"address": holder, "value": "70", "token_id": null}], "next_page_params": null});
+        let html = token(Ctx { now: 0 }, &multi, &json!({}), "holders", List { envelope: &summed, query: None });
+        assert!(!html.into_string().contains("<th>Id</th>"), "no id column without ids");
+    }
 }
