@@ -6,6 +6,7 @@ use crate::api::rpc::RpcConfig;
 use crate::api::{ApiConfig, HealthConfig};
 use crate::indexer::{IndexerConfig, ResetPolicy};
 use alloy::transports::http::reqwest::Url;
+use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -70,7 +71,7 @@ pub struct ServeArgs {
     #[arg(long, env = "ROCKSCOUT_SECONDARY_DIR")]
     pub secondary_dir: Option<PathBuf>,
     /// HTTP JSON-RPC URL of the execution node (for /api/eth, balances and the node's head).
-    #[arg(long, env = "ROCKSCOUT_RPC_URL")]
+    #[arg(long, env = "ROCKSCOUT_RPC_URL", value_parser = parse_rpc_url)]
     pub rpc_url: String,
     /// Milliseconds between two catch-ups with the primary.
     #[arg(long, env = "ROCKSCOUT_CATCH_UP_INTERVAL_MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(10..=10_000))]
@@ -179,10 +180,10 @@ pub fn parse_lifetime(text: &str) -> Result<Duration, String> {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// HTTP JSON-RPC URL of the execution node.
-    #[arg(long, env = "ROCKSCOUT_RPC_URL")]
+    #[arg(long, env = "ROCKSCOUT_RPC_URL", value_parser = parse_rpc_url)]
     pub rpc_url: String,
     /// WebSocket JSON-RPC URL of the node, for newHeads notifications (polling is used without it).
-    #[arg(long, env = "ROCKSCOUT_WS_URL")]
+    #[arg(long, env = "ROCKSCOUT_WS_URL", value_parser = parse_ws_url)]
     pub ws_url: Option<String>,
     /// Settings shared with `dev`.
     #[command(flatten)]
@@ -219,7 +220,7 @@ pub struct DaemonArgs {
     #[arg(long, env = "ROCKSCOUT_ON_RESET", value_enum, default_value_t = ResetPolicy::Exit)]
     pub on_reset: ResetPolicy,
     /// Delete the indexed chain data and rebuild it from the node (account data is kept).
-    #[arg(long, env = "ROCKSCOUT_REINDEX")]
+    #[arg(long, env = "ROCKSCOUT_REINDEX", value_parser = BoolishValueParser::new())]
     pub reindex: bool,
     /// MiB of RocksDB's block cache, shared by every table: the data, index and filter blocks recent reads
     /// touched. A store of tens of millions of transactions serves its pages faster with more (see
@@ -237,7 +238,7 @@ pub struct DaemonArgs {
     pub memtable_mb: u64,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
     /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
-    #[arg(long, env = "ROCKSCOUT_TRACING")]
+    #[arg(long, env = "ROCKSCOUT_TRACING", value_parser = BoolishValueParser::new())]
     pub tracing: bool,
     /// How long, in milliseconds, the node must keep refusing to trace one block (error answers for the block and
     /// for one of its transactions: a pruned state) before the trace pass leaves it without internal transactions
@@ -272,14 +273,14 @@ pub struct DaemonArgs {
     /// created contracts) after that block, in batched eth_getBalance calls at the block's hash, while fetching it
     /// (coin balance history, top accounts). Needs a node that keeps the state of the blocks indexed (an archive
     /// node for old history); blocks whose state the node refuses are kept without balances.
-    #[arg(long, env = "ROCKSCOUT_COIN_BALANCES", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, env = "ROCKSCOUT_COIN_BALANCES", default_value_t = true, action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
     pub coin_balances: bool,
     /// Fetch NFT metadata documents named by http(s) token URIs (data: URIs are always decoded).
-    #[arg(long, env = "ROCKSCOUT_NFT_METADATA_HTTP", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, env = "ROCKSCOUT_NFT_METADATA_HTTP", default_value_t = true, action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
     pub nft_metadata_http: bool,
     /// Also fetch NFT metadata from loopback and private-network addresses (off: a contract's URI must not make
     /// the server probe its own network).
-    #[arg(long, env = "ROCKSCOUT_NFT_METADATA_ALLOW_PRIVATE")]
+    #[arg(long, env = "ROCKSCOUT_NFT_METADATA_ALLOW_PRIVATE", value_parser = BoolishValueParser::new())]
     pub nft_metadata_allow_private: bool,
     /// Milliseconds between head polls when no WebSocket notification arrives.
     #[arg(long, env = "ROCKSCOUT_POLL_INTERVAL_MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..=60_000))]
@@ -321,7 +322,7 @@ pub struct DaemonArgs {
     #[arg(long, env = "ROCKSCOUT_MAX_BATCH", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub max_batch: u64,
     /// Refuse eth_sendRawTransaction on the JSON-RPC passthrough.
-    #[arg(long, env = "ROCKSCOUT_NO_SEND_RAW_TRANSACTION")]
+    #[arg(long, env = "ROCKSCOUT_NO_SEND_RAW_TRANSACTION", value_parser = BoolishValueParser::new())]
     pub no_send_raw_transaction: bool,
     /// Time a request may take, in milliseconds.
     #[arg(long, env = "ROCKSCOUT_REQUEST_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
@@ -379,7 +380,7 @@ pub struct DaemonArgs {
     #[arg(long, env = "ROCKSCOUT_WRITE_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub write_timeout_ms: u64,
     /// Do not serve the explorer pages (API-only deployments); every API path is unchanged.
-    #[arg(long, env = "ROCKSCOUT_NO_UI")]
+    #[arg(long, env = "ROCKSCOUT_NO_UI", value_parser = BoolishValueParser::new())]
     pub no_ui: bool,
 }
 
@@ -416,6 +417,26 @@ pub enum CompilerList {
 
 /// The release list of solc's official Linux builds.
 pub const DEFAULT_COMPILER_LIST_URL: &str = "https://binaries.soliditylang.org/linux-amd64/list.json";
+
+/// A URL of one of `schemes`, kept as the text given.
+fn url_of(raw: &str, schemes: &[&str]) -> Result<String, String> {
+    let expected = schemes.join(" or ");
+    let url = Url::parse(raw).map_err(|e| format!("expected an {expected} URL: {e}"))?;
+    if !schemes.contains(&url.scheme()) {
+        return Err(format!("expected an {expected} URL, not a {}: URL", url.scheme()));
+    }
+    Ok(raw.to_owned())
+}
+
+/// `--rpc-url`: the node's HTTP JSON-RPC endpoint.
+fn parse_rpc_url(raw: &str) -> Result<String, String> {
+    url_of(raw, &["http", "https"])
+}
+
+/// `--ws-url`: the node's WebSocket JSON-RPC endpoint.
+fn parse_ws_url(raw: &str) -> Result<String, String> {
+    url_of(raw, &["ws", "wss"])
+}
 
 fn parse_compiler_list_url(raw: &str) -> Result<CompilerList, String> {
     if raw.eq_ignore_ascii_case("off") {
@@ -603,6 +624,26 @@ mod tests {
             Command::Run(run) => Ok(Config::from_args(run.rpc_url, run.ws_url, &run.daemon)),
             other => panic!("parsed as {other:?}"),
         }
+    }
+
+    #[test]
+    fn node_urls_must_have_their_schemes() {
+        let parse = |args: &[&str]| Cli::try_parse_from(["rockscout", "run"].iter().chain(args));
+        assert!(parse(&["--rpc-url", "https://node.example/v2/key"]).is_ok());
+        for bad in ["ftp://127.0.0.1:8545", "ws://127.0.0.1:8546", "", "not a url"] {
+            assert!(parse(&["--rpc-url", bad]).is_err(), "{bad:?}");
+        }
+        assert!(parse(&["--rpc-url", "http://127.0.0.1:8545", "--ws-url", "wss://node.example/ws"]).is_ok());
+        assert!(parse(&["--rpc-url", "http://127.0.0.1:8545", "--ws-url", "http://127.0.0.1:8546"]).is_err());
+    }
+
+    #[test]
+    fn switches_read_1_0_yes_no_as_well_as_true_false() {
+        // The same parser reads the switches' environment variables (ROCKSCOUT_REINDEX=1).
+        for (value, on) in [("1", true), ("yes", true), ("true", true), ("0", false), ("off", false)] {
+            assert_eq!(run_config(&["--coin-balances", value]).unwrap().indexer.coin_balances, on, "{value}");
+        }
+        assert!(run_config(&["--coin-balances", "maybe"]).is_err());
     }
 
     #[test]

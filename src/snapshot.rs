@@ -26,6 +26,9 @@ pub enum SnapshotError {
     /// The target exists (a checkpoint is written into a new directory only).
     #[error("{0} already exists: a snapshot is written into a new directory")]
     Exists(PathBuf),
+    /// The target lies inside the data directory it copies.
+    #[error("{0} is inside the data directory: a snapshot is written outside it")]
+    Inside(PathBuf),
     /// The store refused.
     #[error("the snapshot failed: {0}")]
     Store(#[from] StoreError),
@@ -41,13 +44,19 @@ pub async fn take(data_dir: &Path, to: &Path) -> Result<Option<u64>, SnapshotErr
         return Err(SnapshotError::Exists(to.to_owned()));
     }
     let to = absolute(to);
+    if !data_dir.join("CURRENT").is_file() {
+        return Err(StoreError::NotAStore(data_dir.to_owned()).into());
+    }
+    if to.starts_with(absolute(data_dir)) {
+        return Err(SnapshotError::Inside(to));
+    }
     match UnixStream::connect(data_dir.join(SOCKET)).await {
         Ok(stream) => ask(stream, &to).await?,
         Err(_) => {
             // No daemon (or a stale socket after a crash): the directory is ours to open.
             let (data_dir, target) = (data_dir.to_owned(), to.clone());
             tokio::task::spawn_blocking(move || {
-                let store = Store::open(&data_dir, &StoreOptions::default())?;
+                let store = Store::open_existing(&data_dir, &StoreOptions::default())?;
                 store.checkpoint(&target)
             })
             .await

@@ -533,7 +533,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
         let mut response = match parsed {
             Ok(route) if state.config.read_replica && route.writes() => ApiError::ReadReplica.into_response(),
             Ok(route) => {
-                let etherscan = matches!(route, Route::Etherscan);
+                let (etherscan, json_rpc) = (matches!(route, Route::Etherscan), route.is_rpc());
                 let served = async {
                     let viewer = if route.needs_account() {
                         Some(auth::require_account(req.headers(), &state, client)?)
@@ -550,8 +550,14 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
                 };
                 match tokio::time::timeout(state.config.request_timeout, served).await {
                     Ok(result) => result.unwrap_or_else(ApiError::into_response),
-                    // Etherscan-style clients read every answer's envelope.
+                    // Etherscan-style and JSON-RPC clients read every answer in their own form.
                     Err(_) if etherscan => etherscan::refused(ApiError::Timeout),
+                    Err(_) if json_rpc => rpc::error_response(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        serde_json::Value::Null,
+                        rpc::code::UPSTREAM_UNAVAILABLE,
+                        "Request timed out",
+                    ),
                     Err(_) => ApiError::Timeout.into_response(),
                 }
             }
@@ -563,7 +569,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
                 let page = pages::serve(&state, req.uri().path(), req.uri().query(), req.headers());
                 match tokio::time::timeout(state.config.request_timeout, page).await {
                     Ok(response) => response,
-                    Err(_) => ApiError::Timeout.into_response(),
+                    Err(_) => pages::timed_out(),
                 }
             }
             // Pages answer GET and HEAD only.

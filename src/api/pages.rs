@@ -72,6 +72,11 @@ pub fn rate_limited() -> Response<Body> {
     )
 }
 
+/// The answer to a page that was not built within the request timeout: a page saying so, with the API's status.
+pub fn timed_out() -> Response<Body> {
+    html_response(ApiError::Timeout.status(), pages::failed("The page took too long to build: reload it in a moment."))
+}
+
 fn asset_response(asset: &'static ui::assets::Asset, headers: &HeaderMap) -> Response<Body> {
     let fresh = headers.get_all(IF_NONE_MATCH).iter().any(|v| etag_matches(v.as_bytes(), &asset.etag));
     let mut response = Response::new(if fresh { Body::default() } else { Body::new(Bytes::from_static(asset.bytes)) });

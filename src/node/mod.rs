@@ -63,9 +63,36 @@ impl From<alloy::transports::TransportError> for NodeError {
             RpcError::DeserError { err, text } => {
                 NodeError::Invalid(format!("{err}: {}", text.chars().take(200).collect::<String>()))
             }
-            other => NodeError::Transport(other.to_string()),
+            other => NodeError::Transport(redact_urls(&other.to_string())),
         }
     }
+}
+
+/// `text` with every URL in it cut to its scheme, host and port: a hosted node's URL carries its API key in the path
+/// or the query (`https://…/v2/KEY`), and node errors are logged and shown by `/health`.
+pub fn redact_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let scheme_start =
+            rest[..at].rfind(|c: char| !(c.is_ascii_alphanumeric() || "+.-".contains(c))).map_or(0, |i| i + 1);
+        let end = rest[at..].find(|c: char| c.is_whitespace() || "\"'()<>,".contains(c)).map_or(rest.len(), |i| at + i);
+        out.push_str(&rest[..scheme_start]);
+        out.push_str(&redact_url(&rest[scheme_start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `url` as `scheme://host:port`, with `/…` standing for any path or query and without credentials.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, after)) = url.split_once("://") else { return url.to_owned() };
+    let authority_end = after.find(['/', '?', '#']).unwrap_or(after.len());
+    let authority = &after[..authority_end];
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let more = if after[authority_end..].trim_start_matches('/').is_empty() { "" } else { "/…" };
+    format!("{scheme}://{host}{more}")
 }
 
 /// A block with full transactions and its receipts, exactly as the node returned them.
@@ -102,7 +129,8 @@ fn quantity(n: u64) -> String {
 impl Node {
     /// A client for the node at `http_url` (and `ws_url` for head notifications, if given).
     pub fn new(http_url: &str, ws_url: Option<&str>, timeout: Duration) -> Result<Node, NodeError> {
-        let url = http_url.parse().map_err(|e| NodeError::Invalid(format!("rpc url {http_url:?}: {e}")))?;
+        let url =
+            http_url.parse().map_err(|e| NodeError::Invalid(format!("rpc url {:?}: {e}", redact_url(http_url))))?;
         Ok(Node { provider: RootProvider::new_http(url), ws_url: ws_url.map(str::to_owned), timeout, metrics: None })
     }
 
@@ -484,7 +512,7 @@ async fn follow_new_heads(url: String, tx: tokio::sync::watch::Sender<u64>, canc
         let connected = async {
             let provider = ProviderBuilder::new().connect_ws(WsConnect::new(url.clone())).await?;
             let mut stream = provider.subscribe_blocks().await?.into_stream();
-            tracing::info!(%url, "following newHeads over websocket");
+            tracing::info!(url = %redact_url(&url), "following newHeads over websocket");
             while let Some(header) = stream.next().await {
                 tx.send_replace(header.number);
             }
@@ -494,7 +522,8 @@ async fn follow_new_heads(url: String, tx: tokio::sync::watch::Sender<u64>, canc
             _ = cancel.cancelled() => return,
             result = connected => {
                 if let Err(e) = result {
-                    tracing::warn!(%url, error = %e, "websocket head subscription failed; polling meanwhile");
+                    let error = redact_urls(&e.to_string());
+                    tracing::warn!(url = %redact_url(&url), %error, "websocket head subscription failed; polling meanwhile");
                 }
             }
         }
@@ -533,6 +562,18 @@ impl Default for Backoff {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn urls_in_errors_keep_host_and_port_only() {
+        let error = "error sending request for url (http://user:pw@127.0.0.1:19399/v2/SECRETKEY123)";
+        assert_eq!(redact_urls(error), "error sending request for url (http://127.0.0.1:19399/…)");
+        assert_eq!(redact_url("wss://node.example/ws?key=abc"), "wss://node.example/…");
+        assert_eq!(redact_url("http://127.0.0.1:8545"), "http://127.0.0.1:8545");
+        assert_eq!(redact_url("http://127.0.0.1:8545/"), "http://127.0.0.1:8545");
+        let two = "a https://x.io/k1 then \"ws://y:1/k2\" end";
+        assert_eq!(redact_urls(two), "a https://x.io/… then \"ws://y:1/…\" end");
+        assert_eq!(redact_urls("no url here"), "no url here");
+    }
+
     use super::*;
 
     #[test]

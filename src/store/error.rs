@@ -49,9 +49,12 @@ pub enum StoreError {
     /// A scan ran past its reader's deadline (the request it serves is out of time).
     #[error("read stopped: the request's time is up")]
     Deadline,
-    /// The directory a replica was pointed at holds no store.
+    /// The directory a replica, a snapshot or an account command was pointed at holds no store.
     #[error("{0} is not a rockscout data directory (no RocksDB store in it)")]
     NotAStore(std::path::PathBuf),
+    /// Another process holds the directory's lock (RocksDB allows one writer per directory).
+    #[error("the data directory {0} is in use by another process (a running rockscout); stop it first")]
+    InUse(std::path::PathBuf),
     /// The data directory was created by a different program or is missing required rows.
     #[error("store is inconsistent: {0}")]
     Inconsistent(String),

@@ -191,6 +191,30 @@ fn keep_large_allocations_mapped() {
     }
 }
 
+/// Whether another process holds the POSIX write lock RocksDB takes on a data directory's `LOCK` file. A file that
+/// cannot be opened (no directory yet, no permission) says no: RocksDB's own open then reports the problem.
+fn lock_is_held(lock: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let Ok(file) = std::fs::OpenOptions::new().read(true).write(true).open(lock) else { return false };
+        // SAFETY: `flock` is plain data, zeroed then filled; F_GETLK only reads the lock table into it for the open
+        // descriptor `file`, which outlives the call.
+        unsafe {
+            let mut probe: libc::flock = std::mem::zeroed();
+            probe.l_type = libc::F_WRLCK as libc::c_short;
+            probe.l_whence = libc::SEEK_SET as libc::c_short;
+            libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut probe) == 0
+                && probe.l_type != libc::F_UNLCK as libc::c_short
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = lock;
+        false
+    }
+}
+
 /// The tip a meta row holds, checked against the kind of tip its key names.
 fn tip_row(key: MetaKey, row: Option<Meta>) -> StoreResult<Option<Tip>> {
     match (key, row) {
@@ -205,6 +229,10 @@ fn tip_row(key: MetaKey, row: Option<Meta>) -> StoreResult<Option<Tip>> {
 impl Store {
     /// Opens (or creates) the store at `path`, checking the schema version and recording the open state.
     pub fn open(path: &Path, options: &StoreOptions) -> StoreResult<Store> {
+        // Asked before RocksDB opens it, which would first rotate the running process's info log.
+        if !options.read_only && lock_is_held(&path.join("LOCK")) {
+            return Err(StoreError::InUse(path.to_path_buf()));
+        }
         keep_large_allocations_mapped();
         let cache = block_cache(options.cache_bytes);
         let mut db_opts = Options::default();
@@ -249,6 +277,15 @@ impl Store {
         store.open_state = store.check_meta()?;
         store.closed = false;
         Ok(store)
+    }
+
+    /// Opens the store at `path`, which must already hold one: for commands that act on an existing data
+    /// directory (a snapshot, account tokens), where a mistyped path must not become a new empty store.
+    pub fn open_existing(path: &Path, options: &StoreOptions) -> StoreResult<Store> {
+        if !path.join("CURRENT").is_file() {
+            return Err(StoreError::NotAStore(path.to_path_buf()));
+        }
+        Store::open(path, options)
     }
 
     /// Opens the store of a running (or stopped) primary at `primary` as a RocksDB secondary instance: read-only,
@@ -920,6 +957,31 @@ impl<T: Table> Iterator for Scan<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_held_by_another_process_is_seen_before_opening() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("LOCK");
+        std::fs::write(&lock, b"").unwrap();
+        assert!(!lock_is_held(&lock));
+        // Python's `lockf` takes the same POSIX record lock RocksDB takes, from another process.
+        let script = "import fcntl,sys,time\nf=open(sys.argv[1],'r+')\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint('held',flush=True)\ntime.sleep(60)";
+        let mut holder = std::process::Command::new("python3")
+            .args(["-c", script, lock.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 (scripts/setup installs it)");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut line).unwrap();
+        assert_eq!(line.trim(), "held");
+        assert!(lock_is_held(&lock));
+        let Err(refused) = Store::open(dir.path(), &StoreOptions::default()) else { panic!("opened a locked store") };
+        assert!(matches!(refused, StoreError::InUse(_)), "{refused}");
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        assert!(!lock_is_held(&lock));
+        assert!(!lock_is_held(&dir.path().join("missing")));
+    }
     use keys::BlockKey;
     use tables::Headers;
 

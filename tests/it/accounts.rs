@@ -62,6 +62,11 @@ async fn cli_tokens_guard_account_routes_and_survive_reindex() {
     assert!(!busy.status.success());
     let stderr = String::from_utf8_lossy(&busy.stderr);
     assert!(stderr.contains("in use by a running rockscout"), "{stderr}");
+    // A mistyped data directory is refused, not created with a token nobody's daemon will read.
+    let typo = format!("{dir}-typo");
+    let lost = rockscout(&["account", "--data-dir", &typo, "token", "--address", &owner_text, "--name", "ci"]);
+    assert!(!lost.status.success() && !std::path::Path::new(&typo).exists());
+    assert!(String::from_utf8_lossy(&lost.stderr).contains("is not a rockscout data directory"));
 
     let TestDaemon { daemon, dir: data } = t;
     daemon.shutdown().await.unwrap();

@@ -339,6 +339,8 @@ async fn health_reports_a_stalled_and_an_unresponsive_node() {
         c.rpc_timeout = Duration::from_secs(60);
         c.api.health.unresponsive_after = Duration::from_secs(1);
         c.api.health.stalled_after = Some(Duration::from_secs(3));
+        // Shorter than the passthrough's wait for the node (10 s): a silent node's call runs into it.
+        c.api.request_timeout = Duration::from_secs(2);
     })
     .await;
     let addr = t.daemon.addr();
@@ -373,6 +375,14 @@ async fn health_reports_a_stalled_and_an_unresponsive_node() {
     assert_eq!(silent.status, 200);
     assert!(silent.json()["ms_since_node_answer"].as_u64().unwrap() >= 1000, "{}", silent.json());
     readiness(503, "node_unresponsive".into()).await;
+    // A passthrough call that outlives the request timeout gets a JSON-RPC error, as every answer on /api/eth.
+    let reply = rpc_as(addr, "10.0.0.9", &request(7, "eth_blockNumber", json!([]))).await;
+    assert_eq!(reply.status, 503);
+    let answer = reply.json();
+    assert_eq!(
+        (answer["jsonrpc"].as_str(), answer["error"]["message"].as_str()),
+        (Some("2.0"), Some("Request timed out"))
+    );
     drop(paused);
     mine(&node, 1).await;
     assert_eq!(health_is("ok").await.status, 200);

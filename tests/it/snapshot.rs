@@ -63,6 +63,14 @@ async fn a_snapshot_taken_while_indexing_starts_a_replica_that_converges() {
     let again = snapshot(primary.dir.path(), &replica_dir);
     assert!(!again.status.success(), "an existing target is refused");
     assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    // A mistyped data directory is refused (not created empty and copied), and so is a target inside the data.
+    let typo = copies.path().join("no-such-data-dir");
+    let refused = snapshot(&typo, &copies.path().join("from-typo"));
+    assert!(!refused.status.success() && !typo.exists(), "a missing data directory is refused, not created");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("is not a rockscout data directory"));
+    let inside = snapshot(primary.dir.path(), &primary.dir.path().join("copy"));
+    assert!(!inside.status.success(), "a target inside the data directory is refused");
+    assert!(String::from_utf8_lossy(&inside.stderr).contains("inside the data directory"));
 
     let mut config = test_config(&anvil.http_url(), &replica_dir);
     config.listen = "127.0.0.1:0".parse().unwrap();
