@@ -53,3 +53,27 @@ async fn node_stopped_and_restarted_mid_run() {
     assert_eq!(http::get(t.daemon.addr(), "/health/ready").await.status, 200);
     t.daemon.shutdown().await.unwrap();
 }
+
+/// A hosted node's URL carries its key in the path: an unreachable node's error, in `/health` and `/health/ready`
+/// (public, probed by load balancers), names the host and port only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_errors_do_not_show_the_node_url_s_key() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://user:password@127.0.0.1:{port}/v2/SECRETKEY123");
+    let daemon = rockscout::Daemon::start(&test_config(&url, dir.path())).await.expect("starts without its node");
+    let addr = daemon.addr();
+    let health = poll_until("/health to name the node's error", Duration::from_secs(30), || async {
+        let reply = http::get(addr, "/health").await.json();
+        reply["node_error"].is_string().then_some(reply)
+    })
+    .await;
+    let ready = http::get(addr, "/health/ready").await;
+    for text in [health.to_string(), String::from_utf8_lossy(&ready.body).into_owned()] {
+        assert!(!text.contains("SECRETKEY123") && !text.contains("password"), "{text}");
+    }
+    assert!(health["node_error"].as_str().unwrap().contains(&format!("127.0.0.1:{port}")), "{health}");
+    daemon.shutdown().await.unwrap();
+}
