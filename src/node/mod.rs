@@ -562,6 +562,8 @@ impl Default for Backoff {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn urls_in_errors_keep_host_and_port_only() {
         let error = "error sending request for url (http://user:pw@127.0.0.1:19399/v2/SECRETKEY123)";
@@ -573,8 +575,6 @@ mod tests {
         assert_eq!(redact_urls(two), "a https://x.io/… then \"ws://y:1/…\" end");
         assert_eq!(redact_urls("no url here"), "no url here");
     }
-
-    use super::*;
 
     #[test]
     fn backoff_doubles_and_caps() {

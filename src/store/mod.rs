@@ -957,6 +957,8 @@ impl<T: Table> Iterator for Scan<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use keys::BlockKey;
+    use tables::Headers;
 
     #[test]
     fn a_lock_held_by_another_process_is_seen_before_opening() {
@@ -982,8 +984,6 @@ mod tests {
         assert!(!lock_is_held(&lock));
         assert!(!lock_is_held(&dir.path().join("missing")));
     }
-    use keys::BlockKey;
-    use tables::Headers;
 
     /// Reverting block `n` moves a late writer's tip to `n - 1` (the block's parent) only when the tip had reached
     /// `n`; below block 1 the tip row goes; the follower's own tip is not a late writer's.
