@@ -35,7 +35,6 @@ pub fn run(args: &AccountArgs) -> Result<String, CliError> {
     let path = args.data_dir.display().to_string();
     let store = Store::open_existing(&args.data_dir, &StoreOptions::default()).map_err(|source| match &source {
         StoreError::InUse(_) => CliError::Locked(path.clone()),
-        StoreError::Rocks(e) if e.to_string().contains("LOCK") => CliError::Locked(path.clone()),
         _ => CliError::Store { path: path.clone(), source },
     })?;
     let accounts = Accounts::new(Arc::new(store));

@@ -43,10 +43,11 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
 /// (`accepted`). Such responses say `Vary: accept-encoding` either way, so shared caches keep the two forms apart;
 /// a compressed one's entity tag becomes weak (the bytes differ from the uncompressed form's, the content does not).
 pub fn apply(response: &mut Response<Body>, accepted: bool) {
+    // The body's size first: most answers (single objects) stop here, before any header is read.
+    let Some(bytes) = response.body().whole().filter(|b| b.len() >= MIN_BYTES).cloned() else { return };
     if response.headers().contains_key(CONTENT_ENCODING) || !is_text(response.headers()) {
         return;
     }
-    let Some(bytes) = response.body().whole().filter(|b| b.len() >= MIN_BYTES).cloned() else { return };
     let headers = response.headers_mut();
     let vary = match headers.get(VARY).and_then(|v| v.to_str().ok()) {
         Some(existing) => HeaderValue::from_str(&format!("{existing}, accept-encoding")).ok(),
@@ -78,11 +79,12 @@ pub fn apply(response: &mut Response<Body>, accepted: bool) {
 /// Whether the body is text that compresses: HTML, CSS, JavaScript, JSON, SVG, CSV.
 fn is_text(headers: &HeaderMap) -> bool {
     let Some(content_type) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else { return false };
-    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    essence.starts_with("text/")
-        || essence == "application/json"
-        || essence == "application/javascript"
-        || essence == "image/svg+xml"
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    let is = |kind: &str| essence.eq_ignore_ascii_case(kind);
+    essence.get(..5).is_some_and(|head| head.eq_ignore_ascii_case("text/"))
+        || is("application/json")
+        || is("application/javascript")
+        || is("image/svg+xml")
 }
 
 #[cfg(test)]

@@ -1173,7 +1173,7 @@ impl Route {
                     Err(e) => Err(e),
                 }
             }
-            Route::Etherscan => super::etherscan::serve(req, state, deadline, client).await,
+            Route::Etherscan => Ok(super::etherscan::serve(req, state, deadline, client).await),
             // Single objects: a few point reads, served inline.
             Route::Block(id) => blocks::detail(state, id),
             Route::Transaction(hash) => transactions::detail(state, hash).await,

@@ -253,7 +253,16 @@ impl Store {
         let db = if options.read_only {
             DB::open_cf_descriptors_read_only(&db_opts, path, cfs, false)?
         } else {
-            DB::open_cf_descriptors(&db_opts, path, cfs)?
+            // The probe above misses a lock held in this very process (and another process winning a race): RocksDB
+            // says so in these words (other errors about the lock file, such as one that cannot be opened, are I/O).
+            DB::open_cf_descriptors(&db_opts, path, cfs).map_err(|e| {
+                let text = e.to_string();
+                if text.contains("lock hold by current process") || text.contains("While lock file") {
+                    StoreError::InUse(path.to_path_buf())
+                } else {
+                    e.into()
+                }
+            })?
         };
         Store::checked(db, path, options.read_only, false, options)
     }

@@ -267,20 +267,20 @@ pub async fn serve(
     state: &AppState,
     deadline: tokio::time::Instant,
     client: std::net::IpAddr,
-) -> Result<Response<Body>, ApiError> {
+) -> Response<Body> {
     let query = Query::parse(req.uri().query());
     let headers = req.headers().clone();
     let content_type =
         req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
     let body = match read_body(state, req, MAX_BODY).await {
         Ok(body) => body,
-        Err(unread) => return Ok(refused(unread)),
+        Err(unread) => return refused(unread),
     };
     let outcome = match body_params(&content_type, &body) {
         Ok(from_body) => run(Params(Query::merged(from_body, query)), state, deadline, (&headers, client)).await,
         Err(refusal) => Err(refusal),
     };
-    Ok(match outcome {
+    match outcome {
         Ok(Answer::Ok(result)) => envelope(StatusCode::OK, "OK", result, true),
         Ok(Answer::NotOk(message, result)) | Err(Refusal::Answer(Answer::NotOk(message, result))) => {
             envelope(StatusCode::OK, &message, result, false)
@@ -294,7 +294,7 @@ pub async fn serve(
             envelope(StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong.", Value::Null, false)
         }
         Err(Refusal::Server(e)) => refused(e),
-    })
+    }
 }
 
 /// Runs a store read on the blocking pool under the request's deadline.

@@ -7,7 +7,7 @@ use crate::api::cursor::{BlockCursor, IndexCursor, ReorgCursor};
 use crate::api::json::{BlockJson, BlockKind, Envelope};
 use crate::api::router::{BlockId, Page};
 use crate::api::{ApiError, AppState};
-use crate::chain::TxTypes;
+use crate::chain::{TxType, TxTypes};
 use crate::store::keys::BlockPos;
 use crate::store::records::{BlockRecord, TxRecord};
 use crate::store::tables::{Accounts, Transactions};
@@ -106,7 +106,11 @@ pub fn types_match(
     if filter.is_empty() {
         return Ok(true);
     }
-    let Some(to) = tx.to else { return Ok(filter.admits(tx, false, super::creates_token(reader, tx)?)) };
+    let Some(to) = tx.to else {
+        // Whether the created contract is a token is read only when the filter asks.
+        let created_token = filter.contains(TxType::TokenCreation) && super::creates_token(reader, tx)?;
+        return Ok(filter.admits(tx, false, created_token));
+    };
     let to_is_contract = match cache.entry(to) {
         Entry::Occupied(known) => *known.get(),
         Entry::Vacant(slot) => *slot.insert(super::contracts(reader, [to])?.is_contract(&to)),
