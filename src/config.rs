@@ -142,7 +142,7 @@ pub enum AccountCommand {
         /// A name for the token (1–35 characters), e.g. `ci`.
         #[arg(long)]
         name: String,
-        /// Lifetime: a number with a unit (`90d`, `12h`, `30m`, `3600s`); default: until revoked.
+        /// Lifetime: a number with a unit (`90d`, `12h`, `30m`, `3600s`), at most 36500d; default: until revoked.
         #[arg(long, value_parser = parse_lifetime)]
         expires: Option<Duration>,
     },
@@ -171,10 +171,14 @@ pub fn parse_lifetime(text: &str) -> Result<Duration, String> {
         _ => None,
     };
     match seconds {
+        Some(s) if s > LONGEST_LIFETIME_SECS => Err(format!("`{text}`: at most 36500d (100 years)")),
         Some(s) if s > 0 => Ok(Duration::from_secs(s)),
         _ => Err(format!("`{text}`: expected a positive number with a unit (d, h, m, s)")),
     }
 }
+
+/// The longest token lifetime `--expires` takes: 100 years (a longer one is "until revoked", the default).
+const LONGEST_LIFETIME_SECS: u64 = 36_500 * 86_400;
 
 /// `rockscout run`.
 #[derive(Debug, Args)]
@@ -644,6 +648,16 @@ mod tests {
             assert_eq!(run_config(&["--coin-balances", value]).unwrap().indexer.coin_balances, on, "{value}");
         }
         assert!(run_config(&["--coin-balances", "maybe"]).is_err());
+    }
+
+    #[test]
+    fn token_lifetimes_are_positive_and_at_most_a_century() {
+        assert_eq!(parse_lifetime("90d"), Ok(Duration::from_secs(90 * 86_400)));
+        assert_eq!(parse_lifetime("3600"), Ok(Duration::from_secs(3_600)));
+        assert_eq!(parse_lifetime("36500d"), Ok(Duration::from_secs(36_500 * 86_400)));
+        for bad in ["36501d", "99999999999999d", "0h", "-1d", "5w", "d", ""] {
+            assert!(parse_lifetime(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

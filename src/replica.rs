@@ -63,10 +63,19 @@ struct SecondaryDir {
 }
 
 impl SecondaryDir {
-    fn prepare(wanted: Option<&Path>) -> std::io::Result<SecondaryDir> {
+    /// The directory for a secondary of `primary`: `wanted`, created owner-only if missing, or a new one under
+    /// the system's temporary directory. The primary's own directory is refused: RocksDB would write the
+    /// secondary's info log over the primary's.
+    fn prepare(primary: &Path, wanted: Option<&Path>) -> std::io::Result<SecondaryDir> {
         use std::os::unix::fs::DirBuilderExt;
         if let Some(path) = wanted {
             std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)?;
+            if std::fs::canonicalize(primary).is_ok_and(|p| std::fs::canonicalize(path).is_ok_and(|s| s == p)) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "it is the primary's data directory; a replica needs a directory of its own",
+                ));
+            }
             return Ok(SecondaryDir { path: path.to_owned(), created: false });
         }
         let mut nonce = [0u8; 8];
@@ -107,7 +116,7 @@ impl Replica {
     pub async fn start(config: &Config, options: &ReplicaOptions) -> Result<Replica, RunError> {
         let primary = options.primary.display().to_string();
         let store_error = |source| RunError::Store { path: primary.clone(), source };
-        let dir = SecondaryDir::prepare(options.secondary_dir.as_deref())
+        let dir = SecondaryDir::prepare(&options.primary, options.secondary_dir.as_deref())
             .map_err(|e| store_error(StoreError::Inconsistent(format!("cannot make the secondary directory: {e}"))))?;
         let store_options = StoreOptions {
             name_registry: config.name_registry,
@@ -432,6 +441,17 @@ mod tests {
         apply_blocks(store, &blocks, true).unwrap();
     }
 
+    #[test]
+    fn the_primary_s_own_directory_is_refused_as_the_secondary_s() {
+        let primary = tempfile::tempdir().unwrap();
+        let refused = SecondaryDir::prepare(primary.path(), Some(&primary.path().join("."))).unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput, "{refused}");
+        let own = primary.path().join("replica");
+        let dir = SecondaryDir::prepare(primary.path(), Some(&own)).unwrap();
+        assert_eq!(dir.path, own);
+        assert!(own.is_dir());
+    }
+
     /// A primary holding blocks `0..=tip` of branch 0 and a secondary of it (with the directories they live in).
     fn primary_and_secondary(tip: u64) -> ([tempfile::TempDir; 2], Store, Store) {
         let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -535,7 +555,7 @@ mod tests {
     fn a_missing_primary_is_named_in_the_error() {
         let dir = std::env::temp_dir().join(format!("rockscout-not-a-store-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let secondary = SecondaryDir::prepare(None).unwrap();
+        let secondary = SecondaryDir::prepare(&dir, None).unwrap();
         let err = Store::open_secondary(&dir, &secondary.path, &StoreOptions::default()).unwrap_err();
         assert!(err.to_string().contains("is not a rockscout data directory"), "{err}");
         let made = secondary.path.clone();
