@@ -58,6 +58,21 @@ impl Known {
         let kind = if source.full_match { MatchKind::Full } else { MatchKind::Partial };
         Some(Known { artifact: Arc::new(artifact), kind, verified: Some(Arc::new(source)), twin: None })
     }
+
+    /// The constructor arguments the verifier read from this contract's own creation; `None` for a similar match
+    /// (the arguments it holds are its twin's) and for local artifacts.
+    pub fn verified_constructor_args(&self) -> Option<&alloy::primitives::Bytes> {
+        self.verified.as_ref().filter(|_| self.twin.is_none()).map(|v| &v.constructor_args)
+    }
+
+    /// Where the source comes from: `verifier`, `similar-match` (a twin's verified source) or `local-artifacts`.
+    pub fn source_label(&self) -> &'static str {
+        match (&self.verified, self.twin) {
+            (Some(_), Some(_)) => "similar-match",
+            (Some(_), None) => "verifier",
+            (None, _) => "local-artifacts",
+        }
+    }
 }
 
 /// What one runtime code is, beyond its bytes: computed once per code hash.

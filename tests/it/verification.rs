@@ -262,6 +262,11 @@ async fn standard_input_route_verifies_and_reports_errors() {
     assert_eq!(twin["name"], "Counter");
     assert_eq!(twin["source_code"], shown["source_code"]);
     assert_eq!(twin["constructor_args"], Value::Null);
+    // The Etherscan-style record says the same: no arguments (counter's are not this contract's), labelled so.
+    let etherscan = get_json(addr, &format!("/api?module=contract&action=getsourcecode&address={other}")).await;
+    let record = &etherscan["result"][0];
+    assert_eq!((&record["ContractName"], &record["ConstructorArguments"]), (&json!("Counter"), &json!("")), "{record}");
+    assert_eq!(record["VerificationSource"], "similar-match", "{record}");
     let own = get_json(addr, &format!("/api/v2/smart-contracts/{counter}")).await;
     assert_eq!(
         (own["verified_twin_address_hash"].clone(), own["is_verified_via_eth_bytecode_db"].clone()),
@@ -342,9 +347,16 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
     assert_eq!(anonymous.json()["status"], "0");
     let wrong_key = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", Some("nope")).await;
     assert_eq!(wrong_key.status, 401);
+    // Refusals carry the reason as the `result` text, where Hardhat's and Foundry's verifiers read it (Hardhat fails
+    // on a `null` result).
     let unknown = submit(counter, &original, "v0.8.19+commit.7dd6d404", Some(&key)).await.json();
-    assert_eq!(unknown["status"], "0");
-    assert!(unknown["message"].as_str().unwrap().contains("available: 0.8.37"), "{unknown}");
+    assert_eq!((&unknown["status"], &unknown["message"]), (&json!("0"), &json!("NOTOK")), "{unknown}");
+    assert!(unknown["result"].as_str().unwrap().contains("available: 0.8.37"), "{unknown}");
+    // No code at the address (an account, or a contract not indexed yet): Etherscan's words, on which both
+    // verifiers wait and ask again.
+    let account = submit(accounts[5], &original, "v0.8.37+commit.a1b2c3d4", Some(&key)).await.json();
+    let expected = format!("Unable to locate ContractCode at {}", accounts[5].to_checksum(None));
+    assert_eq!(account, json!({"status": "0", "message": "NOTOK", "result": expected}));
     // The key in the `x-api-key` header authorizes too (the request gets as far as the compiler check).
     let pairs = [
         ("module", "contract"),
@@ -364,7 +376,7 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
     };
     let by_header = send(vec![("content-type", FORM.into()), ("x-api-key", key.clone())]).await;
     assert_eq!(by_header.status, 200, "{}", String::from_utf8_lossy(&by_header.body));
-    assert!(by_header.json()["message"].as_str().unwrap().contains("available: 0.8.37"), "{}", by_header.json());
+    assert!(by_header.json()["result"].as_str().unwrap().contains("available: 0.8.37"), "{}", by_header.json());
     // An account token authorizes in the Authorization header, not as the sign-in cookie (which a link on another
     // site can make a browser send).
     let token =
@@ -372,7 +384,7 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
     let by_cookie = send(vec![("content-type", FORM.into()), ("cookie", format!("_explorer_key={token}"))]).await;
     assert_eq!(by_cookie.status, 401, "{}", String::from_utf8_lossy(&by_cookie.body));
     let by_bearer = send(vec![("content-type", FORM.into()), ("authorization", format!("Bearer {token}"))]).await;
-    assert!(by_bearer.json()["message"].as_str().unwrap().contains("available: 0.8.37"), "{}", by_bearer.json());
+    assert!(by_bearer.json()["result"].as_str().unwrap().contains("available: 0.8.37"), "{}", by_bearer.json());
 
     let queued = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", Some(&key)).await.json();
     assert_eq!(queued["status"], "1", "{queued}");
@@ -386,6 +398,10 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
     let source = get_json(addr, &format!("/api?module=contract&action=getsourcecode&address={counter}")).await;
     assert_eq!(source["result"][0]["ContractName"], "Counter", "{source}");
     assert_eq!(source["result"][0]["ConstructorArguments"].as_str().unwrap().trim_start_matches("0x"), args);
+    assert_eq!(source["result"][0]["VerificationSource"], "verifier");
+    // One file with settings the flat fields can say (optimizer, runs, EVM version): the file as it is.
+    assert_eq!(source["result"][0]["SourceCode"], original["sources"]["src/Counter.sol"]["content"]);
+    assert_eq!((&source["result"][0]["Runs"], &source["result"][0]["EVMVersion"]), (&json!("200"), &json!("cancun")));
     // Submitted again, in the words forge reads as "already verified".
     let again = submit(counter, &original, "v0.8.37+commit.a1b2c3d4", Some(&key)).await.json();
     assert_eq!(again, json!({"status": "0", "message": "NOTOK", "result": "Smart-contract already verified."}));
@@ -846,7 +862,8 @@ async fn proxies_verify_and_report_their_implementation_through_the_etherscan_ap
         "A corresponding implementation contract was unfortunately not detected for the proxy address."
     );
     let eoa = ask(format!("action=verifyproxycontract&address={}", accounts[4])).await;
-    assert_eq!(eoa["status"], "0", "{eoa}");
+    let expected = format!("Unable to locate ContractCode at {}", accounts[4].to_checksum(None));
+    assert_eq!(eoa, json!({"status": "0", "message": "NOTOK", "result": expected}));
     assert_eq!(ask("action=checkproxyverification&guid=zz".into()).await["result"], "Unknown UID");
     // 48 bytes with a two-byte character across the address's end: no slice may split it.
     let split = format!("{}%C3%A9{}", "a".repeat(39), "a".repeat(7));

@@ -551,15 +551,21 @@ pub(super) async fn listcontracts(params: Params, state: &AppState, deadline: to
     .await
 }
 
-/// `SourceCode` in Etherscan's forms: the one file as is, several as a standard-JSON input in double braces.
-fn source_code(sources: &[(String, String)], language: &str) -> String {
+/// `SourceCode` in Etherscan's forms: one file as is, or a standard-JSON input in double braces (several files, or
+/// settings the flat fields cannot say, such as `viaIR`), with the compiler `settings` the verifier was given.
+fn source_code(sources: &[(String, String)], settings: Option<&Value>) -> String {
+    let via_ir = settings.is_some_and(|s| s["viaIR"] == Value::Bool(true));
     match sources {
         [] => String::new(),
-        [(_, only)] => only.clone(),
+        [(_, only)] if !via_ir => only.clone(),
         many => {
             let files: serde_json::Map<String, Value> =
                 many.iter().map(|(path, text)| (path.clone(), json!({"content": text}))).collect();
-            format!("{{{}}}", json!({"language": language, "sources": files}))
+            let mut input = json!({"language": "Solidity", "sources": files});
+            if let Some(settings) = settings {
+                input["settings"] = settings.clone();
+            }
+            format!("{{{input}}}")
         }
     }
 }
@@ -597,17 +603,20 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
         let libraries = crate::api::rest::smart_contracts::external_libraries(artifact.settings.as_ref());
         let libraries: Vec<String> = libraries
             .iter()
-            .map(|l| format!("{}:{}", l["name"].as_str().unwrap_or_default(), l["address_hash"].as_str().unwrap_or_default()))
+            .map(|l| {
+                format!("{}:{}", l["name"].as_str().unwrap_or_default(), l["address_hash"].as_str().unwrap_or_default())
+            })
             .collect();
         Ok(Answer::Ok(json!([{
             "Address": lower(&address),
-            "SourceCode": source_code(&artifact.sources, "Solidity"),
+            // A verified source's settings are its input's; a local artifact's come from metadata, in another form.
+            "SourceCode": source_code(&artifact.sources, known.verified.as_ref().and(artifact.settings.as_ref())),
             "ABI": serde_json::to_string(&artifact.abi.json).unwrap_or_default(),
             "ContractName": artifact.name,
             "CompilerVersion": artifact.compiler_version.as_ref().map(|v| format!("v{v}")).unwrap_or_default(),
             "OptimizationUsed": if optimized == Some(true) { "1" } else { "0" },
             "Runs": runs.map(|r| r.to_string()).unwrap_or_default(),
-            "ConstructorArguments": known.verified.as_ref().map(|v| alloy::hex::encode(&v.constructor_args)).unwrap_or_default(),
+            "ConstructorArguments": known.verified_constructor_args().map(alloy::hex::encode).unwrap_or_default(),
             "EVMVersion": evm,
             "Library": libraries.join(";"),
             "LicenseType": artifact.license.clone().unwrap_or_default(),
@@ -616,7 +625,7 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
             "SwarmSource": "",
             "FileName": artifact.file_path.clone().unwrap_or_default(),
             "MatchType": format!("{:?}", known.kind).to_lowercase(),
-            "VerificationSource": if known.verified.is_some() { "verifier" } else { "local-artifacts" },
+            "VerificationSource": known.source_label(),
         }])))
     })
     .await
@@ -625,6 +634,26 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn source_code_carries_the_settings_a_rebuild_needs() {
+        let one = vec![("src/A.sol".to_owned(), "contract A {}".to_owned())];
+        let plain = json!({"optimizer": {"enabled": true, "runs": 200}});
+        assert_eq!(source_code(&one, Some(&plain)), "contract A {}");
+        assert_eq!(source_code(&one, None), "contract A {}");
+        // viaIR has no flat field: the whole input, settings included.
+        let via_ir = json!({"optimizer": {"enabled": true, "runs": 1000}, "viaIR": true});
+        let wrapped = source_code(&one, Some(&via_ir));
+        let input: Value = serde_json::from_str(&wrapped[1..wrapped.len() - 1]).unwrap();
+        assert_eq!(input["settings"], via_ir);
+        assert_eq!(input["sources"]["src/A.sol"]["content"], "contract A {}");
+        let two = vec![one[0].clone(), ("src/L.sol".to_owned(), "library L {}".to_owned())];
+        let libraries = json!({"libraries": {"src/L.sol": {"L": "0x0000000000000000000000000000000000000001"}}});
+        let wrapped = source_code(&two, Some(&libraries));
+        let input: Value = serde_json::from_str(&wrapped[1..wrapped.len() - 1]).unwrap();
+        assert_eq!((input["language"].as_str(), &input["settings"]), (Some("Solidity"), &libraries));
+        assert_eq!(input["sources"].as_object().unwrap().len(), 2);
+    }
 
     #[test]
     fn revert_reasons_read_as_one_line() {

@@ -71,6 +71,20 @@ enum Refusal {
     Server(ApiError),
 }
 
+impl Refusal {
+    /// A verification request's refusal in Etherscan's form: `message` `NOTOK`, the reason as the `result` text.
+    /// Hardhat's and Foundry's verifiers read the reason from `result` (Hardhat fails on a `null` one) and retry
+    /// on "Unable to locate ContractCode at …".
+    fn with_reason_as_result(self) -> Refusal {
+        match self {
+            Refusal::Answer(Answer::NotOk(reason, Value::Null)) => {
+                Refusal::Answer(Answer::NotOk("NOTOK".into(), Value::String(reason)))
+            }
+            other => other,
+        }
+    }
+}
+
 impl From<ApiError> for Refusal {
     fn from(e: ApiError) -> Self {
         Refusal::Server(e)
@@ -352,9 +366,13 @@ async fn run(
         ("contract", "getabi") => chain::getabi(params, state, deadline).await,
         ("contract", "getsourcecode") => chain::getsourcecode(params, state, deadline).await,
         ("contract", "listcontracts") => chain::listcontracts(params, state, deadline).await,
-        ("contract", "verifysourcecode") => verify::verifysourcecode(&params, headers, state, client).await,
+        ("contract", "verifysourcecode") => {
+            verify::verifysourcecode(&params, headers, state, client).await.map_err(Refusal::with_reason_as_result)
+        }
         ("contract", "checkverifystatus") => verify::checkverifystatus(&params, state),
-        ("contract", "verifyproxycontract") => verify::verifyproxycontract(&params, state),
+        ("contract", "verifyproxycontract") => {
+            verify::verifyproxycontract(&params, state).map_err(Refusal::with_reason_as_result)
+        }
         ("contract", "checkproxyverification") => verify::checkproxyverification(&params, state),
         _ => Err(Refusal::Translator(StatusCode::BAD_REQUEST, "Unknown action")),
     }

@@ -83,12 +83,18 @@ pub(super) async fn verifysourcecode(
             Ok(Answer::NotOk("NOTOK".into(), json!("Smart-contract already verified.")))
         }
         Err(ApiError::InvalidParam { detail, .. }) => Err(bad(detail)),
-        Err(ApiError::NotFound) => Err(bad("Address is not a smart-contract")),
+        Err(ApiError::NotFound) => Err(no_code_at(address)),
         Err(ApiError::Throttled(_)) => {
             Err(Refusal::Translator(StatusCode::TOO_MANY_REQUESTS, "The verification queue is full; try again later"))
         }
         Err(e) => Err(Refusal::Server(e)),
     }
+}
+
+/// The refusal for an address the index knows no code at, in Etherscan's words: verifiers take it to mean "deployed
+/// too recently" and ask again a few blocks later.
+fn no_code_at(address: Address) -> Refusal {
+    bad(format!("Unable to locate ContractCode at {}", address.to_checksum(None)))
 }
 
 /// Etherscan's single-file form (`optimizationUsed`, `runs`, `evmversion`, `libraryname1..10` with
@@ -123,7 +129,7 @@ fn single_file(params: &Params, source: &str, version: &str, name: &str) -> Resu
 pub(super) fn verifyproxycontract(params: &Params, state: &AppState) -> Outcome {
     let proxy = params.address("address", "Missing address", "Invalid address format")?;
     if state.store.reader().get::<Contracts>(&proxy)?.is_none() {
-        return Err(bad("Address is not a smart-contract"));
+        return Err(no_code_at(proxy));
     }
     let expected = params.opt_address("expectedimplementation", "Invalid expectedimplementation format")?;
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as u32;

@@ -170,8 +170,7 @@ fn contract_json(
     let artifact = known.map(|k| &k.artifact);
     let verified = known.and_then(|k| k.verified.as_ref());
     let args = match (artifact.and_then(|a| a.creation.as_ref()), creation_input) {
-        _ if known.is_some_and(|k| k.twin.is_some()) => None,
-        _ if verified.is_some() => verified.map(|v| v.constructor_args.clone()),
+        _ if verified.is_some() => known.and_then(Known::verified_constructor_args).cloned(),
         (Some(compiled), Some(input)) => compiled.matches_creation(input).map(|(_, args)| Bytes::copy_from_slice(args)),
         _ => None,
     };
@@ -186,21 +185,17 @@ fn contract_json(
         Some(a) => (None, a.file_path.clone(), Some(Vec::new())),
         None => (None, None, None),
     };
-    let verification = known.map(|k| match (&k.verified, k.twin) {
-        (Some(_), Some(twin)) => json!({
-            "source": "similar-match",
-            "twin": twin.to_checksum(None),
+    let verification = known.map(|k| {
+        let mut metadata = json!({
+            "source": k.source_label(),
             "match": match k.kind { MatchKind::Full => "full", MatchKind::Partial => "partial" },
-        }),
-        (Some(_), None) => json!({
-            "source": "verifier",
-            "match": match k.kind { MatchKind::Full => "full", MatchKind::Partial => "partial" },
-        }),
-        (None, _) => json!({
-            "source": "local-artifacts",
-            "artifact": k.artifact.origin.display().to_string(),
-            "match": match k.kind { MatchKind::Full => "full", MatchKind::Partial => "partial" },
-        }),
+        });
+        match (&k.verified, k.twin) {
+            (Some(_), Some(twin)) => metadata["twin"] = json!(twin.to_checksum(None)),
+            (Some(_), None) => {}
+            (None, _) => metadata["artifact"] = json!(k.artifact.origin.display().to_string()),
+        }
+        metadata
     });
     Ok(json!({
         "deployed_bytecode": format!("{code:#x}"),
