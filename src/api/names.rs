@@ -4,7 +4,7 @@
 //! block. Address objects in lists do not come here: they read the indexed primary name (`Reader::primary_names`).
 
 use super::{ApiError, AppState};
-use crate::chain::names::{namehash, normalise, reverse_name, NameRegistryAbi, NameResolverAbi};
+use crate::chain::names::{is_normal, namehash, normalise, reverse_name, NameRegistryAbi, NameResolverAbi};
 use crate::store::records::Tip;
 use alloy::primitives::{Address, Bytes, B256};
 use alloy::sol_types::SolCall;
@@ -108,12 +108,10 @@ impl AppState {
                 NameResolverAbi::nameCall::abi_decode_returns(&answer).ok().filter(|n| !n.is_empty())
             }
         };
+        // Shown only in normalised form (see `is_normal`), and only when the name points back at the address.
         let verified = match claimed {
-            Some(name) => match normalise(&name) {
-                Ok(normal) if self.resolve_at(registry, &normal, tip).await == Some(address) => Some(name),
-                _ => None,
-            },
-            None => None,
+            Some(name) if is_normal(&name) && self.resolve_at(registry, &name, tip).await == Some(address) => Some(name),
+            _ => None,
         };
         self.names.with(tip, |c| c.reverse.insert(address, verified.clone()));
         verified

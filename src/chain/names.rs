@@ -98,6 +98,12 @@ pub fn subnode(parent: B256, label: B256) -> B256 {
     keccak256(both)
 }
 
+/// Whether `name` is its own normalised form: what a primary name must be to be shown (ENS clients show none
+/// other).
+pub fn is_normal(name: &str) -> bool {
+    normalise(name).is_ok_and(|normal| normal == name)
+}
+
 /// EIP-137 namehash of a (normalised) name; the empty name is the root.
 pub fn namehash(name: &str) -> B256 {
     if name.is_empty() {

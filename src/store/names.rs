@@ -62,8 +62,13 @@ impl Reader<'_> {
             return Ok(names);
         }
         let claims = self.multi_get::<ReverseNames>(addresses)?;
-        let claimed: Vec<(Address, String)> =
-            addresses.iter().zip(claims).filter_map(|(a, claim)| Some((*a, claim?))).collect();
+        // As ENS clients do, a claim counts only when it is already in normalised form: `CAROL.eth` is another node
+        // than `carol.eth`, shown beside an address it would be a look-alike of the name `carol.eth`.
+        let claimed: Vec<(Address, String)> = addresses
+            .iter()
+            .zip(claims)
+            .filter_map(|(a, claim)| Some((*a, claim.filter(|name| crate::chain::names::is_normal(name))?)))
+            .collect();
         let nodes: Vec<B256> = claimed.iter().map(|(_, name)| namehash(name)).collect();
         let records = self.multi_get::<Names>(&nodes)?;
         for ((address, name), record) in claimed.into_iter().zip(records) {

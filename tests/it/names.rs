@@ -195,6 +195,13 @@ async fn names_follow_registrations_changes_transfers_and_reverse_records() {
         assert_eq!(detail["hash"], checksum(bob), "{spelling}");
     }
     assert_eq!(shown_names(addr, bob).await, (json!("münchen.dev"), json!("münchen.dev")), "the newest reverse");
+    // A claim in another than its normalised form is another node (`DAVE.dev` is not `dave.dev`), and true on chain:
+    // shown, it would pass for the name `dave.dev`. ENS clients show no such primary name; neither path does.
+    register(&anvil.http_url(), &service, dave, "DAVE", &signers).await.unwrap();
+    wait_synced(&t.daemon, &node).await;
+    assert_eq!(resolved_on_chain(&anvil, &service, "DAVE.dev").await, Some(dave));
+    assert_eq!(reverse_on_chain(&anvil, &service, dave).await, "DAVE.dev");
+    assert_eq!(shown_names(addr, dave).await, (Value::Null, Value::Null));
     // A name UTS-46 rejects is a clear 422; an unregistered one a 404.
     let bad = http::get(addr, "/api/v2/addresses/bad_name.dev").await;
     assert_eq!(bad.status, 422);

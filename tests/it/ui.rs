@@ -300,9 +300,12 @@ async fn pages_in_a_real_browser() {
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
     let chain = build_chain(&node).await;
+    // A name for the first account, which the header's suggestions must show.
+    let names = rockscout::dev::names::deploy(&anvil.http_url(), &anvil.signers(), &["pagename"]).await.unwrap();
     let d = start_daemon(&anvil.http_url(), |c| {
         c.tracing = true;
         c.demo_artifacts = true;
+        c.name_registry = Some(names.registry);
     })
     .await;
     wait_synced(&d.daemon, &node).await;

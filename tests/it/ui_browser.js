@@ -183,6 +183,14 @@ async function main() {
   } catch (e) {
     check(false, "search: suggestions appear: " + e.message);
   }
+  // A name-service match is labelled with its name.
+  await page.fill("#search-q", "pagename.de");
+  try {
+    await page.waitForSelector("#suggestions li a:has-text('pagename.dev')", { timeout: 10000 });
+    check(true, "search: a name's suggestion shows the name");
+  } catch (e) {
+    check(false, "search: a name's suggestion shows the name: " + (await page.textContent("#suggestions")));
+  }
 
   // Dark theme from the toggle, kept across pages.
   await page.goto(input.base + "/");

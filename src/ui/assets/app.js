@@ -97,7 +97,11 @@ function addressCell(address) {
             if (item.type === "block") { href = "/block/" + item.block_number; label = "Block " + item.block_number; }
             else if (item.type === "transaction") { href = "/tx/" + item.transaction_hash; label = "Tx " + short(item.transaction_hash); }
             else if (item.type === "token") { href = "/token/" + item.address_hash; label = (item.name || "") + " (" + (item.symbol || "") + ") " + short(item.address_hash); }
-            else if (item.address_hash) { href = "/address/" + item.address_hash; label = (item.name ? item.name + " " : "") + short(item.address_hash); }
+            else if (item.address_hash) {
+              // A name-service match carries its name in ens_info (its `name` is the contract's, usually null).
+              var name = item.name || (item.ens_info && item.ens_info.name);
+              href = "/address/" + item.address_hash; label = (name ? name + " " : "") + short(item.address_hash);
+            }
             if (href) list.appendChild(el("li", label, href));
           });
         })
