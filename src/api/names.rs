@@ -110,7 +110,9 @@ impl AppState {
         };
         // Shown only in normalised form (see `is_normal`), and only when the name points back at the address.
         let verified = match claimed {
-            Some(name) if is_normal(&name) && self.resolve_at(registry, &name, tip).await == Some(address) => Some(name),
+            Some(name) if is_normal(&name) && self.resolve_at(registry, &name, tip).await == Some(address) => {
+                Some(name)
+            }
             _ => None,
         };
         self.names.with(tip, |c| c.reverse.insert(address, verified.clone()));

@@ -263,7 +263,8 @@ fn apply_transfer(changes: &mut Changes<'_>, t: &TokenTransferRecord, block: u64
     if !t.to.is_zero() {
         let key = BalanceKey { holder: t.to, token: t.token, id };
         let now = changes.get::<TokenBalances>(&key)?.unwrap_or_default().0.saturating_add(amount);
-        changes.set::<TokenBalances>(&key, Some(&Amount(now)))?;
+        // A transfer of nothing gives a new recipient no holding (anyone can send 0 of any token to anyone).
+        changes.set::<TokenBalances>(&key, (!now.is_zero()).then_some(&Amount(now)))?;
         change_holding(changes, &mut token, t.token, t.to, amount, true)?;
     } else {
         token.total_supply = token.total_supply.saturating_sub(amount);

@@ -275,8 +275,24 @@ async fn token_balances_holders_and_supplies_match_the_contracts() {
     .await;
     call(&node, a[1], erc1155, DemoMulti::burnCall { id: U256::from(1), value: U256::from(2) }.abi_encode()).await;
     call(&node, owner, liar, LiarToken::lieCall { to: a[6], value: U256::from(5) }.abi_encode()).await;
+    // Transfers of nothing to an address that holds nothing (anyone can send them to anyone).
+    call(&node, a[1], erc20, DemoToken::transferCall { to: a[7], value: U256::ZERO }.abi_encode()).await;
+    let nothing = DemoMulti::safeTransferFromCall {
+        from: owner,
+        to: a[7],
+        id: U256::from(1),
+        value: U256::ZERO,
+        _4: Bytes::new(),
+    };
+    call(&node, owner, erc1155, nothing.abi_encode()).await;
     mine(&node, 1).await;
     wait_synced(&t.daemon, &node).await;
+    // They are transfers, and give no holding.
+    let moved = get(addr, &format!("/api/v2/addresses/{}/token-transfers", a[7])).await;
+    assert_eq!(moved["items"].as_array().unwrap().len(), 2, "{moved}");
+    assert_eq!(get(addr, &format!("/api/v2/addresses/{}/token-balances", a[7])).await, json!([]));
+    assert_eq!(get(addr, &format!("/api/v2/addresses/{}/nft", a[7])).await["items"], json!([]));
+    assert_eq!(get(addr, &format!("/api/v2/addresses/{}", a[7])).await["has_tokens"], false);
     let parties: Vec<Address> = a[..8].to_vec();
     let nft_ids: Vec<U256> = (1..=4u64).map(U256::from).collect();
     let multi_ids: Vec<U256> = (1..=3u64).map(U256::from).collect();
