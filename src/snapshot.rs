@@ -19,6 +19,9 @@ pub const SOCKET: &str = "control.sock";
 const MAX_REQUEST: usize = 4096;
 /// How long a request may take to arrive once connected.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a snapshot waits for a daemon that holds the data directory to answer on its socket (it opens the
+/// store, recovering it after a crash, before it listens).
+const DAEMON_START_WAIT: Duration = Duration::from_secs(60);
 
 /// Why a snapshot failed.
 #[derive(Debug, thiserror::Error)]
@@ -50,17 +53,27 @@ pub async fn take(data_dir: &Path, to: &Path) -> Result<Option<u64>, SnapshotErr
     if to.starts_with(absolute(data_dir)) {
         return Err(SnapshotError::Inside(to));
     }
-    match UnixStream::connect(data_dir.join(SOCKET)).await {
-        Ok(stream) => ask(stream, &to).await?,
-        Err(_) => {
-            // No daemon (or a stale socket after a crash): the directory is ours to open.
-            let (data_dir, target) = (data_dir.to_owned(), to.clone());
-            tokio::task::spawn_blocking(move || {
-                let store = Store::open_existing(&data_dir, &StoreOptions::default())?;
-                store.checkpoint(&target)
-            })
-            .await
-            .map_err(|e| SnapshotError::Daemon(e.to_string()))??;
+    // A daemon that is starting holds the directory before it answers on its socket: ask again until it does.
+    let deadline = tokio::time::Instant::now() + DAEMON_START_WAIT;
+    loop {
+        match UnixStream::connect(data_dir.join(SOCKET)).await {
+            Ok(stream) => break ask(stream, &to).await?,
+            Err(_) => {
+                // No daemon (or a stale socket after a crash): the directory is ours to open.
+                let (dir, target) = (data_dir.to_owned(), to.clone());
+                let taken = tokio::task::spawn_blocking(move || {
+                    let store = Store::open_existing(&dir, &StoreOptions::default())?;
+                    store.checkpoint(&target)
+                })
+                .await
+                .map_err(|e| SnapshotError::Daemon(e.to_string()))?;
+                match taken {
+                    Err(StoreError::InUse(_)) if tokio::time::Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(100)).await
+                    }
+                    taken => break taken?,
+                }
+            }
         }
     }
     let target = to.clone();

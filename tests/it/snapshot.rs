@@ -96,4 +96,20 @@ async fn a_snapshot_taken_while_indexing_starts_a_replica_that_converges() {
     let copy = Store::open(&offline, &StoreOptions { read_only: true, ..StoreOptions::default() }).unwrap();
     assert!(copy.reader().tip().unwrap().unwrap().number >= started_at);
     replica.shutdown().await.unwrap();
+
+    // A daemon that holds its directory but does not answer on its socket yet (it is starting, recovering after a
+    // crash): the command waits for it instead of refusing with "stop it first".
+    let store = std::sync::Arc::new(Store::open(&replica_dir, &StoreOptions::default()).unwrap());
+    let (dir, target) = (replica_dir.clone(), copies.path().join("while-starting"));
+    let waiting = tokio::task::spawn_blocking(move || snapshot(&dir, &target));
+    // The daemon's start-up, as long as the command needs to find the directory held.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let serving = tokio::spawn(rockscout::snapshot::serve(store.clone(), replica_dir.clone(), cancel.clone()));
+    let taken = waiting.await.unwrap();
+    assert!(taken.status.success(), "{}", String::from_utf8_lossy(&taken.stderr));
+    let copy = Store::open(&copies.path().join("while-starting"), &StoreOptions::default()).unwrap();
+    assert_eq!(copy.reader().tip().unwrap(), store.reader().tip().unwrap());
+    cancel.cancel();
+    serving.await.unwrap();
 }
