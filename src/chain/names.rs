@@ -39,11 +39,20 @@ alloy::sol! {
         event NameRegistered(string name, bytes32 indexed label, address indexed owner, uint256 baseCost, uint256 premium, uint256 expires);
     }
 
+    /// ENS's current registrar controller (with a referrer).
+    interface RegistrarControllerV3 {
+        event NameRegistered(string label, bytes32 indexed labelhash, address indexed owner, uint256 baseCost, uint256 premium, uint256 expires, bytes32 referrer);
+    }
+
     /// ENS reverse registrar.
     interface ReverseRegistrarAbi {
         event ReverseClaimed(address indexed addr, bytes32 indexed node);
     }
 }
+
+/// namehash("addr.reverse"): the parent of every reverse record.
+const ADDR_REVERSE_NODE: B256 =
+    alloy::primitives::b256!("91d1777781884d03a6757a803996e38de2a42967fb37eeaca72729271025a9e2");
 
 /// Longest name accepted or indexed, in bytes.
 pub const MAX_NAME: usize = 255;
@@ -162,16 +171,18 @@ fn set_resolved(
     Ok(())
 }
 
-/// A registration's plaintext label and expiry, from either controller event (any emitter: the label is checked
+/// A registration's plaintext label and expiry, from any of the controllers' events (any emitter: the label is checked
 /// against its hash, so a wrong one cannot be planted).
 fn registration(log: &LogRecord) -> Option<(B256, String, u64)> {
     let (name, label, expires) = if let Ok(e) =
         RegistrarControllerV1::NameRegistered::decode_raw_log(log.topics.iter().copied(), &log.data)
     {
         (e.name, e.label, e.expires)
-    } else {
-        let e = RegistrarControllerV2::NameRegistered::decode_raw_log(log.topics.iter().copied(), &log.data).ok()?;
+    } else if let Ok(e) = RegistrarControllerV2::NameRegistered::decode_raw_log(log.topics.iter().copied(), &log.data) {
         (e.name, e.label, e.expires)
+    } else {
+        let e = RegistrarControllerV3::NameRegistered::decode_raw_log(log.topics.iter().copied(), &log.data).ok()?;
+        (e.label, e.labelhash, e.expires)
     };
     let valid = labelhash(&name) == label && !name.is_empty() && !name.contains('.') && name.len() <= MAX_NAME;
     valid.then(|| (label, name, u64::try_from(expires).unwrap_or(u64::MAX)))
@@ -204,6 +215,17 @@ pub fn derive(block: &Bundle, registry: Address, changes: &mut Changes<'_>) -> S
                 } else {
                     changes.get::<Names>(&e.node)?.and_then(|p| p.name)
                 };
+                // ENS's first reverse registrar announced no claim: a node under `addr.reverse` whose label is an
+                // address's hex (its new owner's, or the sender's who asked for it) is that address's record.
+                if e.node == ADDR_REVERSE_NODE && record.reverse_of.is_none() {
+                    let sender = block.txs.get(log.tx_index as usize).map(|tx| tx.from);
+                    let claimer =
+                        [Some(e.owner), sender].into_iter().flatten().find(|a| namehash(&reverse_name(a)) == node);
+                    if let Some(claimer) = claimer {
+                        record.reverse_of = Some(claimer);
+                        learn_name(changes, node, &mut record, reverse_name(&claimer))?;
+                    }
+                }
                 if let (Some(parent), Some(label)) = (parent_name, label_text(changes, e.label)?) {
                     let name = if parent.is_empty() { label } else { format!("{label}.{parent}") };
                     learn_name(changes, node, &mut record, name)?;
@@ -219,8 +241,12 @@ pub fn derive(block: &Bundle, registry: Address, changes: &mut Changes<'_>) -> S
                 let mut record = changes.get::<Names>(&e.node)?.unwrap_or_else(|| NameRecord::new(block.number()));
                 if record.resolver != e.resolver {
                     record.resolver = e.resolver;
-                    // The new resolver's records are not known until it announces them.
+                    // The new resolver's records are not known until it announces them: neither the address a
+                    // name points at nor the name a reverse record claims.
                     set_resolved(changes, e.node, &mut record, None)?;
+                    if let Some(address) = record.reverse_of {
+                        changes.set::<ReverseNames>(&address, None)?;
+                    }
                 }
                 changes.set::<Names>(&e.node, Some(&record))?;
             }
@@ -290,6 +316,81 @@ mod tests {
         assert_eq!(normalise("al ice.dev"), Err(NameError::Invalid));
         assert_eq!(normalise("alice..dev"), Err(NameError::Invalid));
         assert_eq!(normalise(&format!("{}.dev", "a".repeat(300))), Err(NameError::TooLong));
+    }
+
+    fn log(address: Address, event: &impl SolEvent) -> LogRecord {
+        let data = event.encode_log_data();
+        LogRecord { address, topics: data.topics().to_vec(), data: data.data, tx_index: 0, tx_hash: B256::ZERO }
+    }
+
+    #[test]
+    fn the_current_controller_s_registrations_are_read() {
+        let event = RegistrarControllerV3::NameRegistered {
+            label: "viathree".into(),
+            labelhash: labelhash("viathree"),
+            owner: Address::repeat_byte(3),
+            baseCost: alloy::primitives::U256::from(1),
+            premium: alloy::primitives::U256::ZERO,
+            expires: alloy::primitives::U256::from(1_900_000_000u64),
+            referrer: B256::ZERO,
+        };
+        let read = registration(&log(Address::repeat_byte(9), &event));
+        assert_eq!(read, Some((labelhash("viathree"), "viathree".to_owned(), 1_900_000_000)));
+        let forged = RegistrarControllerV3::NameRegistered { labelhash: labelhash("other"), ..event };
+        assert_eq!(registration(&log(Address::repeat_byte(9), &forged)), None, "the label must match its hash");
+    }
+
+    /// A reverse record's claim is dropped when its node gets another resolver, whose records are not known yet.
+    #[test]
+    fn a_reverse_record_s_new_resolver_drops_its_claim() {
+        use crate::indexer::apply::{apply_blocks, empty_block};
+        use crate::store::{Store, StoreOptions};
+        let (registry, first, second) = (Address::repeat_byte(1), Address::repeat_byte(2), Address::repeat_byte(3));
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Store::open(dir.path(), &StoreOptions { name_registry: Some(registry), ..Default::default() }).unwrap();
+        let claimer = Address::repeat_byte(0xaa);
+        let node = namehash(&reverse_name(&claimer));
+        let mut block = empty_block(0, 0, B256::ZERO);
+        block.logs = vec![
+            log(Address::repeat_byte(4), &ReverseRegistrarAbi::ReverseClaimed { addr: claimer, node }),
+            log(registry, &NameRegistryAbi::NewResolver { node, resolver: first }),
+            log(first, &NameResolverAbi::NameChanged { node, name: "alice.eth".into() }),
+        ];
+        let mut next = empty_block(1, 0, block.header.hash);
+        next.logs = vec![log(registry, &NameRegistryAbi::NewResolver { node, resolver: second })];
+        apply_blocks(&store, std::slice::from_ref(&block), true).unwrap();
+        assert_eq!(store.reader().get::<ReverseNames>(&claimer).unwrap(), Some("alice.eth".to_owned()));
+        apply_blocks(&store, &[next], true).unwrap();
+        assert_eq!(store.reader().get::<ReverseNames>(&claimer).unwrap(), None);
+    }
+
+    /// ENS's first reverse registrar emits no `ReverseClaimed`: it makes the node under `addr.reverse` (owned by
+    /// itself) in a transaction the claimer sent, then names it through its resolver.
+    #[test]
+    fn a_reverse_record_made_without_a_claim_event_is_known_by_its_label() {
+        use crate::indexer::apply::{apply_blocks, empty_block};
+        use crate::store::{Store, StoreOptions};
+        let (registry, reverse_registrar, resolver) =
+            (Address::repeat_byte(1), Address::repeat_byte(4), Address::repeat_byte(2));
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Store::open(dir.path(), &StoreOptions { name_registry: Some(registry), ..Default::default() }).unwrap();
+        let claimer = Address::repeat_byte(0xaa);
+        let label = labelhash(&alloy::hex::encode(claimer));
+        let node = subnode(ADDR_REVERSE_NODE, label);
+        assert_eq!(node, namehash(&reverse_name(&claimer)));
+        let mut block = empty_block(0, 0, B256::ZERO);
+        let mut sent = crate::store::golden::sample_tx();
+        sent.body.from = claimer;
+        block.txs = vec![sent];
+        block.logs = vec![
+            log(registry, &NameRegistryAbi::NewOwner { node: ADDR_REVERSE_NODE, label, owner: reverse_registrar }),
+            log(registry, &NameRegistryAbi::NewResolver { node, resolver }),
+            log(resolver, &NameResolverAbi::NameChanged { node, name: "alice.eth".into() }),
+        ];
+        apply_blocks(&store, &[block], true).unwrap();
+        assert_eq!(store.reader().get::<ReverseNames>(&claimer).unwrap(), Some("alice.eth".to_owned()));
     }
 
     #[test]

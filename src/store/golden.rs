@@ -72,7 +72,7 @@ fn sample_authorization() -> AuthorizationRecord {
     }
 }
 
-pub(super) fn sample_tx() -> TxRecord {
+pub(crate) fn sample_tx() -> TxRecord {
     TxRecord {
         body: sample_body(),
         status: Some(true),

@@ -11,7 +11,7 @@ pub mod codec;
 mod derived;
 mod error;
 #[cfg(test)]
-mod golden;
+pub(crate) mod golden;
 pub mod keys;
 mod names;
 mod query;
