@@ -808,7 +808,8 @@ impl Route {
                 }
                 None => Route::InternalTransactions { page: page(q)? },
             },
-            ["addresses", a] if !a.starts_with("0x") && crate::chain::names::looks_like_name(&percent_decode(a)) => {
+            // A name may start with `0x` (`0xsplits.eth`); an address has no dot.
+            ["addresses", a] if crate::chain::names::looks_like_name(&percent_decode(a)) => {
                 Route::AddressByName(percent_decode(a))
             }
             ["addresses", a] => Route::Address(addr(a)?),

@@ -202,6 +202,14 @@ async fn names_follow_registrations_changes_transfers_and_reverse_records() {
     assert_eq!(resolved_on_chain(&anvil, &service, "DAVE.dev").await, Some(dave));
     assert_eq!(reverse_on_chain(&anvil, &service, dave).await, "DAVE.dev");
     assert_eq!(shown_names(addr, dave).await, (Value::Null, Value::Null));
+    // A name may start with `0x`: it is looked up as a name, not refused as a malformed address.
+    register(&anvil.http_url(), &service, carol, "0xsplits", &signers).await.unwrap();
+    wait_synced(&t.daemon, &node).await;
+    assert_eq!(resolved_on_chain(&anvil, &service, "0xsplits.dev").await, Some(carol));
+    assert_eq!(http::get_json(addr, "/api/v2/addresses/0xsplits.dev").await["hash"], checksum(carol));
+    let redirect = http::get_json(addr, "/api/v2/search/check-redirect?q=0xsplits.dev").await;
+    assert_eq!(redirect, json!({"redirect": true, "type": "address", "parameter": checksum(carol)}));
+    assert_eq!(http::get(addr, "/api/v2/addresses/0x12345").await.status, 422, "no dot: a malformed address");
     // A name UTS-46 rejects is a clear 422; an unregistered one a 404.
     let bad = http::get(addr, "/api/v2/addresses/bad_name.dev").await;
     assert_eq!(bad.status, 422);

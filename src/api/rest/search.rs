@@ -32,7 +32,7 @@ const NAME_HITS: usize = 50;
 /// The whole name a query names, resolved live (none when the query is no valid name or names are off). Search is
 /// lenient: a query that is not a valid name is still searched as text.
 pub async fn named(state: &AppState, q: &str) -> Option<ResolvedName> {
-    if !looks_like_name(q) || q.starts_with("0x") {
+    if !looks_like_name(q) {
         return None;
     }
     state.resolve_name(q, "q").await.ok().flatten()
