@@ -218,6 +218,8 @@ pub enum Route {
     },
     /// `GET /api/v2/blocks/:id`.
     Block(BlockId),
+    /// `GET /api/v2/blocks/:number/countdown`: when a future block is expected.
+    BlockCountdown(u64),
     /// `GET /api/v2/blocks/:id/transactions`.
     BlockTransactions {
         /// The block.
@@ -775,6 +777,15 @@ impl Route {
                 let id = parse_block_id(id)?;
                 Route::BlockInternal { id, kinds: call_kinds(q)?, page: page(q)? }
             }
+            ["blocks", n, "countdown"] => match parse_block_id(n) {
+                Ok(BlockId::Number(n)) => Route::BlockCountdown(n),
+                _ => {
+                    return Err(ApiError::invalid(
+                        "block_number_param",
+                        "Invalid format. Expected a non-negative integer",
+                    ))
+                }
+            },
             ["blocks", id, "transactions"] => {
                 let id = parse_block_id(id)?;
                 Route::BlockTransactions { id, kinds: tx_types(q)?, page: page(q)? }
@@ -1010,6 +1021,7 @@ impl Route {
             Route::Blocks { .. } => "/api/v2/blocks",
             Route::Block(_) => "/api/v2/blocks/:number_or_hash",
             Route::BlockTransactions { .. } => "/api/v2/blocks/:number_or_hash/transactions",
+            Route::BlockCountdown(_) => "/api/v2/blocks/:number/countdown",
             Route::BlockInternal { .. } => "/api/v2/blocks/:number_or_hash/internal-transactions",
             Route::PendingTransactions { .. } => "/api/v2/transactions?filter=pending",
             Route::Transactions { .. } => "/api/v2/transactions",
@@ -1245,6 +1257,7 @@ impl Route {
             Route::BlockTransactions { id, kinds, page } => {
                 read(state, deadline, move |r| blocks::transactions(r, id, kinds, page)).await
             }
+            Route::BlockCountdown(target) => read(state, deadline, move |r| blocks::countdown(r, target)).await,
             Route::MainPageBlocks => read(state, deadline, blocks::main_page).await,
             Route::PendingTransactions { page } => read(state, deadline, move |r| transactions::pending(r, page)).await,
             Route::Transactions { kinds, methods, page } => {

@@ -448,6 +448,28 @@ async fn log_block_transaction_and_contract_actions_match_the_node() {
     let b2 = block(&node, 2).await;
     assert_eq!(reward["blockMiner"], lower(&b2.header.beneficiary));
     assert_eq!(reward["timeStamp"], json!(b2.header.timestamp));
+    // A future block's countdown, in both APIs, from the node's block times (the tip is the last block mined).
+    let target = chain.tip + 10;
+    let span = chain.tip.min(100);
+    let average = (times[chain.tip as usize] - times[(chain.tip - span) as usize]) as f64 / span.max(1) as f64;
+    let countdown = ok(addr, &format!("module=block&action=getblockcountdown&blockno={target}")).await;
+    let estimate = format!("{:.1}", average * 10.0);
+    assert_eq!(
+        countdown,
+        json!({"CurrentBlock": chain.tip.to_string(), "CountdownBlock": target.to_string(),
+               "RemainingBlock": "10", "EstimateTimeInSec": estimate})
+    );
+    let rest = get(addr, &format!("/api/v2/blocks/{target}/countdown")).await.json();
+    assert_eq!(
+        rest,
+        json!({"countdown_block_number": target.to_string(), "current_block_number": chain.tip.to_string(),
+               "remaining_blocks_count": "10", "estimated_time_in_seconds": estimate})
+    );
+    let passed = get(addr, &format!("/api/v2/blocks/{}/countdown", chain.tip)).await;
+    assert_eq!(passed.status, 422, "an indexed block has no countdown");
+    assert_eq!(get(addr, "/api/v2/blocks/0xab/countdown").await.status, 422);
+    let q = format!("module=block&action=getblockcountdown&blockno={}", chain.tip);
+    assert_eq!(api(addr, &q).await["message"], "Error! Block number already pass");
 
     // Transactions: status, receipt status and the revert reason the node gives.
     let failed = format!("{:#x}", chain.failed);

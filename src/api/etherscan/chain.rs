@@ -1,6 +1,7 @@
 //! `module=logs`, `token`, `stats`, `block`, `transaction` and the read actions of `contract`.
 
 use super::{bad, lower, read, Answer, Outcome, Params, Refusal};
+use crate::api::rest::blocks::Countdown;
 use crate::api::rest::headers;
 use crate::api::rest::smart_contracts::{contract_info, matched_artifact, stored_facts};
 use crate::api::rest::tokens::token_json;
@@ -13,8 +14,6 @@ use crate::store::{Order, Reader, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use serde_json::{json, Value};
 
-/// Blocks looked back over for the average block time of `getblockcountdown`.
-const BLOCK_TIME_SAMPLE: u64 = 100;
 /// Logs per page of `gettxinfo`.
 const TX_INFO_LOGS: usize = 50;
 
@@ -290,25 +289,16 @@ pub(super) async fn getblocknobytime(params: Params, state: &AppState, deadline:
 pub(super) async fn getblockcountdown(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
     let target = blockno(&params)?;
     read(state, deadline, move |r| {
-        let Some(tip) = r.tip()?.map(|t| t.number) else {
-            return Ok(Answer::refuse("Chain is indexing now, try again later"));
-        };
-        if target <= tip {
-            return Ok(Answer::refuse("Error! Block number already pass"));
-        }
-        let back = tip.saturating_sub(BLOCK_TIME_SAMPLE);
-        let (Some(newest), Some(oldest)) = (r.block(tip)?, r.block(back)?) else {
-            return Ok(Answer::refuse("Chain is indexing now, try again later"));
-        };
-        let span = (tip - back).max(1);
-        let average = newest.timestamp.saturating_sub(oldest.timestamp) as f64 / span as f64;
-        let remaining = target - tip;
-        Ok(Answer::Ok(json!({
-            "CurrentBlock": tip.to_string(),
-            "CountdownBlock": target.to_string(),
-            "RemainingBlock": remaining.to_string(),
-            "EstimateTimeInSec": format!("{:.1}", average * remaining as f64),
-        })))
+        Ok(match Countdown::to(r, target)? {
+            Countdown::Indexing => Answer::refuse("Chain is indexing now, try again later"),
+            Countdown::Passed => Answer::refuse("Error! Block number already pass"),
+            Countdown::Ahead { tip, remaining, seconds } => Answer::Ok(json!({
+                "CurrentBlock": tip.to_string(),
+                "CountdownBlock": target.to_string(),
+                "RemainingBlock": remaining.to_string(),
+                "EstimateTimeInSec": format!("{seconds:.1}"),
+            })),
+        })
     })
     .await
 }

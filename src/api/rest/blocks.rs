@@ -69,6 +69,59 @@ pub fn find_block(reader: &Reader<'_>, id: BlockId) -> StoreResult<Option<(Block
     }
 }
 
+/// Blocks whose timestamps give the average block time a countdown estimates with.
+const BLOCK_TIME_SAMPLE: u64 = 100;
+
+/// How far a block is from the indexed tip.
+#[derive(Debug, PartialEq)]
+pub enum Countdown {
+    /// Nothing (or too little) is indexed to estimate from.
+    Indexing,
+    /// The block is at or below the tip.
+    Passed,
+    /// The block is `remaining` blocks past `tip`, about `seconds` away at the recent average block time.
+    Ahead {
+        /// The indexed tip.
+        tip: u64,
+        /// Blocks to go.
+        remaining: u64,
+        /// Estimated seconds to go.
+        seconds: f64,
+    },
+}
+
+impl Countdown {
+    /// The countdown to `target` from the indexed tip.
+    pub fn to(reader: &Reader<'_>, target: u64) -> StoreResult<Countdown> {
+        let Some(tip) = reader.tip()?.map(|t| t.number) else { return Ok(Countdown::Indexing) };
+        if target <= tip {
+            return Ok(Countdown::Passed);
+        }
+        let back = tip.saturating_sub(BLOCK_TIME_SAMPLE);
+        let (Some(newest), Some(oldest)) = (reader.block(tip)?, reader.block(back)?) else {
+            return Ok(Countdown::Indexing);
+        };
+        let average = newest.timestamp.saturating_sub(oldest.timestamp) as f64 / (tip - back).max(1) as f64;
+        let remaining = target - tip;
+        Ok(Countdown::Ahead { tip, remaining, seconds: average * remaining as f64 })
+    }
+}
+
+/// `GET /api/v2/blocks/:number/countdown`: Blockscout's `BlockCountdown` (decimal strings); a block already
+/// indexed is a 422, and 404 while nothing is indexed.
+pub fn countdown(reader: &Reader<'_>, target: u64) -> Result<Response<Body>, ApiError> {
+    match Countdown::to(reader, target)? {
+        Countdown::Indexing => Err(ApiError::NotFound),
+        Countdown::Passed => Err(ApiError::invalid("block_number_param", "Block number already passed")),
+        Countdown::Ahead { tip, remaining, seconds } => Ok(ok(&serde_json::json!({
+            "countdown_block_number": target.to_string(),
+            "current_block_number": tip.to_string(),
+            "remaining_blocks_count": remaining.to_string(),
+            "estimated_time_in_seconds": format!("{seconds:.1}"),
+        }))),
+    }
+}
+
 /// `GET /api/v2/blocks/:id`.
 pub fn detail(state: &AppState, id: BlockId) -> Result<Response<Body>, ApiError> {
     let reader = state.store.view();
