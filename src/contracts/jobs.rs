@@ -8,7 +8,8 @@ use crate::store::records::VerifiedSource;
 use crate::store::records::{JobState, VerificationJob};
 use crate::store::tables::{Code, Contracts, VerificationJobs, VerifiedSources};
 use crate::store::{keys::SerialKey, Durability, Store, StoreResult};
-use alloy::primitives::Address;
+use alloy::primitives::{Address, B256};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -36,6 +37,8 @@ const ALREADY_PARTIAL: &str =
 pub const RUNNING: usize = 2;
 /// Jobs waiting at most.
 pub const QUEUED: usize = 16;
+/// Jobs waiting or running for one contract at most, so that requests for one contract cannot fill the queue.
+pub const PER_CONTRACT: usize = 2;
 
 /// Why a request was not queued.
 #[derive(Debug, thiserror::Error)]
@@ -43,9 +46,22 @@ pub enum SubmitError {
     /// The queue is full.
     #[error("the verification queue is full ({QUEUED} jobs waiting); try again later")]
     Full,
+    /// The contract has [`PER_CONTRACT`] jobs waiting or running already.
+    #[error("this contract has {PER_CONTRACT} verifications waiting already; try again when they have finished")]
+    ContractBusy,
     /// The job could not be stored.
     #[error("store error: {0}")]
     Store(String),
+}
+
+/// What tells two requests apart: the same fingerprint for one contract is the same job.
+fn fingerprint(request_version: &str, contract_name: &str, input: &str) -> alloy::primitives::B256 {
+    let mut hasher = alloy::primitives::Keccak256::new();
+    for part in [request_version, contract_name, input] {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part.as_bytes());
+    }
+    hasher.finalize()
 }
 
 /// A finished job, announced to WebSocket subscribers.
@@ -70,6 +86,8 @@ pub struct Verifications {
     /// Held while a job's source is compared with the stored one and saved, so two jobs for one address cannot
     /// both pass the comparison.
     saving: Mutex<()>,
+    /// The jobs waiting or running, by contract: id and fingerprint.
+    waiting: Mutex<HashMap<Address, Vec<(u64, B256)>>>,
 }
 
 fn now_ms() -> u64 {
@@ -99,8 +117,11 @@ impl Verifications {
             receiver: Mutex::new(Some(receiver)),
             outcomes: broadcast::channel(64).0,
             saving: Mutex::new(()),
+            waiting: Mutex::new(HashMap::new()),
         });
         for (id, job) in pending {
+            let print = fingerprint(&job.compiler_version, &job.contract_name, &job.input);
+            queue.waiting_jobs().entry(job.address).or_default().push((id, print));
             if queue.sender.try_send(id).is_err() {
                 queue.finish(
                     id,
@@ -122,19 +143,35 @@ impl Verifications {
         self.outcomes.subscribe()
     }
 
-    /// Queues `request` for `address`; returns the job id.
+    fn waiting_jobs(&self) -> std::sync::MutexGuard<'_, HashMap<Address, Vec<(u64, B256)>>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `request` for `address`; returns the job id. The same request for the same contract while its job is
+    /// waiting or running is that job (its id again); a contract has at most [`PER_CONTRACT`] jobs at once.
     pub fn submit(&self, address: Address, request: &Request) -> Result<u64, SubmitError> {
+        let input = request.input.to_string();
+        let print = fingerprint(&request.compiler_version, &request.contract_name, &input);
+        let mut waiting = self.waiting_jobs();
+        let jobs = waiting.entry(address).or_default();
+        if let Some((id, _)) = jobs.iter().find(|(_, p)| *p == print) {
+            return Ok(*id);
+        }
+        if jobs.len() >= PER_CONTRACT {
+            return Err(SubmitError::ContractBusy);
+        }
         let permit = self.sender.try_reserve().map_err(|_| SubmitError::Full)?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let job = VerificationJob {
             address,
             compiler_version: request.compiler_version.clone(),
             contract_name: request.contract_name.clone(),
-            input: request.input.to_string(),
+            input,
             state: JobState::Queued,
             created_ms: now_ms(),
         };
         self.put(id, &job).map_err(|e| SubmitError::Store(e.to_string()))?;
+        jobs.push((id, print));
         permit.send(id);
         Ok(id)
     }
@@ -159,6 +196,14 @@ impl Verifications {
         job.state = state;
         job.input = String::new();
         self.put(id, &job)?;
+        let mut waiting = self.waiting_jobs();
+        if let Some(jobs) = waiting.get_mut(&job.address) {
+            jobs.retain(|(waiting_id, _)| *waiting_id != id);
+            if jobs.is_empty() {
+                waiting.remove(&job.address);
+            }
+        }
+        drop(waiting);
         let _ = self.outcomes.send(Outcome { address: job.address, failure });
         Ok(())
     }
@@ -255,8 +300,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path(), &StoreOptions::default()).unwrap());
         let queue = Verifications::new(store.clone(), Compilers::default(), Duration::from_secs(1)).unwrap();
-        let ids: Vec<u64> = (0..QUEUED).map(|_| queue.submit(Address::ZERO, &request()).unwrap()).collect();
-        assert!(matches!(queue.submit(Address::ZERO, &request()), Err(SubmitError::Full)));
+        let contract = |i: usize| Address::with_last_byte(i as u8);
+        let ids: Vec<u64> = (0..QUEUED).map(|i| queue.submit(contract(i), &request()).unwrap()).collect();
+        assert!(matches!(queue.submit(contract(QUEUED), &request()), Err(SubmitError::Full)));
         assert_eq!(queue.job(ids[0]).unwrap().unwrap().state, JobState::Queued);
         let mut running = queue.job(ids[1]).unwrap().unwrap();
         running.state = JobState::Running;
@@ -265,7 +311,8 @@ mod tests {
 
         // Restarted: the 16 pending jobs are queued again (the queue is full again), ids continue.
         let again = Verifications::new(store.clone(), Compilers::default(), Duration::from_secs(1)).unwrap();
-        assert!(matches!(again.submit(Address::ZERO, &request()), Err(SubmitError::Full)));
+        assert!(matches!(again.submit(contract(QUEUED), &request()), Err(SubmitError::Full)));
+        assert_eq!(again.submit(contract(3), &request()).unwrap(), ids[3], "a restored job is still that job");
         let (cancel, runner) = (CancellationToken::new(), again.clone());
         let task = tokio::spawn(runner.run(cancel.clone()));
         // Without contract code every job fails with the reason once it runs.
@@ -282,10 +329,32 @@ mod tests {
             let JobState::Failed(reason) = job.state else { unreachable!() };
             assert!(reason.contains("no indexed contract code"), "{reason}");
         }
-        let next = again.submit(Address::ZERO, &request()).unwrap();
-        assert_eq!(next, ids[QUEUED - 1] + 1);
+        let next = again.submit(contract(0), &request()).unwrap();
+        assert_eq!(next, ids[QUEUED - 1] + 1, "a finished job's request is a new job");
         cancel.cancel();
         task.await.unwrap();
+    }
+
+    /// Requests for one contract cannot fill the queue: the same request while its job waits is that job, and a
+    /// contract has at most PER_CONTRACT jobs at once.
+    #[tokio::test]
+    async fn one_contract_s_requests_share_its_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path(), &StoreOptions::default()).unwrap());
+        let queue = Verifications::new(store, Compilers::default(), Duration::from_secs(1)).unwrap();
+        let first = queue.submit(Address::ZERO, &request()).unwrap();
+        for _ in 0..QUEUED {
+            assert_eq!(queue.submit(Address::ZERO, &request()).unwrap(), first);
+        }
+        let named = |name: &str| Request { contract_name: name.into(), ..request() };
+        let second = queue.submit(Address::ZERO, &named("D")).unwrap();
+        assert_ne!(second, first);
+        assert!(matches!(queue.submit(Address::ZERO, &named("E")), Err(SubmitError::ContractBusy)));
+        let other = queue.submit(Address::with_last_byte(1), &named("E")).unwrap();
+        assert!(other > second, "another contract's request is queued");
+        let job = queue.job(first).unwrap().unwrap();
+        queue.finish(first, job, JobState::Failed("done".into())).unwrap();
+        assert!(queue.submit(Address::ZERO, &named("E")).is_ok(), "a finished job frees its contract's slot");
     }
 
     #[tokio::test]

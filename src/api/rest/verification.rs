@@ -56,7 +56,7 @@ pub async fn start(state: &AppState, address: Address, request: Request) -> Resu
         return Ok(Started::AlreadyVerified);
     }
     let id = queue.submit(address, &request).map_err(|e| match e {
-        SubmitError::Full => ApiError::Throttled(e.to_string()),
+        SubmitError::Full | SubmitError::ContractBusy => ApiError::Throttled(e.to_string()),
         SubmitError::Store(detail) => ApiError::Internal(detail),
     })?;
     Ok(Started::Queued(id))
