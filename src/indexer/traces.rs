@@ -133,23 +133,68 @@ pub fn revert_traces(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle)
     Ok(())
 }
 
+/// Blocks the node could not trace whole within a request, each with the traces of its transactions fetched so far.
+/// Such a block is traced one transaction at a time from then on (asking for the whole block again would only make
+/// the node work on an answer nobody waits for), and a failed request resumes after the last trace it has, not from
+/// the first. Entries leave as their blocks are traced; at most one round's blocks are held.
+#[derive(Debug, Default)]
+struct OneByOne(std::sync::Mutex<BTreeMap<u64, Vec<(B256, RpcCallFrame)>>>);
+
+impl OneByOne {
+    fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Vec<(B256, RpcCallFrame)>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Forgets the blocks up to `traced` (traced, or passed).
+    fn forget_through(&self, traced: u64) {
+        let mut entries = self.entries();
+        *entries = entries.split_off(&(traced + 1));
+    }
+}
+
 /// Traces of `number`, checked against the stored block's transactions (`None`: they do not match, e.g. the node
 /// reorged meanwhile).
-async fn fetch(node: &Node, number: u64, tx_hashes: &[B256]) -> Result<Option<BlockTraces>, NodeError> {
-    let frames: Vec<(Option<B256>, RpcCallFrame)> = match node.trace_block(number).await {
-        Ok(traces) => traces.into_iter().map(|t| (t.tx_hash, t.result)).collect(),
-        // Some nodes cannot trace whole blocks (or answer errors in place of some transactions' traces), and a full
-        // block can take a node longer than one request may: one transaction at a time then (each within the
-        // request timeout), or the same block would time out forever.
-        Err(e @ (NodeError::Rpc { .. } | NodeError::Timeout(_) | NodeError::Invalid(_))) => {
-            tracing::debug!(block = number, error = %e, "tracing the block's transactions one by one");
-            let mut out = Vec::with_capacity(tx_hashes.len());
-            for hash in tx_hashes {
-                out.push((Some(*hash), node.trace_transaction(*hash).await?));
+async fn fetch(
+    node: &Node,
+    number: u64,
+    tx_hashes: &[B256],
+    one_by_one: &OneByOne,
+) -> Result<Option<BlockTraces>, NodeError> {
+    let whole = if one_by_one.entries().contains_key(&number) {
+        None
+    } else {
+        match node.trace_block(number).await {
+            Ok(traces) => Some(traces.into_iter().map(|t| (t.tx_hash, t.result)).collect::<Vec<_>>()),
+            // Some nodes cannot trace whole blocks (or answer errors in place of some transactions' traces), and a
+            // full block can take a node longer than one request may: one transaction at a time then (each within
+            // the request timeout), or the same block would time out forever.
+            Err(e @ (NodeError::Rpc { .. } | NodeError::Timeout(_) | NodeError::Invalid(_))) => {
+                tracing::debug!(block = number, error = %e, "tracing the block's transactions one by one");
+                one_by_one.entries().insert(number, Vec::new());
+                None
             }
-            out
+            Err(e) => return Err(e),
         }
-        Err(e) => return Err(e),
+    };
+    let frames = match whole {
+        Some(frames) => frames,
+        None => {
+            let mut done = one_by_one.entries().remove(&number).unwrap_or_default();
+            // Traces of another block at this height (a reorg) are not this block's.
+            if done.iter().zip(tx_hashes).any(|((have, _), want)| have != want) || done.len() > tx_hashes.len() {
+                done.clear();
+            }
+            for hash in &tx_hashes[done.len()..] {
+                match node.trace_transaction(*hash).await {
+                    Ok(frame) => done.push((*hash, frame)),
+                    Err(e) => {
+                        one_by_one.entries().insert(number, done);
+                        return Err(e);
+                    }
+                }
+            }
+            done.into_iter().map(|(hash, frame)| (Some(hash), frame)).collect()
+        }
     };
     if frames.len() != tx_hashes.len()
         || frames.iter().zip(tx_hashes).any(|((h, _), want)| h.is_some_and(|h| h != *want))
@@ -191,6 +236,8 @@ pub struct TraceFollower {
     refused_for: Duration,
     /// The block the node last refused to trace, in how many rounds in a row, since when.
     refusals: std::sync::Mutex<Option<(u64, u32, std::time::Instant)>>,
+    /// Blocks traced one transaction at a time.
+    one_by_one: OneByOne,
 }
 
 /// Blocks traced per round.
@@ -223,7 +270,18 @@ impl TraceFollower {
         let refusals = std::sync::Mutex::new(None);
         let refused_for = Duration::from_millis(crate::config::DEFAULT_TRACE_REFUSAL_WINDOW_MS);
         let concurrency = concurrency.max(1);
-        TraceFollower { store, node, status, events, concurrency, coin_balances: true, refused_for, refusals }
+        let one_by_one = OneByOne::default();
+        TraceFollower {
+            store,
+            node,
+            status,
+            events,
+            concurrency,
+            coin_balances: true,
+            refused_for,
+            refusals,
+            one_by_one,
+        }
     }
 
     /// Whether traced blocks also index the native balances of addresses only their calls name (as the block
@@ -297,6 +355,9 @@ impl TraceFollower {
         let ready = if self.coin_balances { reader.balance_tip()? } else { reader.tip()? };
         let Some(ready) = ready else { return Ok(false) };
         let from = traced.map_or(0, |t| t.number + 1);
+        if let Some(traced) = traced {
+            self.one_by_one.forget_through(traced.number);
+        }
         if from > ready.number {
             return Ok(false);
         }
@@ -310,10 +371,10 @@ impl TraceFollower {
             targets.push((n, block.header.hash, block.txs.iter().map(|t| t.hash).collect::<Vec<_>>(), named));
         }
         drop(reader);
-        let (node, coin_balances) = (&self.node, self.coin_balances);
+        let (node, coin_balances, one_by_one) = (&self.node, self.coin_balances, &self.one_by_one);
         let fetched = futures_util::stream::iter(targets)
             .map(|(n, hash, txs, named)| async move {
-                let traces = match fetch(node, n, &txs).await {
+                let traces = match fetch(node, n, &txs, one_by_one).await {
                     Ok(Some(traces)) => traces,
                     other => return (n, hash, txs, other.map(|t| t.map(|t| (t, Vec::new())))),
                 };

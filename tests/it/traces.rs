@@ -141,6 +141,8 @@ struct TraceGate {
     open: watch::Sender<Option<&'static [u8]>>,
     /// Trace requests naming any of these (a block number, a transaction hash) get an error answer.
     refused: Arc<Mutex<Vec<String>>>,
+    /// Every trace request's body, in arrival order.
+    seen: Arc<Mutex<Vec<String>>>,
 }
 
 impl TraceGate {
@@ -150,15 +152,19 @@ impl TraceGate {
         let addr = listener.local_addr().unwrap();
         let (open, opened) = watch::channel(None::<&'static [u8]>);
         let refused = Arc::new(Mutex::new(Vec::<String>::new()));
-        let refusing = refused.clone();
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let (refusing, seeing) = (refused.clone(), seen.clone());
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (opened, refusing) = (opened.clone(), refusing.clone());
+                let (opened, refusing, seeing) = (opened.clone(), refusing.clone(), seeing.clone());
                 let relay = service_fn(move |request: hyper::Request<Incoming>| {
-                    let (mut opened, refusing) = (opened.clone(), refusing.clone());
+                    let (mut opened, refusing, seeing) = (opened.clone(), refusing.clone(), seeing.clone());
                     async move {
                         let body = request.into_body().collect().await?.to_bytes();
                         let text = String::from_utf8_lossy(&body).into_owned();
+                        if text.contains("debug_trace") {
+                            seeing.lock().unwrap().push(text.clone());
+                        }
                         let refuse = text.contains("debug_trace")
                             && refusing.lock().unwrap().iter().any(|pattern| text.contains(pattern.as_str()));
                         if refuse {
@@ -191,12 +197,23 @@ impl TraceGate {
                 tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), relay));
             }
         });
-        TraceGate { addr, open, refused }
+        TraceGate { addr, open, refused, seen }
     }
 
     /// Refuses, from now on, every trace request that names `pattern`.
     fn refuse(&self, pattern: String) {
         self.refused.lock().unwrap().push(pattern);
+    }
+
+    /// Refuses no trace request from now on.
+    fn refuse_none(&self) {
+        self.refused.lock().unwrap().clear();
+    }
+
+    /// How many trace requests so far called `method` naming `pattern`.
+    fn requests(&self, method: &str, pattern: &str) -> usize {
+        let method = format!("\"{method}\"");
+        self.seen.lock().unwrap().iter().filter(|body| body.contains(&method) && body.contains(pattern)).count()
     }
 
     fn url(&self) -> String {
@@ -577,8 +594,17 @@ async fn blocks_whose_trace_times_out_are_traced_one_transaction_at_a_time() {
     let spawn = send_call(&node, a[1], factory, DemoFactory::spawnCall { v: U256::from(5) }.abi_encode(), 1_000).await;
     let spawn2 =
         send_call(&node, a[2], factory, DemoFactory::spawn2Call { salt: B256::repeat_byte(9) }.abi_encode(), 0).await;
+    // The second transaction's trace fails for a while: the pass resumes after the first, and does not ask for the
+    // whole block again.
+    gate.refuse(format!("{spawn2:#x}"));
     mine(&node, 1).await;
+    let block = node.get_block_number().await.unwrap();
     wait_synced(&t.daemon, &node).await;
+    poll_until("the second transaction's trace to be refused", Duration::from_secs(60), || async {
+        (gate.requests("debug_traceTransaction", &format!("{spawn2:#x}")) > 0).then_some(())
+    })
+    .await;
+    gate.refuse_none();
     wait_traced(addr, &node).await;
     for tx in [spawn, spawn2] {
         let want = node_frames(&node, tx).await;
@@ -586,6 +612,9 @@ async fn blocks_whose_trace_times_out_are_traced_one_transaction_at_a_time() {
         let got = api_frames(addr, &format!("/api/v2/transactions/{tx:#x}/internal-transactions")).await;
         assert_eq!(got, want, "internal transactions of {tx:#x}");
     }
+    let whole = format!("\"{block:#x}\"");
+    assert_eq!(gate.requests("debug_traceBlockByNumber", &whole), 1, "the block was asked for whole once");
+    assert_eq!(gate.requests("debug_traceTransaction", &format!("{spawn:#x}")), 1, "the first trace was kept");
     t.daemon.shutdown().await.unwrap();
 }
 
