@@ -135,6 +135,15 @@ impl Daemon {
                 "the previous run did not stop cleanly; every commit is atomic, resuming from the stored tip"
             ),
         }
+        if let Some(indexed) = store.check_name_registry().map_err(store_error)? {
+            let name = |registry: Option<alloy::primitives::Address>| registry.map_or("none".into(), |r| r.to_string());
+            tracing::warn!(
+                indexed = %name(indexed),
+                configured = %name(config.name_registry),
+                "the index's names were derived from another --name-registry: names shown and searched mix the two \
+                 until a restart with --reindex (the node's data is not touched)"
+            );
+        }
         let metrics = Arc::new(metrics::Metrics::new());
         let node =
             Node::new(&config.rpc_url, config.ws_url.as_deref(), config.rpc_timeout)?.with_metrics(metrics.clone());

@@ -168,6 +168,7 @@ impl<'a> Batch<'a> {
             Meta::Counters(_) => MetaKey::Counters,
             Meta::TraceTip(_) => MetaKey::TraceTip,
             Meta::BalanceTip(_) => MetaKey::BalanceTip,
+            Meta::NameRegistry(_) => MetaKey::NameRegistry,
         };
         self.put::<MetaTable>(&key, meta)
     }

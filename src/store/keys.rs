@@ -71,11 +71,13 @@ pub enum MetaKey {
     TraceTip = 7,
     /// Highest block up to which every block's native balances were asked for (number, hash).
     BalanceTip = 8,
+    /// The name registry the name tables were derived from.
+    NameRegistry = 9,
 }
 
 impl MetaKey {
     /// Every tag, in key order.
-    pub const ALL: [MetaKey; 8] = [
+    pub const ALL: [MetaKey; 9] = [
         MetaKey::SchemaVersion,
         MetaKey::DbState,
         MetaKey::ChainId,
@@ -84,6 +86,7 @@ impl MetaKey {
         MetaKey::Counters,
         MetaKey::TraceTip,
         MetaKey::BalanceTip,
+        MetaKey::NameRegistry,
     ];
 }
 

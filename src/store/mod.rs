@@ -408,6 +408,22 @@ impl Store {
         self.name_registry
     }
 
+    /// Checks this process's name registry against the one the name tables were derived from: records it when
+    /// none is recorded (a new store, or one written before the record existed), and returns the recorded one when
+    /// it differs (the tables then hold another registry's names, or none of this one's earlier names).
+    pub fn check_name_registry(&self) -> StoreResult<Option<Option<Address>>> {
+        match self.reader().meta(MetaKey::NameRegistry)? {
+            Some(Meta::NameRegistry(indexed)) => Ok((indexed != self.name_registry).then_some(indexed)),
+            None => {
+                let mut batch = self.batch();
+                batch.put_meta(&Meta::NameRegistry(self.name_registry))?;
+                self.write(batch, Durability::Sync)?;
+                Ok(None)
+            }
+            Some(other) => Err(StoreError::Inconsistent(format!("name registry row holds {other:?}"))),
+        }
+    }
+
     /// A new, empty write batch.
     pub fn batch(&self) -> Batch<'_> {
         Batch::new(self)
@@ -941,6 +957,24 @@ mod tests {
     use super::*;
     use keys::BlockKey;
     use tables::Headers;
+
+    #[test]
+    fn a_store_remembers_the_name_registry_its_names_came_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = |registry: Option<Address>| {
+            let store =
+                Store::open(dir.path(), &StoreOptions { name_registry: registry, ..Default::default() }).unwrap();
+            store.check_name_registry().unwrap()
+        };
+        let (first, second) = (Address::repeat_byte(1), Address::repeat_byte(2));
+        assert_eq!(with(Some(first)), None, "recorded at the first start");
+        assert_eq!(with(Some(first)), None);
+        assert_eq!(with(Some(second)), Some(Some(first)), "another registry: the recorded one");
+        assert_eq!(with(None), Some(Some(first)), "none now: still the recorded one");
+        Store::clear_chain_data(dir.path()).unwrap();
+        assert_eq!(with(Some(second)), None, "a reindex forgets it");
+        assert_eq!(with(Some(second)), None);
+    }
 
     #[test]
     fn a_directory_another_process_holds_is_in_use() {

@@ -650,6 +650,8 @@ pub enum Meta {
     TraceTip(Tip),
     /// Highest block up to which every block's native balances were asked for.
     BalanceTip(Tip),
+    /// The name registry (`--name-registry`) whose events the name tables were derived from (`None`: none).
+    NameRegistry(Option<Address>),
 }
 
 /// An account: an Ethereum address that signed in or was given a token (account data, never chain-derived).
