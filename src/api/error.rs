@@ -161,15 +161,17 @@ impl ApiError {
         text.unwrap_or_default().to_owned()
     }
 
-    /// The response for this error; 5xx are logged at `warn` with their cause, the rest at `debug`.
+    /// The response for this error. A 5xx carries its cause as a [`FailureCause`] extension, which the server logs
+    /// at `warn` with the route; the rest are logged here at `debug`.
     pub fn into_response(self) -> Response<Body> {
         let status = self.status();
-        if status.is_server_error() {
-            tracing::warn!(error = %self, %status, "request failed");
-        } else {
+        if !status.is_server_error() {
             tracing::debug!(error = %self, %status, "request refused");
         }
         let mut response = json_response(status, &self.body());
+        if status.is_server_error() {
+            response.extensions_mut().insert(FailureCause(self.to_string()));
+        }
         match self {
             ApiError::MethodNotAllowed { allow } => {
                 response.headers_mut().insert(hyper::header::ALLOW, hyper::header::HeaderValue::from_static(allow));
@@ -184,6 +186,10 @@ impl ApiError {
         response
     }
 }
+
+/// Why a request failed with a 5xx: logged once by the server, with the route (never sent to the client).
+#[derive(Debug, Clone)]
+pub struct FailureCause(pub String);
 
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> Self {

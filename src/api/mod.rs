@@ -35,7 +35,7 @@ mod router;
 pub mod rpc;
 pub mod ws;
 
-pub use error::{ApiError, READ_REPLICA_MESSAGE};
+pub use error::{ApiError, FailureCause, READ_REPLICA_MESSAGE};
 pub use health::{HealthConfig, DEFAULT_READY_MAX_LAG_BLOCKS};
 pub use metrics::serve_metrics;
 pub use rest::verification::publish_outcomes as publish_verification_outcomes;
@@ -588,7 +588,11 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     compress::apply(&mut response, gzip_accepted);
     add_cors(&mut response);
     limits::set_headers(response.headers_mut(), &verdict);
-    state.status.metrics().http_request(label, response.status().as_u16(), started.elapsed());
+    let status = response.status();
+    if let Some(FailureCause(cause)) = response.extensions_mut().remove::<FailureCause>() {
+        tracing::warn!(route = label, %status, error = %cause, "request failed");
+    }
+    state.status.metrics().http_request(label, status.as_u16(), started.elapsed());
     Ok(response)
 }
 

@@ -128,6 +128,17 @@ async fn names_follow_registrations_changes_transfers_and_reverse_records() {
     assert_eq!(reverse_on_chain(&anvil, &service, alice).await, "alice.dev");
     assert_eq!(shown_names(addr, alice).await, (json!("alice.dev"), json!("alice.dev")));
     assert_eq!(shown_names(addr, bob).await, (json!("bob.dev"), json!("bob.dev")));
+    // The richest-addresses list names them too.
+    let top = http::get_json(addr, "/api/v2/addresses").await;
+    let listed = |who: Address| {
+        top["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["hash"] == checksum(who))
+            .map(|i| i["ens_domain_name"].clone())
+    };
+    assert_eq!((listed(alice), listed(bob)), (Some(json!("alice.dev")), Some(json!("bob.dev"))), "{top}");
     let by_name = http::get_json(addr, "/api/v2/addresses/bob.dev").await;
     assert_eq!(by_name["hash"], checksum(bob));
     let redirect = http::get_json(addr, "/api/v2/search/check-redirect?q=bob.dev").await;

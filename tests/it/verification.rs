@@ -417,6 +417,20 @@ async fn etherscan_verifysourcecode_and_checkverifystatus() {
     assert_eq!((failed["status"].clone(), failed["result"].clone()), (json!("0"), json!("Fail - Unable to verify")));
     assert!(failed["message"].as_str().unwrap().contains("runtime code differs"), "{failed}");
     assert_eq!(status("987654".into()).await["result"], "Unknown UID");
+
+    // Requests for one contract cannot fill the queue: the same one while its job waits is that job, a third
+    // different one while two wait is refused with that reason (compiling takes solcjs seconds).
+    let variant = |n: u32| standard_input(&counter_source(|s| s.replace("value > 100", &format!("value > {n}"))));
+    let first = submit(other, &variant(102), "0.8.37", Some(&key)).await.json();
+    let same = submit(other, &variant(102), "0.8.37", Some(&key)).await.json();
+    assert_eq!(same["result"], first["result"], "the same request is the same job");
+    let second = submit(other, &variant(103), "0.8.37", Some(&key)).await.json();
+    assert_ne!(second["result"], first["result"]);
+    let third = submit(other, &variant(104), "0.8.37", Some(&key)).await;
+    assert_eq!(third.status, 429);
+    let third = third.json();
+    assert_eq!((&third["status"], &third["message"]), (&json!("0"), &json!("NOTOK")), "{third}");
+    assert!(third["result"].as_str().unwrap().contains("this contract has 2 verifications waiting"), "{third}");
 }
 
 /// The flattened-code route (one file as `source_code`, JSON body) and the multi-part route (the file as a form

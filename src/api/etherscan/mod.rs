@@ -67,6 +67,8 @@ enum Refusal {
     Answer(Answer),
     /// The translator's own refusals (missing or unknown module/action): an envelope with this status.
     Translator(StatusCode, &'static str),
+    /// Refused for the server's load (the verification queue): 429 with `Retry-After`, the reason as the `result`.
+    Throttled(String),
     /// A failure of the server (timeouts, store errors).
     Server(ApiError),
 }
@@ -269,9 +271,14 @@ pub fn rate_limited() -> Response<Body> {
 pub fn refused(error: ApiError) -> Response<Body> {
     let status = error.status();
     let message = error.message();
-    let retry = error.into_response().headers().get(hyper::header::RETRY_AFTER).cloned();
+    let mut rendered = error.into_response();
     let mut response = envelope(status, &message, Value::Null, false);
+    let retry = rendered.headers().get(hyper::header::RETRY_AFTER).cloned();
     response.headers_mut().extend(retry.map(|v| (hyper::header::RETRY_AFTER, v)));
+    // A 5xx's cause, for the server's log line.
+    if let Some(cause) = rendered.extensions_mut().remove::<crate::api::FailureCause>() {
+        response.extensions_mut().insert(cause);
+    }
     response
 }
 
@@ -303,6 +310,11 @@ pub async fn serve(
         Ok(Answer::Forwarded(response)) | Err(Refusal::Answer(Answer::Forwarded(response))) => *response,
         Err(Refusal::Answer(Answer::Ok(result))) => envelope(StatusCode::OK, "OK", result, true),
         Err(Refusal::Translator(status, message)) => envelope(status, message, Value::Null, false),
+        Err(Refusal::Throttled(reason)) => {
+            let mut response = envelope(StatusCode::TOO_MANY_REQUESTS, "NOTOK", Value::String(reason), false);
+            response.headers_mut().insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
+            response
+        }
         Err(Refusal::Server(ApiError::Internal(detail))) => {
             tracing::warn!(%detail, "etherscan-style request failed");
             envelope(StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong.", Value::Null, false)

@@ -84,9 +84,8 @@ pub(super) async fn verifysourcecode(
         }
         Err(ApiError::InvalidParam { detail, .. }) => Err(bad(detail)),
         Err(ApiError::NotFound) => Err(no_code_at(address)),
-        Err(ApiError::Throttled(_)) => {
-            Err(Refusal::Translator(StatusCode::TOO_MANY_REQUESTS, "The verification queue is full; try again later"))
-        }
+        // The queue's words (full, or the contract's jobs at their limit) as the text clients read.
+        Err(ApiError::Throttled(reason)) => Err(Refusal::Throttled(reason)),
         Err(e) => Err(Refusal::Server(e)),
     }
 }

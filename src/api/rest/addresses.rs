@@ -299,9 +299,7 @@ pub fn top_accounts(reader: &Reader<'_>, page: Page<CoinRankCursor>) -> Result<R
     let accounts = reader.multi_get::<Accounts>(&addresses)?;
     let mut items = Vec::with_capacity(keys.len());
     for (key, account) in keys.iter().zip(accounts) {
-        let object =
-            AddressJson::new(&key.address, contracts.is_contract(&key.address)).with_info(contracts.info(&key.address));
-        let mut item = serde_json::to_value(object).expect("address object serializes");
+        let mut item = serde_json::to_value(contracts.address(&key.address)).expect("address object serializes");
         let fields = item.as_object_mut().expect("an object");
         fields.insert("coin_balance".into(), json!(key.balance.to_string()));
         fields.insert("transactions_count".into(), json!(account.map_or(0, |a| a.tx_count).to_string()));
