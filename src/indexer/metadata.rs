@@ -33,6 +33,24 @@ const NAME: [u8; 4] = [0x06, 0xfd, 0xde, 0x03];
 const SYMBOL: [u8; 4] = [0x95, 0xd8, 0x9b, 0x41];
 const DECIMALS: [u8; 4] = [0x31, 0x3c, 0xe5, 0x67];
 
+/// Most words of a token's name searched for beyond its first (the name is the contract's to choose).
+const SEARCHED_WORDS: usize = 8;
+
+/// The texts a token is found by, each as the start of a query: its name, the rest of its name from each later word
+/// on (`Rock Token` is found by `token`, as Blockscout's word search finds it) and its symbol.
+fn search_texts(metadata: &TokenMetadata) -> std::collections::BTreeSet<&str> {
+    let mut texts = std::collections::BTreeSet::new();
+    if let Some(name) = metadata.name.as_deref() {
+        texts.insert(name);
+        let later_words = name
+            .char_indices()
+            .filter(|(i, c)| *i > 0 && !c.is_whitespace() && name[..*i].ends_with(char::is_whitespace));
+        texts.extend(later_words.take(SEARCHED_WORDS).map(|(i, _)| &name[i..]));
+    }
+    texts.extend(metadata.symbol.as_deref());
+    texts
+}
+
 /// A name or symbol from a call's return data: an ABI string, or a zero-padded bytes32; printable text only.
 pub fn decode_text(data: &[u8]) -> Option<String> {
     let raw = match String::abi_decode(data) {
@@ -100,7 +118,7 @@ impl MetadataFetcher {
     fn save(&self, token: Address, metadata: &TokenMetadata) -> StoreResult<()> {
         let mut batch = self.store.batch();
         batch.put::<TokenMetadatas>(&token, metadata)?;
-        for text in [&metadata.name, &metadata.symbol].into_iter().flatten() {
+        for text in search_texts(metadata) {
             batch.put::<TokenSearch>(&SearchKey::new(text, token), &())?;
         }
         self.store.write(batch, Durability::Buffered)
@@ -120,7 +138,7 @@ impl MetadataFetcher {
         }
         let mut batch = self.store.batch();
         batch.delete::<TokenMetadatas>(&token);
-        for text in [&old.name, &old.symbol].into_iter().flatten() {
+        for text in search_texts(&old) {
             batch.delete::<TokenSearch>(&SearchKey::new(text, token));
         }
         self.store.write(batch, Durability::Buffered)?;
@@ -245,6 +263,19 @@ impl MetadataFetcher {
 mod tests {
     use super::*;
     use alloy::primitives::keccak256;
+
+    #[test]
+    fn tokens_are_found_by_the_start_of_any_word_of_their_name_and_by_their_symbol() {
+        let metadata =
+            |name: &str| TokenMetadata { name: Some(name.into()), symbol: Some("RCKT".into()), decimals: None };
+        let rock = metadata("Rock  Token v2");
+        let texts: Vec<&str> = search_texts(&rock).into_iter().collect();
+        assert_eq!(texts, vec!["RCKT", "Rock  Token v2", "Token v2", "v2"]);
+        let long = metadata(&"w ".repeat(100));
+        assert_eq!(search_texts(&long).len(), 1 + SEARCHED_WORDS + 1, "the name, at most 8 later words, the symbol");
+        let none = TokenMetadata { name: None, symbol: None, decimals: None };
+        assert!(search_texts(&none).is_empty());
+    }
 
     #[test]
     fn selectors_are_the_erc20_methods() {

@@ -340,6 +340,12 @@ async fn token_balances_holders_and_supplies_match_the_contracts() {
     let names: BTreeSet<String> =
         found["items"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
     assert_eq!(names, BTreeSet::from(["Demo Token".to_owned(), "Demo NFT".to_owned()]));
+    // A later word of a name finds it too, in the list and in search.
+    let by_word = get(addr, "/api/v2/tokens?q=tok").await;
+    assert_eq!(by_word["items"].as_array().unwrap().len(), 1, "{by_word}");
+    assert_eq!(by_word["items"][0]["name"], "Demo Token");
+    let search = get(addr, "/api/v2/search?q=nft").await;
+    assert_eq!((&search["items"][0]["type"], &search["items"][0]["name"]), (&json!("token"), &json!("Demo NFT")));
     let search = get(addr, "/api/v2/search?q=DNFT").await;
     assert_eq!(search["items"][0]["type"], "token");
     assert_eq!(search["items"][0]["address_hash"], erc721.to_checksum(None));
