@@ -47,7 +47,7 @@ pub async fn take(data_dir: &Path, to: &Path) -> Result<Option<u64>, SnapshotErr
         return Err(SnapshotError::Exists(to.to_owned()));
     }
     let to = absolute(to);
-    if !data_dir.join("CURRENT").is_file() {
+    if !Store::holds_store(data_dir) {
         return Err(StoreError::NotAStore(data_dir.to_owned()).into());
     }
     if to.starts_with(absolute(data_dir)) {

@@ -552,12 +552,12 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
                     Ok(result) => result.unwrap_or_else(ApiError::into_response),
                     // Etherscan-style and JSON-RPC clients read every answer in their own form.
                     Err(_) if etherscan => etherscan::refused(ApiError::Timeout),
-                    Err(_) if json_rpc => rpc::error_response(
+                    Err(_) if json_rpc => timed_out(rpc::error_response(
                         StatusCode::SERVICE_UNAVAILABLE,
                         serde_json::Value::Null,
                         rpc::code::UPSTREAM_UNAVAILABLE,
                         "Request timed out",
-                    ),
+                    )),
                     Err(_) => ApiError::Timeout.into_response(),
                 }
             }
@@ -569,7 +569,7 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
                 let page = pages::serve(&state, req.uri().path(), req.uri().query(), req.headers());
                 match tokio::time::timeout(state.config.request_timeout, page).await {
                     Ok(response) => response,
-                    Err(_) => pages::timed_out(),
+                    Err(_) => timed_out(pages::timed_out()),
                 }
             }
             // Pages answer GET and HEAD only.
@@ -594,6 +594,13 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     }
     state.status.metrics().http_request(label, status.as_u16(), started.elapsed());
     Ok(response)
+}
+
+/// `response`, the answer to a request that ran out of time in its own form (a page, a JSON-RPC error), logged as
+/// the API's own timeouts are.
+fn timed_out(mut response: Response<Body>) -> Response<Body> {
+    response.extensions_mut().insert(FailureCause(ApiError::Timeout.to_string()));
+    response
 }
 
 /// A successful JSON response with `account`'s private tags and watchlist names written in (see

@@ -219,8 +219,10 @@ pub fn derive(block: &Bundle, registry: Address, changes: &mut Changes<'_>) -> S
                 // address's hex (its new owner's, or the sender's who asked for it) is that address's record.
                 if e.node == ADDR_REVERSE_NODE && record.reverse_of.is_none() {
                     let sender = block.txs.get(log.tx_index as usize).map(|tx| tx.from);
-                    let claimer =
-                        [Some(e.owner), sender].into_iter().flatten().find(|a| namehash(&reverse_name(a)) == node);
+                    let claimer = [Some(e.owner), sender]
+                        .into_iter()
+                        .flatten()
+                        .find(|a| labelhash(&alloy::hex::encode(a.as_slice())) == e.label);
                     if let Some(claimer) = claimer {
                         record.reverse_of = Some(claimer);
                         learn_name(changes, node, &mut record, reverse_name(&claimer))?;

@@ -55,9 +55,9 @@ pub enum SubmitError {
 }
 
 /// What tells two requests apart: the same fingerprint for one contract is the same job.
-fn fingerprint(request_version: &str, contract_name: &str, input: &str) -> alloy::primitives::B256 {
+fn fingerprint(compiler_version: &str, contract_name: &str, input: &str) -> B256 {
     let mut hasher = alloy::primitives::Keccak256::new();
-    for part in [request_version, contract_name, input] {
+    for part in [compiler_version, contract_name, input] {
         hasher.update((part.len() as u64).to_be_bytes());
         hasher.update(part.as_bytes());
     }
@@ -153,7 +153,7 @@ impl Verifications {
         let input = request.input.to_string();
         let print = fingerprint(&request.compiler_version, &request.contract_name, &input);
         let mut waiting = self.waiting_jobs();
-        let jobs = waiting.entry(address).or_default();
+        let jobs = waiting.get(&address).map(Vec::as_slice).unwrap_or_default();
         if let Some((id, _)) = jobs.iter().find(|(_, p)| *p == print) {
             return Ok(*id);
         }
@@ -171,7 +171,8 @@ impl Verifications {
             created_ms: now_ms(),
         };
         self.put(id, &job).map_err(|e| SubmitError::Store(e.to_string()))?;
-        jobs.push((id, print));
+        // Only a queued job has an entry: a refused request leaves none behind.
+        waiting.entry(address).or_default().push((id, print));
         permit.send(id);
         Ok(id)
     }
@@ -303,6 +304,7 @@ mod tests {
         let contract = |i: usize| Address::with_last_byte(i as u8);
         let ids: Vec<u64> = (0..QUEUED).map(|i| queue.submit(contract(i), &request()).unwrap()).collect();
         assert!(matches!(queue.submit(contract(QUEUED), &request()), Err(SubmitError::Full)));
+        assert!(!queue.waiting_jobs().contains_key(&contract(QUEUED)), "a refused request leaves no entry");
         assert_eq!(queue.job(ids[0]).unwrap().unwrap().state, JobState::Queued);
         let mut running = queue.job(ids[1]).unwrap().unwrap();
         running.state = JobState::Running;

@@ -133,10 +133,10 @@ pub fn revert_traces(batch: &mut Batch<'_>, reader: &Reader<'_>, block: &Bundle)
     Ok(())
 }
 
-/// Blocks the node could not trace whole within a request, each with the traces of its transactions fetched so far.
-/// Such a block is traced one transaction at a time from then on (asking for the whole block again would only make
-/// the node work on an answer nobody waits for), and a failed request resumes after the last trace it has, not from
-/// the first. Entries leave as their blocks are traced; at most one round's blocks are held.
+/// Blocks the node could not trace whole whose tracing one transaction at a time failed part-way, each with the
+/// traces fetched so far. The next attempt resumes after them, without asking for the whole block again (that would
+/// only make the node work on an answer nobody waits for). Entries leave as their blocks are traced; at most one
+/// round's blocks are held.
 #[derive(Debug, Default)]
 struct OneByOne(std::sync::Mutex<BTreeMap<u64, Vec<(B256, RpcCallFrame)>>>);
 
@@ -160,48 +160,45 @@ async fn fetch(
     tx_hashes: &[B256],
     one_by_one: &OneByOne,
 ) -> Result<Option<BlockTraces>, NodeError> {
-    let whole = if one_by_one.entries().contains_key(&number) {
-        None
-    } else {
-        match node.trace_block(number).await {
-            Ok(traces) => Some(traces.into_iter().map(|t| (t.tx_hash, t.result)).collect::<Vec<_>>()),
+    let stored = one_by_one.entries().remove(&number);
+    let mut done = match stored {
+        Some(done) => done,
+        None => match node.trace_block(number).await {
+            Ok(traces) => return Ok(matched(traces.into_iter().map(|t| (t.tx_hash, t.result)).collect(), tx_hashes)),
             // Some nodes cannot trace whole blocks (or answer errors in place of some transactions' traces), and a
             // full block can take a node longer than one request may: one transaction at a time then (each within
             // the request timeout), or the same block would time out forever.
             Err(e @ (NodeError::Rpc { .. } | NodeError::Timeout(_) | NodeError::Invalid(_))) => {
                 tracing::debug!(block = number, error = %e, "tracing the block's transactions one by one");
-                one_by_one.entries().insert(number, Vec::new());
-                None
+                Vec::new()
             }
             Err(e) => return Err(e),
-        }
+        },
     };
-    let frames = match whole {
-        Some(frames) => frames,
-        None => {
-            let mut done = one_by_one.entries().remove(&number).unwrap_or_default();
-            // Traces of another block at this height (a reorg) are not this block's.
-            if done.iter().zip(tx_hashes).any(|((have, _), want)| have != want) || done.len() > tx_hashes.len() {
-                done.clear();
+    // Traces of another block at this height (a reorg) are not this block's.
+    if done.len() > tx_hashes.len() || done.iter().zip(tx_hashes).any(|((have, _), want)| have != want) {
+        done.clear();
+    }
+    for hash in &tx_hashes[done.len()..] {
+        match node.trace_transaction(*hash).await {
+            Ok(frame) => done.push((*hash, frame)),
+            Err(e) => {
+                one_by_one.entries().insert(number, done);
+                return Err(e);
             }
-            for hash in &tx_hashes[done.len()..] {
-                match node.trace_transaction(*hash).await {
-                    Ok(frame) => done.push((*hash, frame)),
-                    Err(e) => {
-                        one_by_one.entries().insert(number, done);
-                        return Err(e);
-                    }
-                }
-            }
-            done.into_iter().map(|(hash, frame)| (Some(hash), frame)).collect()
         }
-    };
+    }
+    Ok(matched(done.into_iter().map(|(hash, frame)| (Some(hash), frame)).collect(), tx_hashes))
+}
+
+/// `frames` as the block's traces, when they are its transactions' in order (`None` otherwise).
+fn matched(frames: Vec<(Option<B256>, RpcCallFrame)>, tx_hashes: &[B256]) -> Option<BlockTraces> {
     if frames.len() != tx_hashes.len()
         || frames.iter().zip(tx_hashes).any(|((h, _), want)| h.is_some_and(|h| h != *want))
     {
-        return Ok(None);
+        return None;
     }
-    Ok(Some(frames.iter().zip(tx_hashes).map(|((_, frame), hash)| flatten(*hash, frame)).collect()))
+    Some(frames.iter().zip(tx_hashes).map(|((_, frame), hash)| flatten(*hash, frame)).collect())
 }
 
 /// Whether the node can trace (tried on block 0). When block 0's trace does not come in time, a transaction trace

@@ -51,7 +51,7 @@ impl Store {
     /// Unlike deleting the directory this works on a store of another schema version, since it only needs to
     /// list and open its column families.
     pub fn clear_chain_data(path: &Path) -> StoreResult<()> {
-        if !path.join("CURRENT").exists() {
+        if !Store::holds_store(path) {
             return Ok(());
         }
         let names = DB::list_cf(&Options::default(), path)?;

@@ -261,10 +261,15 @@ impl Store {
         Ok(store)
     }
 
+    /// Whether `path` holds a store (RocksDB's `CURRENT` file names its manifest).
+    pub fn holds_store(path: &Path) -> bool {
+        path.join("CURRENT").is_file()
+    }
+
     /// Opens the store at `path`, which must already hold one: for commands that act on an existing data
     /// directory (a snapshot, account tokens), where a mistyped path must not become a new empty store.
     pub fn open_existing(path: &Path, options: &StoreOptions) -> StoreResult<Store> {
-        if !path.join("CURRENT").is_file() {
+        if !Store::holds_store(path) {
             return Err(StoreError::NotAStore(path.to_path_buf()));
         }
         Store::open(path, options)
@@ -275,7 +280,7 @@ impl Store {
     /// sees what the primary had written when it opened; [`Store::catch_up`] moves it to the primary's latest
     /// state. The schema version is checked as for [`Store::open`].
     pub fn open_secondary(primary: &Path, secondary_dir: &Path, options: &StoreOptions) -> StoreResult<Store> {
-        if !primary.join("CURRENT").is_file() {
+        if !Store::holds_store(primary) {
             return Err(StoreError::NotAStore(primary.to_path_buf()));
         }
         keep_large_allocations_mapped();
