@@ -1,6 +1,6 @@
 //! ENS-compatible names, pure: the contracts' interfaces and events (ENS's own signatures, so real deployments
 //! index too), namehash, UTS-46 normalisation, and how one block's logs change the name index ([`derive`]: owners,
-//! resolvers, address records, plaintext names, reverse claims), run inside the block's derived-row changes so a
+//! resolvers, address records, plaintext names, expiries, reverse claims), run inside the block's derived-row changes so a
 //! revert restores the prior rows from undo data.
 
 use crate::store::keys::{AddressNodeKey, NameSearchKey};
@@ -44,6 +44,13 @@ alloy::sol! {
         event NameRegistered(string label, bytes32 indexed labelhash, address indexed owner, uint256 baseCost, uint256 premium, uint256 expires, bytes32 referrer);
     }
 
+    /// ENS's base registrar (the ERC-721 that owns a top-level node in the registry): registrations and renewals of
+    /// the labels under that node, by label hash.
+    interface BaseRegistrarAbi {
+        event NameRegistered(uint256 indexed id, address indexed owner, uint256 expires);
+        event NameRenewed(uint256 indexed id, uint256 expires);
+    }
+
     /// ENS reverse registrar.
     interface ReverseRegistrarAbi {
         event ReverseClaimed(address indexed addr, bytes32 indexed node);
@@ -59,6 +66,10 @@ pub const MAX_NAME: usize = 255;
 
 /// Labels every ENS deployment uses whose plaintext no event announces.
 const KNOWN_LABELS: [&str; 5] = ["eth", "reverse", "addr", "dev", "test"];
+
+/// The top-level names whose owner in the registry (a base registrar) is trusted with the expiries of the names
+/// under them.
+const REGISTRAR_BASES: [&str; 3] = ["eth", "dev", "test"];
 
 /// Why a query is not a name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -188,6 +199,39 @@ fn registration(log: &LogRecord) -> Option<(B256, String, u64)> {
     valid.then(|| (label, name, u64::try_from(expires).unwrap_or(u64::MAX)))
 }
 
+/// A base registrar's new expiry of one of its labels (registration or renewal): the label hash and the time.
+fn registrar_expiry(log: &LogRecord) -> Option<(B256, u64)> {
+    let topics = log.topics.iter().copied();
+    let (id, expires) = match log.topics.first()? {
+        t if *t == BaseRegistrarAbi::NameRenewed::SIGNATURE_HASH => {
+            let e = BaseRegistrarAbi::NameRenewed::decode_raw_log(topics, &log.data).ok()?;
+            (e.id, e.expires)
+        }
+        t if *t == BaseRegistrarAbi::NameRegistered::SIGNATURE_HASH => {
+            let e = BaseRegistrarAbi::NameRegistered::decode_raw_log(topics, &log.data).ok()?;
+            (e.id, e.expires)
+        }
+        _ => return None,
+    };
+    Some((B256::from(id), u64::try_from(expires).unwrap_or(u64::MAX)))
+}
+
+/// Sets the expiry a base registrar announced, when the emitter owns one of [`REGISTRAR_BASES`] in the registry (no
+/// one else can renew a name there) and the name exists.
+fn renew(changes: &mut Changes<'_>, registrar: Address, label: B256, expires: u64) -> StoreResult<()> {
+    for base in REGISTRAR_BASES.map(namehash) {
+        if changes.get::<Names>(&base)?.is_none_or(|b| b.owner != registrar) {
+            continue;
+        }
+        let node = subnode(base, label);
+        if let Some(mut record) = changes.get::<Names>(&node)? {
+            record.expires = Some(expires);
+            changes.set::<Names>(&node, Some(&record))?;
+        }
+    }
+    Ok(())
+}
+
 /// Updates the name index with one block's logs; `registry` is the ENS-compatible registry whose events count.
 pub fn derive(block: &Bundle, registry: Address, changes: &mut Changes<'_>) -> StoreResult<()> {
     // Plaintext labels first: a controller announces the label after the registry created the node.
@@ -271,6 +315,8 @@ pub fn derive(block: &Bundle, registry: Address, changes: &mut Changes<'_>) -> S
                 learn_name(changes, e.node, &mut record, e.name)?;
                 changes.set::<Names>(&e.node, Some(&record))?;
             }
+        } else if let Some((label, expires)) = registrar_expiry(log) {
+            renew(changes, log.address, label, expires)?;
         } else if *topic == ReverseRegistrarAbi::ReverseClaimed::SIGNATURE_HASH {
             let Ok(e) = ReverseRegistrarAbi::ReverseClaimed::decode_raw_log(topics, &log.data) else { continue };
             let name = reverse_name(&e.addr);
@@ -393,6 +439,43 @@ mod tests {
         ];
         apply_blocks(&store, &[block], true).unwrap();
         assert_eq!(store.reader().get::<ReverseNames>(&claimer).unwrap(), Some("alice.eth".to_owned()));
+    }
+
+    /// A base registrar (the registry's owner of `eth`) renews the names under it; another contract's event with the
+    /// same signature changes nothing.
+    #[test]
+    fn the_base_registrar_s_renewals_move_the_expiry() {
+        use crate::indexer::apply::{apply_blocks, empty_block};
+        use crate::store::{Store, StoreOptions};
+        let (registry, registrar, impostor) =
+            (Address::repeat_byte(1), Address::repeat_byte(5), Address::repeat_byte(6));
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Store::open(dir.path(), &StoreOptions { name_registry: Some(registry), ..Default::default() }).unwrap();
+        let eth = namehash("eth");
+        let (label, node) = (labelhash("alice"), namehash("alice.eth"));
+        let id = alloy::primitives::U256::from_be_bytes(label.0);
+        let at = alloy::primitives::U256::from;
+        let mut block = empty_block(0, 0, B256::ZERO);
+        block.logs = vec![
+            log(registry, &NameRegistryAbi::NewOwner { node: B256::ZERO, label: labelhash("eth"), owner: registrar }),
+            log(registry, &NameRegistryAbi::NewOwner { node: eth, label, owner: Address::repeat_byte(0xaa) }),
+            log(
+                registrar,
+                &BaseRegistrarAbi::NameRegistered { id, owner: Address::repeat_byte(0xaa), expires: at(100) },
+            ),
+        ];
+        let mut renewed = empty_block(1, 0, block.header.hash);
+        renewed.logs = vec![log(registrar, &BaseRegistrarAbi::NameRenewed { id, expires: at(200) })];
+        let mut forged = empty_block(2, 0, renewed.header.hash);
+        forged.logs = vec![log(impostor, &BaseRegistrarAbi::NameRenewed { id, expires: at(999) })];
+        let expires = || store.reader().get::<Names>(&node).unwrap().and_then(|r| r.expires);
+        apply_blocks(&store, std::slice::from_ref(&block), true).unwrap();
+        assert_eq!(expires(), Some(100));
+        apply_blocks(&store, &[renewed], true).unwrap();
+        assert_eq!(expires(), Some(200));
+        apply_blocks(&store, &[forged], true).unwrap();
+        assert_eq!(expires(), Some(200), "only the owner of eth renews names under it");
     }
 
     #[test]

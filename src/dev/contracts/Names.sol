@@ -90,7 +90,7 @@ contract NameResolver {
     }
 }
 
-/// First come, first served registrar of the labels under one node (`dev` in `rockscout dev`), which it must own.
+/// First come, first served registrar (and renewer) of the labels under one node (`dev` in `rockscout dev`), which it must own.
 /// A registration points the name at its owner through the resolver and announces the plaintext label with the
 /// event of ENS's registrar controller.
 contract NameRegistrar {
@@ -100,6 +100,8 @@ contract NameRegistrar {
     mapping(bytes32 => uint256) public expires;
 
     event NameRegistered(string name, bytes32 indexed label, address indexed owner, uint256 cost, uint256 expires);
+    /// ENS's base registrar's renewal event (the id is the label hash).
+    event NameRenewed(uint256 indexed id, uint256 expires);
 
     constructor(NameRegistry registry_, NameResolver resolver_, bytes32 baseNode_) {
         registry = registry_;
@@ -116,6 +118,15 @@ contract NameRegistrar {
         resolver.setAddr(node, newOwner);
         registry.setOwner(node, newOwner);
         emit NameRegistered(label, labelHash, newOwner, 0, block.timestamp + duration);
+    }
+
+    /// Extends a registration that has not expired by `duration` seconds (anyone may pay for a renewal, as in ENS).
+    function renew(string calldata label, uint256 duration) external returns (uint256 newExpiry) {
+        bytes32 labelHash = keccak256(bytes(label));
+        require(expires[labelHash] >= block.timestamp, "name not registered");
+        newExpiry = expires[labelHash] + duration;
+        expires[labelHash] = newExpiry;
+        emit NameRenewed(uint256(labelHash), newExpiry);
     }
 }
 
