@@ -5,7 +5,7 @@
 
 use crate::store::keys::{AddressNodeKey, NameSearchKey};
 use crate::store::records::{Bundle, LogRecord, NameRecord};
-use crate::store::tables::{AddressNames, NameLabels, NameSearch, Names, ReverseNames};
+use crate::store::tables::{AddressNames, NameLabels, NameSearch, Names, ResolverAddrs, ResolverNames, ReverseNames};
 use crate::store::{Changes, StoreResult};
 use alloy::primitives::{keccak256, Address, B256};
 use alloy::sol_types::SolEvent;
@@ -287,29 +287,35 @@ pub fn derive(block: &Bundle, registry: Address, changes: &mut Changes<'_>) -> S
                 let mut record = changes.get::<Names>(&e.node)?.unwrap_or_else(|| NameRecord::new(block.number()));
                 if record.resolver != e.resolver {
                     record.resolver = e.resolver;
-                    // The new resolver's records are not known until it announces them: neither the address a
-                    // name points at nor the name a reverse record claims.
-                    set_resolved(changes, e.node, &mut record, None)?;
+                    // The new resolver's records are those it announced for the node before (none if it never
+                    // did): the address the name points at and the name a reverse record claims.
+                    let held = AddressNodeKey { address: e.resolver, node: e.node };
+                    let resolved = changes.get::<ResolverAddrs>(&held)?;
+                    set_resolved(changes, e.node, &mut record, resolved)?;
                     if let Some(address) = record.reverse_of {
-                        changes.set::<ReverseNames>(&address, None)?;
+                        let claimed = changes.get::<ResolverNames>(&held)?;
+                        changes.set::<ReverseNames>(&address, claimed.as_ref())?;
                     }
                 }
                 changes.set::<Names>(&e.node, Some(&record))?;
             }
         } else if *topic == NameResolverAbi::AddrChanged::SIGNATURE_HASH {
             let Ok(e) = NameResolverAbi::AddrChanged::decode_raw_log(topics, &log.data) else { continue };
+            let resolved = (!e.a.is_zero()).then_some(e.a);
+            changes.set::<ResolverAddrs>(&AddressNodeKey { address: log.address, node: e.node }, resolved.as_ref())?;
             let Some(mut record) = changes.get::<Names>(&e.node)?.filter(|r| r.resolver == log.address) else {
                 continue;
             };
-            set_resolved(changes, e.node, &mut record, (!e.a.is_zero()).then_some(e.a))?;
+            set_resolved(changes, e.node, &mut record, resolved)?;
             changes.set::<Names>(&e.node, Some(&record))?;
         } else if *topic == NameResolverAbi::NameChanged::SIGNATURE_HASH {
             let Ok(e) = NameResolverAbi::NameChanged::decode_raw_log(topics, &log.data) else { continue };
+            let claimed = (!e.name.is_empty() && e.name.len() <= MAX_NAME).then(|| e.name.clone());
+            changes.set::<ResolverNames>(&AddressNodeKey { address: log.address, node: e.node }, claimed.as_ref())?;
             let Some(mut record) = changes.get::<Names>(&e.node)?.filter(|r| r.resolver == log.address) else {
                 continue;
             };
             if let Some(address) = record.reverse_of {
-                let claimed = (!e.name.is_empty() && e.name.len() <= MAX_NAME).then_some(e.name);
                 changes.set::<ReverseNames>(&address, claimed.as_ref())?;
             } else if namehash(&e.name) == e.node {
                 learn_name(changes, e.node, &mut record, e.name)?;
@@ -388,7 +394,8 @@ mod tests {
         assert_eq!(registration(&log(Address::repeat_byte(9), &forged)), None, "the label must match its hash");
     }
 
-    /// A reverse record's claim is dropped when its node gets another resolver, whose records are not known yet.
+    /// A reverse record's claim is dropped when its node gets another resolver that announced none for it, and back
+    /// when it returns to the resolver that holds it.
     #[test]
     fn a_reverse_record_s_new_resolver_drops_its_claim() {
         use crate::indexer::apply::{apply_blocks, empty_block};
@@ -409,8 +416,47 @@ mod tests {
         next.logs = vec![log(registry, &NameRegistryAbi::NewResolver { node, resolver: second })];
         apply_blocks(&store, std::slice::from_ref(&block), true).unwrap();
         assert_eq!(store.reader().get::<ReverseNames>(&claimer).unwrap(), Some("alice.eth".to_owned()));
+        let mut back = empty_block(2, 0, next.header.hash);
+        back.logs = vec![log(registry, &NameRegistryAbi::NewResolver { node, resolver: first })];
         apply_blocks(&store, &[next], true).unwrap();
         assert_eq!(store.reader().get::<ReverseNames>(&claimer).unwrap(), None);
+        apply_blocks(&store, &[back], true).unwrap();
+        assert_eq!(store.reader().get::<ReverseNames>(&claimer).unwrap(), Some("alice.eth".to_owned()));
+    }
+
+    /// A node that switches to a resolver takes the address record that resolver announced for it, before or after:
+    /// set on the new resolver first, then switched, then back to the old one.
+    #[test]
+    fn a_new_resolver_s_announced_record_resolves_the_name() {
+        use crate::indexer::apply::{apply_blocks, empty_block};
+        use crate::store::{Store, StoreOptions};
+        let (registry, old, new) = (Address::repeat_byte(1), Address::repeat_byte(2), Address::repeat_byte(3));
+        let (alice, carol) = (Address::repeat_byte(0xaa), Address::repeat_byte(0xcc));
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Store::open(dir.path(), &StoreOptions { name_registry: Some(registry), ..Default::default() }).unwrap();
+        let node = namehash("alice.eth");
+        let mut block = empty_block(0, 0, B256::ZERO);
+        block.logs = vec![
+            log(registry, &NameRegistryAbi::NewResolver { node, resolver: old }),
+            log(old, &NameResolverAbi::AddrChanged { node, a: alice }),
+            log(new, &NameResolverAbi::AddrChanged { node, a: carol }),
+        ];
+        let switched = |number: u64, parent: B256, resolver: Address| {
+            let mut block = empty_block(number, 0, parent);
+            block.logs = vec![log(registry, &NameRegistryAbi::NewResolver { node, resolver })];
+            block
+        };
+        let to_new = switched(1, block.header.hash, new);
+        let to_old = switched(2, to_new.header.hash, old);
+        let resolved = || store.reader().get::<Names>(&node).unwrap().and_then(|r| r.resolved);
+        let listed = |a: Address| store.reader().get::<AddressNames>(&AddressNodeKey { address: a, node }).unwrap();
+        apply_blocks(&store, std::slice::from_ref(&block), true).unwrap();
+        assert_eq!((resolved(), listed(alice), listed(carol)), (Some(alice), Some(()), None));
+        apply_blocks(&store, &[to_new], true).unwrap();
+        assert_eq!((resolved(), listed(alice), listed(carol)), (Some(carol), None, Some(())));
+        apply_blocks(&store, &[to_old], true).unwrap();
+        assert_eq!((resolved(), listed(alice), listed(carol)), (Some(alice), Some(()), None));
     }
 
     /// ENS's first reverse registrar emits no `ReverseClaimed`: it makes the node under `addr.reverse` (owned by

@@ -262,6 +262,8 @@ fn encoded() -> Vec<(&'static str, String)> {
         row::<NameSearch>(&()),
         row::<ReverseNames>(&"alice.dev".to_owned()),
         row::<AddressNames>(&()),
+        row::<ResolverAddrs>(&address(0x49)),
+        row::<ResolverNames>(&"alice.dev".to_owned()),
     ]
 }
 
@@ -328,6 +330,8 @@ const PINNED: &[(&str, &str)] = &[
     ("name_search", ""),
     ("reverse_names", "09616c6963652e646576"),
     ("address_names", ""),
+    ("resolver_addrs", "144949494949494949494949494949494949494949"),
+    ("resolver_names", "09616c6963652e646576"),
 ];
 
 #[test]

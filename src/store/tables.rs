@@ -230,6 +230,11 @@ tables! {
     ReverseNames = 48 "reverse_names": Address => String, Lookup, cached;
     /// address ‖ node → nothing: the names whose address record holds the address (derived).
     AddressNames = 49 "address_names": AddressNodeKey => (), AddressHistory;
+    /// resolver ‖ node → the address record a resolver announced for a node, its current resolver or not (derived), so
+    /// a node that switches to a resolver already holding its record resolves at once.
+    ResolverAddrs = 50 "resolver_addrs": AddressNodeKey => Address, Lookup;
+    /// resolver ‖ node → the name record a resolver announced for a node (derived): a reverse node's claim.
+    ResolverNames = 51 "resolver_names": AddressNodeKey => String, Lookup;
     /// beacon ‖ proxy → nothing: the beacon proxies that named each beacon (written with the proxy's `contracts`
     /// row, reverted with it), so a beacon's own upgrade re-reads its proxies.
     BeaconProxies = 56 "beacon_proxies": BeaconProxyKey => (), Ordered;
@@ -317,7 +322,12 @@ mod tests {
         let mut expected: Vec<(u8, &str)> = pinned.iter().enumerate().map(|(i, n)| (i as u8, *n)).collect();
         expected.extend(accounts);
         expected.extend(names);
-        expected.extend([(56, "beacon_proxies"), (57, "verified_code")]);
+        expected.extend([
+            (50, "resolver_addrs"),
+            (51, "resolver_names"),
+            (56, "beacon_proxies"),
+            (57, "verified_code"),
+        ]);
         assert_eq!(declared, expected, "a table id changed: undo data already on disk would be misread");
         for def in ALL {
             assert_eq!(by_id(def.id).map(|t| t.name), Some(def.name));

@@ -8,6 +8,7 @@ use crate::support::*;
 use alloy::network::EthereumWallet;
 use alloy::primitives::{Address, B256, U256};
 use alloy::providers::{Provider, ProviderBuilder};
+use alloy::rpc::types::TransactionReceipt;
 use alloy::signers::local::PrivateKeySigner;
 use rockscout::api::json::iso_timestamp;
 use rockscout::chain::names::{namehash, reverse_name};
@@ -36,8 +37,8 @@ async fn reverse_on_chain(anvil: &Anvil, service: &DevNameService, address: Addr
     NameResolver::new(service.resolver, &node).name(reverse).call().await.unwrap()
 }
 
-/// Sends a transaction built by `build` from `signer` and mines it.
-async fn send_as<F, Fut>(anvil: &Anvil, signer: &PrivateKeySigner, build: F)
+/// Sends a transaction built by `build` from `signer`, mines it and gives its receipt.
+async fn send_as<F, Fut>(anvil: &Anvil, signer: &PrivateKeySigner, build: F) -> TransactionReceipt
 where
     F: FnOnce(alloy::providers::DynProvider) -> Fut,
     Fut: std::future::Future<Output = B256>,
@@ -48,6 +49,7 @@ where
     mine(&provider(&anvil.http_url()), 1).await;
     let receipt = node.get_transaction_receipt(hash).await.unwrap().expect("mined");
     assert!(receipt.status(), "transaction {hash} succeeded");
+    receipt
 }
 
 /// The name service deployed with `labels` for the first accounts, and a daemon that follows it, synced.
@@ -88,9 +90,11 @@ async fn shown_names(addr: SocketAddr, address: Address) -> (Value, Value) {
     (detail["ens_domain_name"].clone(), from_list)
 }
 
-/// Every row of the five name tables, as text.
+/// Every row of the seven name tables, as text.
 fn name_tables(t: &TestDaemon) -> Vec<String> {
-    use rockscout::store::tables::{AddressNames, NameLabels, NameSearch, Names, ReverseNames};
+    use rockscout::store::tables::{
+        AddressNames, NameLabels, NameSearch, Names, ResolverAddrs, ResolverNames, ReverseNames,
+    };
     let reader = t.daemon.store().reader();
     let mut rows = Vec::new();
     rows.extend(reader.rows::<Names>().map(|r| format!("names {:?}", r.unwrap())));
@@ -98,6 +102,8 @@ fn name_tables(t: &TestDaemon) -> Vec<String> {
     rows.extend(reader.rows::<NameSearch>().map(|r| format!("name_search {:?}", r.unwrap())));
     rows.extend(reader.rows::<ReverseNames>().map(|r| format!("reverse_names {:?}", r.unwrap())));
     rows.extend(reader.rows::<AddressNames>().map(|r| format!("address_names {:?}", r.unwrap())));
+    rows.extend(reader.rows::<ResolverAddrs>().map(|r| format!("resolver_addrs {:?}", r.unwrap())));
+    rows.extend(reader.rows::<ResolverNames>().map(|r| format!("resolver_names {:?}", r.unwrap())));
     rows
 }
 
@@ -214,6 +220,34 @@ async fn names_follow_registrations_changes_transfers_and_reverse_records() {
     assert_eq!((record.owner, record.resolved), (dave, Some(dave)));
     assert_eq!(search_names(addr, "alice.dev").await, vec![("alice.dev".into(), checksum(dave))]);
     assert_eq!(shown_names(addr, carol).await, (Value::Null, Value::Null), "carol's claim is a lie again");
+
+    // Dave sets bob on a second resolver, then points alice.dev at it: the record it already holds counts at once;
+    // back at the first resolver, its record (dave) counts again. Each time as the contracts answer.
+    let deployed = send_as(&anvil, &signers[3], |p| async move {
+        *NameResolver::deploy_builder(p, registry).send().await.unwrap().tx_hash()
+    })
+    .await;
+    let second = deployed.contract_address.expect("a resolver deployed");
+    send_as(&anvil, &signers[3], |p| async move {
+        *NameResolver::new(second, p).setAddr(namehash("alice.dev"), bob).send().await.unwrap().tx_hash()
+    })
+    .await;
+    // Bob's names are then bob.dev and alice.dev; dave's alice.dev alone.
+    for (resolver, expected, names) in [(second, bob, 2), (resolver, dave, 1)] {
+        send_as(&anvil, &signers[3], |p| async move {
+            let registry = NameRegistry::new(registry, p);
+            *registry.setResolver(namehash("alice.dev"), resolver).send().await.unwrap().tx_hash()
+        })
+        .await;
+        wait_synced(&t.daemon, &node).await;
+        assert_eq!(resolved_on_chain(&anvil, &service, "alice.dev").await, Some(expected));
+        assert_eq!(search_names(addr, "alice.dev").await, vec![("alice.dev".into(), checksum(expected))]);
+        let record = t.daemon.store().reader().name_record(namehash("alice.dev")).unwrap().expect("indexed");
+        assert_eq!((record.resolver, record.resolved), (resolver, Some(expected)), "the index, not a live lookup");
+        let count =
+            http::get_json(addr, "/api/v2/search/quick?q=alice.dev").await[0]["ens_info"]["names_count"].clone();
+        assert_eq!(count, names, "alice.dev is counted among {expected}'s names");
+    }
 
     // Unicode: a label registered in its normalised form is found under any UTS-46 spelling of it.
     register(&anvil.http_url(), &service, bob, "münchen", &signers).await.unwrap();
