@@ -1,4 +1,5 @@
-//! Token transfers decoded from logs (pure): ERC-20 and ERC-721 `Transfer` (3 or 4 topics), ERC-1155
+//! Token transfers decoded from logs (pure): ERC-20 and ERC-721 `Transfer` (3 or 4 topics, or 1 with everything in the
+//! data as early ERC-721 contracts emit it), ERC-1155
 //! `TransferSingle` and `TransferBatch` (split into items). A log that does not have exactly the standard shape
 //! (topic count, data length, clean address topics, matching batch arrays) yields nothing: a contract that emits
 //! malformed events never breaks indexing or poisons a block.
@@ -14,8 +15,9 @@ pub const TRANSFER_SINGLE: B256 = b256!("c3d58168c5ae7397731d063d5bbf3d657854427
 /// `TransferBatch(address,address,address,uint256[],uint256[])`.
 pub const TRANSFER_BATCH: B256 = b256!("4a39dc06d4c0dbc64b70af90fd698a233a518aa5d07e595d983b8c0526c8f7fb");
 
-/// Most items taken from one `TransferBatch`; a larger batch is treated as malformed.
-pub const MAX_BATCH_ITEMS: usize = 1024;
+/// Most items taken from one `TransferBatch` (an item's index in its log is 16 bits); a larger batch is treated as
+/// malformed. Its balance updates alone would cost more gas than the reference chain's block has.
+pub const MAX_BATCH_ITEMS: usize = 1 << 16;
 
 /// An address topic: 12 zero bytes, then the address.
 fn topic_address(topic: &B256) -> Option<Address> {
@@ -52,6 +54,16 @@ pub fn decode(log: &LogRecord) -> Vec<TokenTransferRecord> {
                 (Some(from), Some(to)) => {
                     let id = U256::from_be_bytes(topics[3].0);
                     vec![transfer(from, to, TokenKind::Erc721, Some(id), U256::from(1))]
+                }
+                _ => vec![],
+            }
+        }
+        // ERC-721 before the standard indexed its parameters (CryptoKitties): all three in the data.
+        Some(t) if *t == TRANSFER && topics.len() == 1 && data.len() == 96 => {
+            let address = |index: usize| topic_address(&B256::from_slice(&data[index * 32..(index + 1) * 32]));
+            match (address(0), address(1)) {
+                (Some(from), Some(to)) => {
+                    vec![transfer(from, to, TokenKind::Erc721, Some(word(data, 2)), U256::from(1))]
                 }
                 _ => vec![],
             }
@@ -139,6 +151,11 @@ mod tests {
             (erc1155[0].token_id, erc1155[0].amount, transfer_type(&erc1155[0])),
             (Some(U256::from(3)), U256::from(40), "token_burning")
         );
+        let legacy = decode(&log(vec![TRANSFER], (a, b, U256::from(77)).abi_encode_params()));
+        assert_eq!(
+            (legacy[0].kind, legacy[0].from, legacy[0].to, legacy[0].token_id, legacy[0].amount),
+            (TokenKind::Erc721, a, b, Some(U256::from(77)), U256::from(1))
+        );
         let batch_data = (vec![U256::from(1), U256::from(2)], vec![U256::from(10), U256::from(20)]).abi_encode_params();
         let batch = decode(&log(vec![TRANSFER_BATCH, addr_topic(a), addr_topic(a), addr_topic(b)], batch_data));
         assert_eq!(
@@ -155,16 +172,26 @@ mod tests {
             log(vec![TRANSFER, addr_topic(a), addr_topic(b)], vec![1, 2, 3]),
             log(vec![TRANSFER, B256::repeat_byte(0xff), addr_topic(b)], U256::from(1).to_be_bytes_vec()),
             log(vec![TRANSFER, addr_topic(a), addr_topic(b), B256::ZERO], vec![0; 32]),
+            log(vec![TRANSFER], [vec![0xff; 32], vec![0; 64]].concat()),
+            log(vec![TRANSFER], vec![0; 64]),
             log(vec![TRANSFER_SINGLE, addr_topic(a), addr_topic(a), addr_topic(b)], vec![0; 32]),
             log(vec![TRANSFER_BATCH, addr_topic(a), addr_topic(a), addr_topic(b)], vec![0xff; 100]),
             log(
                 vec![TRANSFER_BATCH, addr_topic(a), addr_topic(a), addr_topic(b)],
                 (vec![U256::from(1)], Vec::<U256>::new()).abi_encode_params(),
             ),
+            log(
+                vec![TRANSFER_BATCH, addr_topic(a), addr_topic(a), addr_topic(b)],
+                (vec![U256::from(1); MAX_BATCH_ITEMS + 1], vec![U256::from(1); MAX_BATCH_ITEMS + 1])
+                    .abi_encode_params(),
+            ),
             log(vec![], vec![]),
         ];
         for (i, l) in cases.iter().enumerate() {
             assert!(decode(l).is_empty(), "case {i}");
         }
+        let largest = (vec![U256::from(1); MAX_BATCH_ITEMS], vec![U256::from(1); MAX_BATCH_ITEMS]).abi_encode_params();
+        let largest = decode(&log(vec![TRANSFER_BATCH, addr_topic(a), addr_topic(a), addr_topic(b)], largest));
+        assert_eq!(largest.len(), MAX_BATCH_ITEMS, "the largest batch whose item indexes fit 16 bits");
     }
 }

@@ -1,7 +1,7 @@
 //! Tokens on a real chain: an ERC-20, an ERC-721, an ERC-1155 and a token that lies, driven through mints,
 //! transfers, batch transfers and burns. Every balance, holder count and total supply the API shows is compared
 //! with what the contracts answer on the node (`balanceOf`, `ownerOf`, `totalSupply`), also after a reorg takes
-//! blocks with transfers away.
+//! blocks with transfers away; an ERC-721 of the form before the standard (values in the log data) is indexed.
 
 use crate::support::*;
 use alloy::consensus::Transaction as _;
@@ -404,5 +404,55 @@ async fn token_balances_holders_and_supplies_match_the_contracts() {
     assert_tokens_match_node(addr, &node, &tokens, &parties, &nft_ids, &multi_ids).await;
     assert_eq!(get(addr, &format!("/api/v2/tokens/{liar}/counters")).await["transfers_count"], "1");
     assert_eq!(http::get(addr, &format!("/api/v2/transactions/{batch:#x}")).await.status, 404);
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// Creation code of a contract that emits `Transfer(address,address,uint256)` with one topic and its call data (the
+/// three values) as the log data: how ERC-721 contracts older than the standard (CryptoKitties) announce moves.
+fn legacy_nft_code() -> Vec<u8> {
+    // Runtime: CALLDATACOPY(0, 0, CALLDATASIZE); LOG1(0, CALLDATASIZE, TRANSFER); STOP.
+    let mut runtime = vec![0x36, 0x5f, 0x5f, 0x37, 0x7f];
+    runtime.extend(rockscout::chain::tokens::TRANSFER.as_slice());
+    runtime.extend([0x36, 0x5f, 0xa1, 0x00]);
+    let len = runtime.len() as u8;
+    // Init: CODECOPY(0, 10, len); RETURN(0, len).
+    let mut code = vec![0x60, len, 0x60, 10, 0x5f, 0x39, 0x60, len, 0x5f, 0xf3];
+    code.extend(runtime);
+    code
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erc721_transfers_with_their_values_in_the_data_are_indexed() {
+    use alloy::sol_types::SolValue;
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let a = anvil.addresses();
+    let kitty = deploy_code(&node, a[0], legacy_nft_code()).await;
+    let id = U256::from(77);
+    let mint = call(&node, a[0], kitty, (Address::ZERO, a[1], id).abi_encode_params()).await;
+    let pass = call(&node, a[1], kitty, (a[1], a[2], id).abi_encode_params()).await;
+    mine(&node, 1).await;
+    // The node's logs: one topic, the three values in the data.
+    let receipt = node.get_transaction_receipt(pass).await.unwrap().expect("mined");
+    let log = &receipt.inner.logs()[0];
+    assert_eq!((log.topics().len(), log.data().data.len()), (1, 96));
+    wait_synced(&t.daemon, &node).await;
+
+    let token = get(addr, &format!("/api/v2/tokens/{kitty}")).await;
+    assert_eq!((token["type"].as_str(), token["holders_count"].as_str()), (Some("ERC-721"), Some("1")), "{token}");
+    let instance = get(addr, &format!("/api/v2/tokens/{kitty}/instances/77")).await;
+    assert_eq!(instance["owner"]["hash"], a[2].to_checksum(None), "{instance}");
+    for (tx, from, to, kind) in [(mint, Address::ZERO, a[1], "token_minting"), (pass, a[1], a[2], "token_transfer")] {
+        let moves = get(addr, &format!("/api/v2/transactions/{tx:#x}/token-transfers")).await;
+        let item = &moves["items"][0];
+        assert_eq!(
+            (&item["from"]["hash"], &item["to"]["hash"], &item["total"]["token_id"], &item["type"]),
+            (&json!(from.to_checksum(None)), &json!(to.to_checksum(None)), &json!("77"), &json!(kind)),
+            "{moves}"
+        );
+    }
+    assert_eq!(api_balance(addr, a[2], kitty, None).await, U256::from(1), "one id held");
     t.daemon.shutdown().await.unwrap();
 }
