@@ -74,12 +74,12 @@ impl FailureBudget {
         FailureBudget { budget, window, failures: Mutex::new(HashMap::new()) }
     }
 
-    /// Whether `ip` has used up its budget.
-    pub fn exhausted(&self, ip: IpAddr, now: Instant) -> bool {
+    /// Whether `ip` has used up its budget: the whole seconds until its window ends (at least 1), if it has.
+    pub fn locked_for(&self, ip: IpAddr, now: Instant) -> Option<u64> {
         let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        failures
-            .get(&ip)
-            .is_some_and(|(count, start)| now.duration_since(*start) < self.window && *count >= self.budget)
+        let (count, start) = failures.get(&ip)?;
+        let left = self.window.checked_sub(now.duration_since(*start)).filter(|left| !left.is_zero())?;
+        (*count >= self.budget).then(|| left.as_secs() + u64::from(left.subsec_nanos() > 0))
     }
 
     /// Counts one failure of `ip`.
@@ -136,8 +136,8 @@ pub const API_KEY_HEADER: &str = "x-api-key";
 /// Objects of another account are the caller's business: answer them with [`ApiError::Forbidden`] (403).
 pub fn require_account(headers: &HeaderMap, state: &AppState, client: IpAddr) -> Result<Address, ApiError> {
     let now = Instant::now();
-    if state.auth.failures.exhausted(client, now) {
-        return Err(ApiError::AuthBudget);
+    if let Some(seconds) = state.auth.failures.locked_for(client, now) {
+        return Err(ApiError::AuthBudget(seconds));
     }
     let token = presented_token(headers).ok_or(ApiError::Unauthorized)?;
     match state.accounts.verify_token(token) {
@@ -332,11 +332,12 @@ mod tests {
         let budget = FailureBudget::new(2, Duration::from_secs(60));
         let (ip, t0) = (IpAddr::from([10, 0, 0, 1]), Instant::now());
         budget.record(ip, t0);
-        assert!(!budget.exhausted(ip, t0));
+        assert_eq!(budget.locked_for(ip, t0), None);
         budget.record(ip, t0);
-        assert!(budget.exhausted(ip, t0));
-        assert!(!budget.exhausted(IpAddr::from([10, 0, 0, 2]), t0), "per IP");
-        assert!(!budget.exhausted(ip, t0 + Duration::from_secs(61)));
+        assert_eq!(budget.locked_for(ip, t0), Some(60), "the whole window is left");
+        assert_eq!(budget.locked_for(ip, t0 + Duration::from_millis(59_500)), Some(1), "rounded up");
+        assert_eq!(budget.locked_for(IpAddr::from([10, 0, 0, 2]), t0), None, "per IP");
+        assert_eq!(budget.locked_for(ip, t0 + Duration::from_secs(60)), None);
     }
 
     #[test]

@@ -71,7 +71,7 @@ pub enum ApiError {
     Forbidden,
     /// The client IP made too many failed authentications recently.
     #[error("too many failed authentications")]
-    AuthBudget,
+    AuthBudget(u64),
     /// A bounded queue is full: try again later (429 with the reason).
     #[error("throttled: {0}")]
     Throttled(String),
@@ -87,6 +87,9 @@ pub enum ApiError {
 }
 
 /// What a read replica answers to a route that stores something (also the Etherscan API's verification).
+/// The reason of a refusal for too many failed authentications from the client's IP.
+pub const AUTH_BUDGET_MESSAGE: &str = "Too many failed authentications; try again later";
+
 pub const READ_REPLICA_MESSAGE: &str = "This server is a read-only replica (rockscout serve --secondary-of): it \
      stores nothing. Send account, sign-in and verification requests to the primary (the rockscout run that \
      indexes this chain).";
@@ -112,7 +115,7 @@ impl ApiError {
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unauthorized | ApiError::Refused(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden | ApiError::ReadReplica => StatusCode::FORBIDDEN,
-            ApiError::AuthBudget | ApiError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::AuthBudget(_) | ApiError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -148,7 +151,7 @@ impl ApiError {
             ApiError::Internal(_) => json!({"message": "Internal server error"}),
             ApiError::Unauthorized => json!({"message": "Unauthorized"}),
             ApiError::Forbidden => json!({"message": "Forbidden: the object belongs to another account"}),
-            ApiError::AuthBudget => json!({"message": "Too many failed authentications; try again later"}),
+            ApiError::AuthBudget(_) => json!({"message": AUTH_BUDGET_MESSAGE}),
             ApiError::Refused(reason) | ApiError::Throttled(reason) => json!({"message": reason}),
             ApiError::ReadReplica => json!({"message": READ_REPLICA_MESSAGE}),
         }
@@ -180,6 +183,10 @@ impl ApiError {
             // request itself: worth asking again a second later.
             ApiError::Throttled(_) | ApiError::Busy(_) => {
                 response.headers_mut().insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
+            }
+            // Refused until the client's failure window ends.
+            ApiError::AuthBudget(seconds) => {
+                response.headers_mut().insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from(seconds));
             }
             _ => {}
         }

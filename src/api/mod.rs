@@ -35,7 +35,7 @@ mod router;
 pub mod rpc;
 pub mod ws;
 
-pub use error::{ApiError, FailureCause, READ_REPLICA_MESSAGE};
+pub use error::{ApiError, FailureCause, AUTH_BUDGET_MESSAGE, READ_REPLICA_MESSAGE};
 pub use health::{HealthConfig, DEFAULT_READY_MAX_LAG_BLOCKS};
 pub use metrics::serve_metrics;
 pub use rest::verification::publish_outcomes as publish_verification_outcomes;
@@ -484,8 +484,13 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
         // A valid API key is limited by its own (larger) bucket, counted against the key, not the IP's anonymous
         // bucket; all keyed requests of one IP share one more bucket of the key's size, so keys of many free
         // accounts do not multiply it. An invalid key gets the anonymous limit of the IP and counts as a failed
-        // authentication.
-        Some(key) if state.limiter.enabled() && auth::looks_like_api_key(&key) => {
+        // authentication; once the IP's failure budget is spent, no key is checked (the anonymous limit, whatever
+        // the key) until its window ends.
+        Some(key)
+            if state.limiter.enabled()
+                && auth::looks_like_api_key(&key)
+                && state.auth.failures.locked_for(client, Instant::now()).is_none() =>
+        {
             let now = Instant::now();
             match state.accounts.verify_api_key(&key) {
                 Ok(Some((key_id, _))) => match state.key_limiter.check(key_id, now) {

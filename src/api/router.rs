@@ -1155,7 +1155,7 @@ impl Route {
         match self {
             Route::Health => Ok(health::health(state)),
             Route::Ready => Ok(health::ready(state)),
-            Route::Socket => ws::upgrade(req, state),
+            Route::Socket => ws::upgrade(req, state, client),
             Route::Rpc | Route::EthRpc => {
                 // Held until the answer is built: a client has a bounded number of passthrough requests in flight.
                 let _slot = match state.rpc.admit(client) {

@@ -111,20 +111,54 @@ async fn cli_tokens_guard_account_routes_and_survive_reindex() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_bad_tokens_from_one_ip_is_limited() {
     let anvil = start_anvil();
-    let t = start_daemon(&anvil.http_url(), |c| c.api.auth.failure_budget = 5).await;
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.api.auth.failure_budget = 5;
+        (c.api.rate_limit.per_second, c.api.rate_limit.burst) = (100, 200);
+        (c.api.auth.api_key_per_second, c.api.auth.api_key_burst) = (500, 1000);
+    })
+    .await;
     let addr = t.daemon.addr();
-    let good = Accounts::new(t.daemon.store().clone()).mint_token(Address::repeat_byte(1), "ok", None, false).unwrap();
+    let accounts = Accounts::new(t.daemon.store().clone());
+    let good = accounts.mint_token(Address::repeat_byte(1), "ok", None, false).unwrap();
+    let (_, key) = accounts.create_api_key(Address::repeat_byte(1), "bot").unwrap();
+    let limit_with_key = |key: String| async move {
+        let reply = request(addr, Method::GET, "/api/v2/stats", &[("x-api-key", key.as_str())], String::new()).await;
+        assert_eq!(reply.status, 200);
+        reply.headers["x-ratelimit-limit"].clone()
+    };
+    assert_eq!(limit_with_key(key.clone()).await, "1000", "a valid key has its own limit");
     let bad = format!("rst_{:016x}_{}", 1, "00".repeat(32));
-    for _ in 0..5 {
+    let topic = format!("watchlist:{}", Address::repeat_byte(1).to_checksum(None));
+    let join = |token: String| {
+        let topic = topic.clone();
+        async move {
+            let path = format!("/socket/v2/websocket?vsn=2.0.0&token={token}");
+            let mut ws = WsClient::connect(addr, &path).await;
+            ws.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+            ws.frame().await[4]["status"].clone()
+        }
+    };
+    assert_eq!(join(good.clone()).await, "ok");
+    // Bad tokens over the WebSocket count as they do over HTTP.
+    for _ in 0..2 {
+        assert_eq!(join(bad.clone()).await, "error");
+    }
+    for _ in 0..3 {
         let reply = call(addr, Method::GET, "/api/account/v2/user/info", Some(&bad), Value::Null).await;
         assert_eq!(reply.status, 401);
     }
     let reply = call(addr, Method::GET, "/api/account/v2/user/info", Some(&good), Value::Null).await;
     assert_eq!(reply.status, 429, "past the budget even a good token waits: {}", String::from_utf8_lossy(&reply.body));
     assert!(reply.json()["message"].as_str().unwrap().contains("failed authentications"));
+    let wait: u64 = reply.headers["retry-after"].to_str().unwrap().parse().expect("Retry-After in seconds");
+    assert!((1..=60).contains(&wait), "the rest of the 60 s window: {wait}");
     let reply = call(addr, Method::GET, "/api/v2/stats", Some(&bad), Value::Null).await;
     assert_eq!(reply.status, 429, "reads presenting a token are refused too");
     assert_eq!(call(addr, Method::GET, "/api/v2/stats", None, Value::Null).await.status, 200, "anonymous reads go on");
+    // Nor is any credential checked elsewhere until the window ends: the WebSocket connects anonymously, and a
+    // valid API key gets the anonymous limit (its own would tell a guesser it is valid).
+    assert_eq!(join(good.clone()).await, "error");
+    assert_eq!(limit_with_key(key).await, "200");
     t.daemon.shutdown().await.unwrap();
 }
 

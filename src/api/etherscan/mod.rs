@@ -67,8 +67,9 @@ enum Refusal {
     Answer(Answer),
     /// The translator's own refusals (missing or unknown module/action): an envelope with this status.
     Translator(StatusCode, &'static str),
-    /// Refused for the server's load (the verification queue): 429 with `Retry-After`, the reason as the `result`.
-    Throttled(String),
+    /// Refused for the server's load (the verification queue) or the client's failed authentications: 429 with
+    /// `Retry-After` (seconds), the reason as the `result`.
+    Throttled(String, u64),
     /// A failure of the server (timeouts, store errors).
     Server(ApiError),
 }
@@ -310,9 +311,9 @@ pub async fn serve(
         Ok(Answer::Forwarded(response)) | Err(Refusal::Answer(Answer::Forwarded(response))) => *response,
         Err(Refusal::Answer(Answer::Ok(result))) => envelope(StatusCode::OK, "OK", result, true),
         Err(Refusal::Translator(status, message)) => envelope(status, message, Value::Null, false),
-        Err(Refusal::Throttled(reason)) => {
+        Err(Refusal::Throttled(reason, seconds)) => {
             let mut response = envelope(StatusCode::TOO_MANY_REQUESTS, "NOTOK", Value::String(reason), false);
-            response.headers_mut().insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
+            response.headers_mut().insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from(seconds));
             response
         }
         Err(Refusal::Server(ApiError::Internal(detail))) => {

@@ -8,7 +8,7 @@
 
 use super::{bad, Answer, Outcome, Params, Refusal};
 use crate::api::rest::verification;
-use crate::api::{auth, ApiError, AppState};
+use crate::api::{auth, ApiError, AppState, AUTH_BUDGET_MESSAGE};
 use crate::contracts::verifier::Request;
 use crate::store::records::JobState;
 use crate::store::tables::Contracts;
@@ -20,13 +20,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The account behind the request's API key or bearer token.
 fn authorize(params: &Params, headers: &HeaderMap, state: &AppState, client: IpAddr) -> Result<(), Refusal> {
-    let budget_spent =
-        || Refusal::Translator(StatusCode::TOO_MANY_REQUESTS, "Too many failed authentications; try again later");
     let header = headers.get(auth::API_KEY_HEADER).and_then(|v| v.to_str().ok());
     if let Some(key) = params.get("apikey").or(header) {
         let now = std::time::Instant::now();
-        if state.auth.failures.exhausted(client, now) {
-            return Err(budget_spent());
+        if let Some(seconds) = state.auth.failures.locked_for(client, now) {
+            return Err(Refusal::Throttled(AUTH_BUDGET_MESSAGE.into(), seconds));
         }
         if let Ok(Some(_)) = state.accounts.verify_api_key(key.trim()) {
             return Ok(());
@@ -45,7 +43,7 @@ fn authorize(params: &Params, headers: &HeaderMap, state: &AppState, client: IpA
     }
     match auth::require_account(headers, state, client) {
         Ok(_) => Ok(()),
-        Err(ApiError::AuthBudget) => Err(budget_spent()),
+        Err(ApiError::AuthBudget(seconds)) => Err(Refusal::Throttled(AUTH_BUDGET_MESSAGE.into(), seconds)),
         Err(_) => Err(unauthorized()),
     }
 }
@@ -85,7 +83,7 @@ pub(super) async fn verifysourcecode(
         Err(ApiError::InvalidParam { detail, .. }) => Err(bad(detail)),
         Err(ApiError::NotFound) => Err(no_code_at(address)),
         // The queue's words (full, or the contract's jobs at their limit) as the text clients read.
-        Err(ApiError::Throttled(reason)) => Err(Refusal::Throttled(reason)),
+        Err(ApiError::Throttled(reason)) => Err(Refusal::Throttled(reason, 1)),
         Err(e) => Err(Refusal::Server(e)),
     }
 }

@@ -145,8 +145,8 @@ fn is_loopback_host(host: &str) -> bool {
 
 async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) -> Result<Response<Body>, ApiError> {
     let now = std::time::Instant::now();
-    if state.auth.failures.exhausted(client, now) {
-        return Err(ApiError::AuthBudget);
+    if let Some(seconds) = state.auth.failures.locked_for(client, now) {
+        return Err(ApiError::AuthBudget(seconds));
     }
     let body = body_json(state, req, MAX_BODY).await?;
     let field = |name: &'static str| {

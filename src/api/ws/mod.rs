@@ -83,7 +83,11 @@ fn same_origin(headers: &hyper::HeaderMap, public_host: Option<&str>) -> bool {
 }
 
 /// Answers the upgrade request of `GET /socket/v2/websocket` and starts the connection's tasks.
-pub fn upgrade(mut req: Request<Incoming>, state: &AppState) -> Result<Response<Body>, ApiError> {
+pub fn upgrade(
+    mut req: Request<Incoming>,
+    state: &AppState,
+    client: std::net::IpAddr,
+) -> Result<Response<Body>, ApiError> {
     let query = super::query::Query::parse(req.uri().query());
     let vsn = query.get("vsn").map(str::to_owned);
     // An account token (`token=` connect parameter, `Authorization: Bearer` or the sign-in cookie) lets the
@@ -93,7 +97,18 @@ pub fn upgrade(mut req: Request<Incoming>, state: &AppState) -> Result<Response<
     // gets the cookie) connects anonymously.
     let by_cookie = query.get("token").is_none() && !req.headers().contains_key(hyper::header::AUTHORIZATION);
     let token = token.filter(|_| !by_cookie || same_origin(req.headers(), state.config.auth.siwe_domain.as_deref()));
-    let credential = token.and_then(|t| Some((t.to_owned(), state.accounts.verify_token(t).ok().flatten()?)));
+    // Tokens count against the client's failed-authentication budget as over HTTP: once it is spent, a token is
+    // not even checked (the connection is anonymous) until the window ends.
+    let now = std::time::Instant::now();
+    let token = token.filter(|_| state.auth.failures.locked_for(client, now).is_none());
+    let credential = token.and_then(|t| match state.accounts.verify_token(t) {
+        Ok(Some(account)) => Some((t.to_owned(), account)),
+        Ok(None) => {
+            state.auth.failures.record(client, now);
+            None
+        }
+        Err(_) => None,
+    });
     if vsn.as_deref().is_some_and(|v| !v.starts_with("2.0.")) {
         // Phoenix refuses serializer versions it does not speak with an empty 403.
         let mut response = Response::new(Body::default());
