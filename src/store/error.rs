@@ -55,6 +55,9 @@ pub enum StoreError {
     /// Another process holds the directory's lock (RocksDB allows one writer per directory).
     #[error("the data directory {0} is in use by another process (a running rockscout); stop it first")]
     InUse(std::path::PathBuf),
+    /// A directory of the store could not be created or made owner-only.
+    #[error("{0}: {1}")]
+    Dir(std::path::PathBuf, std::io::Error),
     /// The data directory was created by a different program or is missing required rows.
     #[error("store is inconsistent: {0}")]
     Inconsistent(String),

@@ -206,6 +206,12 @@ impl Store {
     /// Opens (or creates) the store at `path`, checking the schema version and recording the open state.
     pub fn open(path: &Path, options: &StoreOptions) -> StoreResult<Store> {
         keep_large_allocations_mapped();
+        if !options.read_only && !path.exists() {
+            // Owner-only: the store holds account data (private tags, watchlists, custom ABIs).
+            std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+                .create(path)
+                .map_err(|e| StoreError::Dir(path.to_owned(), e))?;
+        }
         let cache = block_cache(options.cache_bytes);
         let mut db_opts = Options::default();
         db_opts.create_if_missing(!options.read_only);
@@ -543,10 +549,12 @@ impl Store {
     }
 
     /// Writes a consistent copy of the store into the new directory `to` (a RocksDB checkpoint: memtables flushed,
-    /// SST files hard-linked when `to` is on the same file system). Account data is copied too.
+    /// SST files hard-linked when `to` is on the same file system), owner-only since account data is copied too.
     pub fn checkpoint(&self, to: &Path) -> StoreResult<()> {
         let checkpoint = rocksdb::checkpoint::Checkpoint::new(&self.db)?;
         checkpoint.create_checkpoint(to)?;
+        std::fs::set_permissions(to, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .map_err(|e| StoreError::Dir(to.to_owned(), e))?;
         Ok(())
     }
 
@@ -962,6 +970,27 @@ mod tests {
     use super::*;
     use keys::BlockKey;
     use tables::Headers;
+
+    /// A new data directory and a checkpoint are owner-only (account data is in them); an existing directory keeps
+    /// the mode its operator gave it.
+    #[test]
+    fn new_store_directories_are_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("new/data");
+        let store = Store::open(&data, &StoreOptions::default()).unwrap();
+        assert_eq!(mode(&data), 0o700);
+        let copy = dir.path().join("copy");
+        store.checkpoint(&copy).unwrap();
+        assert_eq!(mode(&copy), 0o700);
+        drop(store);
+        let existing = dir.path().join("existing");
+        std::fs::create_dir(&existing).unwrap();
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o750)).unwrap();
+        drop(Store::open(&existing, &StoreOptions::default()).unwrap());
+        assert_eq!(mode(&existing), 0o750);
+    }
 
     #[test]
     fn a_store_remembers_the_name_registry_its_names_came_from() {
