@@ -54,12 +54,9 @@ pub fn limit_of(kind: ItemKind) -> usize {
 /// Why an account operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AccountError {
-    /// No such item (or credential).
+    /// No such item of the caller's (none at all, another account's, or another kind's: all look alike).
     #[error("not found")]
     NotFound,
-    /// The item belongs to another account.
-    #[error("the item belongs to another account")]
-    Forbidden,
     /// A limit per account is reached.
     #[error("at most {limit} per account")]
     LimitReached {
@@ -352,7 +349,7 @@ impl Accounts {
                 batch.delete::<ApiKeys>(&SerialKey(*key_id));
             }
             batch.delete::<AccountItems>(&item_key(owner, ItemKind::ApiKey, *id));
-            batch.delete::<ItemOwners>(&SerialKey(*id));
+            self.forget_owner_row(&mut batch, *id)?;
         }
         self.store.write(batch, Durability::Sync)?;
         Ok(keys.len())
@@ -378,17 +375,27 @@ impl Accounts {
         Ok(self.store.reader().account_items(owner, kind, after, limit)?)
     }
 
-    /// The item `id` of `owner`: `NotFound` when there is none, `Forbidden` when another account owns it.
+    /// The item `id` of `owner`: `NotFound` when `owner` has no such item of `kind`, whether another account has
+    /// it or nobody (so ids tell no one about other accounts' items).
     pub fn item(&self, owner: Address, kind: ItemKind, id: u64) -> Result<AccountItem, AccountError> {
         let reader = self.store.reader();
         match reader.get::<ItemOwners>(&SerialKey(id))? {
-            Some(found) if found.kind != kind => Err(AccountError::NotFound),
-            Some(found) if found.owner != owner => Err(AccountError::Forbidden),
-            Some(_) => reader
-                .get::<AccountItems>(&item_key(owner, kind, id))?
-                .ok_or_else(|| StoreError::Inconsistent(format!("item {id} has an owner row but no item")).into()),
-            None => Err(AccountError::NotFound),
+            // A deleted newest item leaves its owner row behind (see `forget_owner_row`).
+            Some(found) if found.owner == owner && found.kind == kind => {
+                reader.get::<AccountItems>(&item_key(owner, kind, id))?.ok_or(AccountError::NotFound)
+            }
+            _ => Err(AccountError::NotFound),
         }
+    }
+
+    /// Deletes the owner row of deleted item `id`, unless `id` is the newest id handed out: that row stays, so the
+    /// next item gets a new id rather than the deleted one's (which would tell its former owner that someone made
+    /// an item, and of which kind). The next [`Accounts::add_item`] deletes it.
+    fn forget_owner_row(&self, batch: &mut crate::store::Batch<'_>, id: u64) -> Result<(), AccountError> {
+        if id != self.store.reader().last_item_id()? {
+            batch.delete::<ItemOwners>(&SerialKey(id));
+        }
+        Ok(())
     }
 
     /// Adds an item for `owner` (creating the account), refusing past the kind's limit or a duplicate target
@@ -407,8 +414,15 @@ impl Accounts {
             return Err(AccountError::LimitReached { limit });
         }
         refuse_duplicate(kind, existing.iter().map(|(_, other)| other), same_target)?;
-        let id = self.store.reader().last_item_id()? + 1;
+        let reader = self.store.reader();
+        let newest = reader.last_item_id()?;
+        let id = newest + 1;
         let mut batch = self.store.batch();
+        if let Some(left) = reader.get::<ItemOwners>(&SerialKey(newest))? {
+            if reader.get::<AccountItems>(&item_key(left.owner, left.kind, newest))?.is_none() {
+                batch.delete::<ItemOwners>(&SerialKey(newest));
+            }
+        }
         if self.user(owner)?.is_none() {
             batch.put::<Users>(&owner, &UserRecord { created_ms: now_ms(), tokens: Vec::new() })?;
         }
@@ -451,7 +465,7 @@ impl Accounts {
             batch.delete::<ApiKeys>(&SerialKey(key_id));
         }
         batch.delete::<AccountItems>(&item_key(owner, kind, id));
-        batch.delete::<ItemOwners>(&SerialKey(id));
+        self.forget_owner_row(&mut batch, id)?;
         self.store.write(batch, Durability::Sync)?;
         Ok(())
     }
@@ -591,11 +605,17 @@ mod tests {
             accounts.items(alice, ItemKind::AddressTag, None, 10).unwrap().into_iter().map(|(id, _)| id).collect();
         assert_eq!(ids, vec![second, first]);
         assert_eq!(accounts.items(alice, ItemKind::AddressTag, Some(second), 10).unwrap().len(), 1);
-        assert!(matches!(accounts.item(bob, ItemKind::AddressTag, first), Err(AccountError::Forbidden)));
-        assert!(matches!(accounts.delete_item(bob, ItemKind::AddressTag, first), Err(AccountError::Forbidden)));
+        assert!(matches!(accounts.item(bob, ItemKind::AddressTag, first), Err(AccountError::NotFound)));
+        assert!(matches!(accounts.delete_item(bob, ItemKind::AddressTag, first), Err(AccountError::NotFound)));
         assert!(matches!(accounts.item(alice, ItemKind::Watch, first), Err(AccountError::NotFound)));
         accounts.delete_item(alice, ItemKind::AddressTag, first).unwrap();
         assert!(matches!(accounts.item(alice, ItemKind::AddressTag, first), Err(AccountError::NotFound)));
+        // The newest item's id is not handed out again once deleted: the next item, anyone's, gets a new one.
+        accounts.delete_item(alice, ItemKind::AddressTag, second).unwrap();
+        assert!(matches!(accounts.item(alice, ItemKind::AddressTag, second), Err(AccountError::NotFound)));
+        let third = accounts.add_item(bob, tag(12), |_| false).unwrap();
+        assert_eq!(third, second + 1);
+        assert_eq!(accounts.store().reader().rows::<ItemOwners>().count(), 1, "the left owner row went with it");
         for n in 0..(MAX_API_KEYS as u8) {
             accounts.create_api_key(bob, &format!("k{n}")).unwrap();
         }
@@ -638,7 +658,11 @@ mod tests {
         assert!(accounts.items(alice, ItemKind::ApiKey, None, 10).unwrap().is_empty());
         assert_eq!(accounts.verify_api_key(&bobs).unwrap().map(|(_, owner)| owner), Some(bob));
         assert_eq!(accounts.store().reader().rows::<ApiKeys>().count(), 1);
-        assert_eq!(accounts.store().reader().rows::<ItemOwners>().count(), 1, "only bob's key's owner row");
+        assert_eq!(
+            accounts.store().reader().rows::<ItemOwners>().count(),
+            1,
+            "only bob's key's owner row (the newest)"
+        );
         accounts.create_api_key(alice, "again").unwrap();
         assert_eq!(accounts.revoke_api_keys_of(bob).unwrap(), 1);
     }

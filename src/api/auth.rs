@@ -133,7 +133,7 @@ pub const API_KEY_HEADER: &str = "x-api-key";
 /// - a client IP past its failure budget → 429 `{"message": "Too many failed authentications"}`, even with a
 ///   valid token, until its window ends.
 ///
-/// Objects of another account are the caller's business: answer them with [`ApiError::Forbidden`] (403).
+/// Objects of another account are answered as missing (404), like objects that do not exist.
 pub fn require_account(headers: &HeaderMap, state: &AppState, client: IpAddr) -> Result<Address, ApiError> {
     let now = Instant::now();
     if let Some(seconds) = state.auth.failures.locked_for(client, now) {

@@ -66,9 +66,6 @@ pub enum ApiError {
     /// The route needs an account token and the request has none, or an invalid one.
     #[error("unauthorized")]
     Unauthorized,
-    /// The object belongs to another account.
-    #[error("forbidden")]
-    Forbidden,
     /// The client IP made too many failed authentications recently.
     #[error("too many failed authentications")]
     AuthBudget(u64),
@@ -114,7 +111,7 @@ impl ApiError {
             ApiError::NodeUnavailable(_) => StatusCode::BAD_GATEWAY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unauthorized | ApiError::Refused(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden | ApiError::ReadReplica => StatusCode::FORBIDDEN,
+            ApiError::ReadReplica => StatusCode::FORBIDDEN,
             ApiError::AuthBudget(_) | ApiError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
@@ -150,7 +147,6 @@ impl ApiError {
             }
             ApiError::Internal(_) => json!({"message": "Internal server error"}),
             ApiError::Unauthorized => json!({"message": "Unauthorized"}),
-            ApiError::Forbidden => json!({"message": "Forbidden: the object belongs to another account"}),
             ApiError::AuthBudget(_) => json!({"message": AUTH_BUDGET_MESSAGE}),
             ApiError::Refused(reason) | ApiError::Throttled(reason) => json!({"message": reason}),
             ApiError::ReadReplica => json!({"message": READ_REPLICA_MESSAGE}),

@@ -330,13 +330,16 @@ async fn private_tags_are_shown_only_to_their_owner() {
     let body = json!({"transaction_hash": format!("{paid:#x}"), "name": "payday"});
     assert_eq!(call(addr, Method::POST, tx_tags, Some(&alice), body).await.status, 200);
 
-    // Another account can neither see, change nor delete it.
+    // Another account can neither see, change nor delete it, nor tell it from an item nobody has.
     let item = format!("{tags}/{tag_id}");
-    assert_eq!(call(addr, Method::GET, &item, Some(&bob), Value::Null).await.status, 403);
+    let missing = call(addr, Method::DELETE, &format!("{tags}/999999"), Some(&bob), Value::Null).await;
+    assert_eq!(missing.status, 404);
+    let reply = call(addr, Method::GET, &item, Some(&bob), Value::Null).await;
+    assert_eq!((reply.status.as_u16(), &reply.body), (404, &missing.body));
     let rename = json!({"address_hash": tagged, "name": "mine now"});
-    assert_eq!(call(addr, Method::PUT, &item, Some(&bob), rename).await.status, 403);
-    assert_eq!(call(addr, Method::DELETE, &item, Some(&bob), Value::Null).await.status, 403);
-    assert_eq!(call(addr, Method::DELETE, &format!("{tags}/999999"), Some(&bob), Value::Null).await.status, 404);
+    assert_eq!(call(addr, Method::PUT, &item, Some(&bob), rename).await.status, 404);
+    let reply = call(addr, Method::DELETE, &item, Some(&bob), Value::Null).await;
+    assert_eq!((reply.status.as_u16(), &reply.body), (404, &missing.body));
     assert!(get_as(addr, tags, Some(&bob)).await["items"].as_array().unwrap().is_empty());
     assert_eq!(get_as(addr, tags, Some(&alice)).await["items"][0]["id"], tag_id);
 
@@ -452,7 +455,7 @@ async fn watchlists_name_addresses_and_list_their_transactions() {
 
     let item = format!("{list}/{id}");
     let update = json!({"address_hash": a[1], "name": "pal", "notification_settings": {}});
-    assert_eq!(call(addr, Method::PUT, &item, Some(&bob), update.clone()).await.status, 403);
+    assert_eq!(call(addr, Method::PUT, &item, Some(&bob), update.clone()).await.status, 404);
     let updated = call(addr, Method::PUT, &item, Some(&alice), update).await.json();
     assert_eq!(
         (updated["name"].as_str(), &updated["notification_settings"]["native"]["incoming"]),
@@ -624,7 +627,7 @@ async fn custom_abis_are_stored_per_account() {
     assert_eq!((&created["abi"], &created["name"]), (&abi, &json!("demo")));
     assert_eq!(created["contract_address_hash"], contract.to_checksum(None));
     let item = format!("{list}/{}", created["id"]);
-    assert_eq!(call(addr, Method::GET, &item, Some(&bob), Value::Null).await.status, 403);
+    assert_eq!(call(addr, Method::GET, &item, Some(&bob), Value::Null).await.status, 404);
     assert_eq!(call(addr, Method::POST, list, Some(&alice), body).await.status, 422, "one ABI per contract");
     for bad in [json!("not json"), json!({"type": "function"}), json!([]), json!([{"name": "no type"}])] {
         let body = json!({"contract_address_hash": Address::repeat_byte(0xdd), "name": "x", "abi": bad});

@@ -33,7 +33,6 @@ impl From<AccountError> for ApiError {
     fn from(e: AccountError) -> Self {
         match e {
             AccountError::NotFound => ApiError::NotFound,
-            AccountError::Forbidden => ApiError::Forbidden,
             AccountError::LimitReached { limit } => {
                 ApiError::invalid("name", format!("Limit reached: at most {limit} per account"))
             }
