@@ -673,7 +673,9 @@ mod tests {
         assert!(check_name("name", "").is_err());
         assert!(check_name("name", &"x".repeat(MAX_NAME_CHARS + 1)).is_err());
         assert!(check_name("name", "a\u{7}").is_err());
-        for sneaky in ["a\u{202E}cba", "pay\u{200B}pal", "x\u{2066}y", "\u{FEFF}bom"] {
+        let sneaky = ["a\u{202E}cba", "pay\u{200B}pal", "x\u{2066}y", "\u{FEFF}bom", "a\u{061C}b", "pay\u{00AD}pal"];
+        let blank = ["\u{3164}", "\u{2800}", "a\u{2028}b", "a\u{E0041}b", "a\u{1D173}b", "a\u{FFF9}b", "a\u{180E}b"];
+        for sneaky in sneaky.into_iter().chain(blank) {
             assert!(check_name("name", sneaky).is_err(), "{sneaky:?}");
         }
         assert!(check_name("name", "Zürich café 東京 🚀").is_ok());

@@ -10,10 +10,31 @@ use crate::store::records::{direction, role, Bundle, TokenTransferRecord, TxBody
 use alloy::primitives::{Address, U256};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Characters that change how text around them is shown without showing themselves: zero-width ones and the
-/// bidirectional overrides and isolates (a name or a token symbol could otherwise display as another).
+/// Characters that change how text around them is shown without showing themselves, or show as nothing: zero-width
+/// and joining controls, bidirectional marks, overrides and isolates, the soft hyphen, line and paragraph separators,
+/// fillers that render blank (Hangul, Braille), interlinear annotations, musical formatting and tag characters (a
+/// name or a token symbol could otherwise display as another, or as empty).
 pub fn is_invisible_format(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{2800}'
+            | '\u{3164}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E007F}'
+    )
 }
 
 /// `amount` of a token with `decimals` as a decimal string (`1.5` for 15 with 1 decimal), exact for any decimals.
