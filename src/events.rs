@@ -45,6 +45,12 @@ pub enum ChainEvent {
         /// Whether the address held other code before (a re-creation at the same address).
         changed: bool,
     },
+    /// The code writer read a proxy's slots again after it announced an upgrade (`Upgraded`, `BeaconUpgraded`, or
+    /// its beacon's `Upgraded`): what it answers (a token's name, symbol, decimals) may have changed.
+    ProxyUpgraded {
+        /// The proxy.
+        address: Address,
+    },
 }
 
 /// Sender side of the event stream.

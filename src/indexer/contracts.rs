@@ -284,12 +284,15 @@ impl CodeWriter {
                             let _ =
                                 self.events.send(ChainEvent::CodeStored { address: contract.address, code, changed });
                         }
-                        Saved::Upgrade => match proxies_of_beacon(&self.store, &contract) {
-                            Ok(proxies) => followers.extend(proxies),
-                            Err(e) => {
-                                tracing::warn!(error = %e, beacon = %contract.address, "listing a beacon's proxies failed")
+                        Saved::Upgrade => {
+                            let _ = self.events.send(ChainEvent::ProxyUpgraded { address: contract.address });
+                            match proxies_of_beacon(&self.store, &contract) {
+                                Ok(proxies) => followers.extend(proxies),
+                                Err(e) => {
+                                    tracing::warn!(error = %e, beacon = %contract.address, "listing a beacon's proxies failed")
+                                }
                             }
-                        },
+                        }
                         Saved::NotCanonical => {}
                     }
                 }

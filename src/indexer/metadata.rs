@@ -3,7 +3,8 @@
 //! every shape seen in the wild: ABI strings, bytes32 strings (MKR-style), reverts, missing methods and garbage
 //! (which give nothing). Results go to `token_metadata` and the prefix index `token_search`; they are not chain
 //! state and are never reverted, but read again when, after a reorg of this run reverted blocks at or below its
-//! creation, the code writer stores a contract's code at a token's address (perhaps another contract). While the
+//! creation, the code writer stores a contract's code at a token's address (perhaps another contract), and when it
+//! reads a token proxy's slots again after an upgrade (the new logic may name it otherwise). While the
 //! store refuses writes (disk full) the fetcher pauses (see `pause`) and keeps the unsaved tokens for a retry.
 
 use super::pause::Pauser;
@@ -136,13 +137,25 @@ impl MetadataFetcher {
         if !after_a_reorg || self.read_after.get(&token).is_some_and(|read| *read >= created) {
             return Ok(false);
         }
+        self.drop_metadata(token, &old)?;
+        Ok(true)
+    }
+
+    /// Forgets what was read of a proxy that was upgraded, if it is a token whose metadata was read: its new
+    /// implementation may answer another name, symbol or decimals.
+    fn forget_upgraded(&self, proxy: Address) -> StoreResult<bool> {
+        let Some(old) = self.store.reader().get::<TokenMetadatas>(&proxy)? else { return Ok(false) };
+        self.drop_metadata(proxy, &old)?;
+        Ok(true)
+    }
+
+    fn drop_metadata(&self, token: Address, old: &TokenMetadata) -> StoreResult<()> {
         let mut batch = self.store.batch();
         batch.delete::<TokenMetadatas>(&token);
-        for text in search_texts(&old) {
+        for text in search_texts(old) {
             batch.delete::<TokenSearch>(&SearchKey::new(text, token));
         }
-        self.store.write(batch, Durability::Buffered)?;
-        Ok(true)
+        self.store.write(batch, Durability::Buffered)
     }
 
     /// Fetches what is missing among `tokens`; returns the ones the node could not answer for or the store could
@@ -227,6 +240,14 @@ impl MetadataFetcher {
                     Ok(forgotten) => forgotten.then_some(address).into_iter().collect(),
                     Err(e) => {
                         tracing::warn!(error = %e, token = %address, "forgetting token metadata failed");
+                        BTreeSet::new()
+                    }
+                },
+                // An upgraded proxy is read again: its implementation may name the token otherwise.
+                Ok(ChainEvent::ProxyUpgraded { address }) => match self.forget_upgraded(address) {
+                    Ok(forgotten) => forgotten.then_some(address).into_iter().collect(),
+                    Err(e) => {
+                        tracing::warn!(error = %e, token = %address, "forgetting an upgraded token's metadata failed");
                         BTreeSet::new()
                     }
                 },

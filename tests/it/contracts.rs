@@ -194,6 +194,10 @@ alloy::sol! {
     function setValue(uint256 v);
     function upgradeTo(address logic);
     function clone(address target) returns (address result);
+    function mint(address to, uint256 value);
+    function name() returns (string);
+    function symbol() returns (string);
+    function decimals() returns (uint8);
 }
 
 /// A Foundry project in `dir` with `sources` (name, text) in `src/`, compiled offline by the pinned forge with the
@@ -383,6 +387,58 @@ async fn proxies_show_implementations_and_decode_with_their_abi() {
     let b = get_json(addr, &format!("/api/v2/smart-contracts/{beacon_proxy}")).await;
     assert_eq!((b["proxy_type"].clone(), b["implementations"].clone()), (json!("eip1967_beacon"), logic_json.clone()));
     upgrade_then_reorg(&t.daemon, &node, from, beacon, beacon_proxy, logic2, (&logic_json, &logic2_json)).await;
+}
+
+/// A token behind an EIP-1967 proxy is named by its logic: after `upgradeTo`, the token object shows the new logic's
+/// name, symbol and decimals, as the node answers them through the proxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgraded_token_proxy_is_named_by_its_new_logic() {
+    let work = tempfile::tempdir().unwrap();
+    let out = forge_build(work.path(), &[source("Proxies.sol")]);
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let from = node.get_accounts().await.unwrap()[0];
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let v1 = deploy_code(&node, from, creation_code(&out, "Proxies.sol", "NamedTokenV1")).await;
+    let v2 = deploy_code(&node, from, creation_code(&out, "Proxies.sol", "NamedTokenV2")).await;
+    let proxy_code = [creation_code(&out, "Proxies.sol", "Proxy1967"), v1.into_word().to_vec()].concat();
+    let proxy = deploy_code(&node, from, proxy_code).await;
+    call(&node, from, proxy, mintCall { to: from, value: U256::from(5) }.abi_encode()).await;
+    mine(&node, 1).await;
+    let on_node = || async {
+        let text = |data: Bytes| String::from_utf8_lossy(&data[64..]).trim_end_matches('\0').to_owned();
+        let ask = |input: Vec<u8>| {
+            let node = node.clone();
+            async move {
+                let request = json!([{"to": proxy, "data": Bytes::from(input)}, "latest"]);
+                node.raw_request::<_, Bytes>("eth_call".into(), request).await.unwrap()
+            }
+        };
+        let decimals = U256::from_be_slice(&ask(decimalsCall {}.abi_encode()).await).to_string();
+        (
+            json!(text(ask(nameCall {}.abi_encode()).await)),
+            json!(text(ask(symbolCall {}.abi_encode()).await)),
+            json!(decimals),
+        )
+    };
+    let shown = || async {
+        let token = get(t.daemon.addr(), &format!("/api/v2/tokens/{proxy}")).await;
+        let token = if token.status == 200 { token.json() } else { Value::Null };
+        (token["name"].clone(), token["symbol"].clone(), token["decimals"].clone())
+    };
+    for (logic, name) in [(None, "Proxied Alpha"), (Some(v2), "Proxied Beta")] {
+        if let Some(logic) = logic {
+            call(&node, from, proxy, upgradeToCall { logic }.abi_encode()).await;
+            mine(&node, 1).await;
+        }
+        let expected = on_node().await;
+        assert_eq!(expected.0, name, "the node's answer through the proxy");
+        poll_until("the token's metadata to follow its logic", Duration::from_secs(30), || async {
+            (shown().await == expected).then_some(())
+        })
+        .await;
+    }
+    t.daemon.shutdown().await.unwrap();
 }
 
 /// Calls `upgradeTo(logic)` on `upgrader` in a block that a reorg then removes: `shown`'s implementations move

@@ -133,7 +133,12 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
                 }
             }
             Ok(ChainEvent::CodeStored { address, code, changed }) => publish_code(&state, address, &code, changed),
-            Ok(ChainEvent::Reverted { .. } | ChainEvent::Reset | ChainEvent::Balanced { .. }) => {}
+            Ok(
+                ChainEvent::Reverted { .. }
+                | ChainEvent::Reset
+                | ChainEvent::Balanced { .. }
+                | ChainEvent::ProxyUpgraded { .. },
+            ) => {}
             Err(RecvError::Lagged(missed)) => {
                 state.status.metrics().ws_events_missed(missed);
                 tracing::warn!(missed, "chain events not broadcast: the publisher fell behind the indexer");

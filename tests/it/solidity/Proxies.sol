@@ -120,3 +120,39 @@ contract BeaconProxy1967 {
         }
     }
 }
+
+/// A token's logic, for a proxy: its name, symbol and decimals are the proxy's.
+contract NamedTokenV1 {
+    event Transfer(address indexed from, address indexed to, uint256 value);
+
+    function name() external pure virtual returns (string memory) {
+        return "Proxied Alpha";
+    }
+
+    function symbol() external pure virtual returns (string memory) {
+        return "PXA";
+    }
+
+    function decimals() external pure virtual returns (uint8) {
+        return 18;
+    }
+
+    function mint(address to, uint256 value) external {
+        emit Transfer(address(0), to, value);
+    }
+}
+
+/// The token's next logic: another name, symbol and decimals.
+contract NamedTokenV2 is NamedTokenV1 {
+    function name() external pure override returns (string memory) {
+        return "Proxied Beta";
+    }
+
+    function symbol() external pure override returns (string memory) {
+        return "PXB";
+    }
+
+    function decimals() external pure override returns (uint8) {
+        return 9;
+    }
+}
