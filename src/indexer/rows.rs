@@ -249,6 +249,12 @@ fn apply_transfer(changes: &mut Changes<'_>, t: &TokenTransferRecord, block: u64
     let mut token = token_record(changes, t, block)?;
     let holders_before = token.holders;
     token.transfers += 1;
+    if t.kind != token.kind {
+        // A contract that emits transfers of two standards (an ERC-404 hybrid's unit transfer and its NFT transfer
+        // share `Transfer`'s signature): holdings follow the token's own standard, its first transfer's; the other
+        // transfers are listed but would add ids to amounts.
+        return changes.set::<Tokens>(&t.token, Some(&token));
+    }
     let id = t.token_id.unwrap_or(U256::ZERO);
     // ERC-721 moves one id: the holder totals count ids held.
     let amount = if t.kind == TokenKind::Erc721 { U256::from(1) } else { t.amount };
@@ -320,4 +326,49 @@ fn change_holding(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::chain::tokens::TRANSFER;
+    use crate::indexer::apply::{apply_blocks, empty_block};
+    use crate::store::keys::BalanceKey;
+    use crate::store::records::{LogRecord, TokenKind};
+    use crate::store::tables::{NftInstances, TokenBalances, Tokens};
+    use crate::store::{Store, StoreOptions};
+    use alloy::primitives::{Address, Bytes, B256, U256};
+
+    /// An ERC-404 hybrid: each move of whole units emits an ERC-20 `Transfer` (amount in the data) and an ERC-721
+    /// `Transfer` per unit (id in a fourth topic). Its holdings are the ERC-20 amounts, as `balanceOf` answers.
+    #[test]
+    fn a_token_s_transfers_of_another_standard_leave_its_holdings_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let (token, alice) = (Address::repeat_byte(0x40), Address::repeat_byte(0xaa));
+        let unit = U256::from(10).pow(U256::from(18));
+        let log = |topics: Vec<B256>, data: Vec<u8>| LogRecord {
+            address: token,
+            topics,
+            data: Bytes::from(data),
+            tx_index: 0,
+            tx_hash: B256::repeat_byte(1),
+        };
+        let mut block = empty_block(0, 0, B256::ZERO);
+        let (from, to) = (Address::ZERO.into_word(), alice.into_word());
+        block.logs = vec![
+            log(vec![TRANSFER, from, to], (unit * U256::from(2)).to_be_bytes_vec()),
+            log(vec![TRANSFER, from, to, B256::with_last_byte(1)], vec![]),
+            log(vec![TRANSFER, from, to, B256::with_last_byte(2)], vec![]),
+        ];
+        apply_blocks(&store, &[block], true).unwrap();
+        let reader = store.reader();
+        let record = reader.get::<Tokens>(&token).unwrap().unwrap();
+        assert_eq!(
+            (record.kind, record.total_supply, record.holders, record.transfers),
+            (TokenKind::Erc20, unit * U256::from(2), 1, 3)
+        );
+        let held = reader.get::<TokenBalances>(&BalanceKey { holder: alice, token, id: U256::ZERO }).unwrap();
+        assert_eq!(held.map(|a| a.0), Some(unit * U256::from(2)), "no id added to the amount");
+        assert_eq!(reader.rows::<NftInstances>().count(), 0, "no instances of an ERC-20");
+    }
 }
