@@ -388,6 +388,11 @@ impl CodeWriter {
                     self.traced_through = None;
                     retry.clear();
                 }
+                // The new branch's internal creations are looked at once traced, even when the trace pass is past
+                // the reverted height again by the next look (a contract re-created at the same address by CREATE2).
+                Some(Ok(ChainEvent::Reverted { number, .. })) if self.traced_through.is_some_and(|n| n >= number) => {
+                    self.traced_through = number.checked_sub(1);
+                }
                 Some(Ok(_)) => {}
                 Some(Err(RecvError::Lagged(_))) => {
                     let store = self.store.clone();

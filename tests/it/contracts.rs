@@ -198,6 +198,7 @@ alloy::sol! {
     function name() returns (string);
     function symbol() returns (string);
     function decimals() returns (uint8);
+    function make(bytes32 salt, string name) returns (address child);
 }
 
 /// A Foundry project in `dir` with `sources` (name, text) in `src/`, compiled offline by the pinned forge with the
@@ -438,6 +439,61 @@ async fn an_upgraded_token_proxy_is_named_by_its_new_logic() {
         })
         .await;
     }
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// A token a factory creates inside a call with CREATE2, in a block a reorg replaces with one that creates it at the
+/// same address under another name: the token shows the new name, as the node answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_re_created_at_its_address_by_a_reorg_is_named_anew() {
+    let work = tempfile::tempdir().unwrap();
+    let out = forge_build(work.path(), &[source("Recreated.sol")]);
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let from = node.get_accounts().await.unwrap()[0];
+    let t = start_daemon(&anvil.http_url(), |c| c.tracing = true).await;
+    let factory = deploy_code(&node, from, creation_code(&out, "Recreated.sol", "NamingFactory")).await;
+    let salt = B256::repeat_byte(0x31);
+    let make = |name: &str| makeCall { salt, name: name.to_owned() }.abi_encode();
+    let addr = t.daemon.addr();
+    let shown_name = move |token: Address| async move {
+        let reply = get(addr, &format!("/api/v2/tokens/{token}")).await;
+        if reply.status == 200 {
+            reply.json()["name"].clone()
+        } else {
+            Value::Null
+        }
+    };
+    let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+    let first = call(&node, from, factory, make("Alpha Branch")).await;
+    mine(&node, 1).await;
+    let receipt = node.get_transaction_receipt(first).await.unwrap().unwrap();
+    let child = receipt.inner.logs()[0].address();
+    poll_until("the first branch's name", Duration::from_secs(30), || async {
+        (shown_name(child).await == "Alpha Branch").then_some(())
+    })
+    .await;
+    // The code writer has found the creation in the traced block (the reorg comes after it looked).
+    stored_contract(&t.daemon, child).await;
+
+    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+    assert!(reverted);
+    let second = call(&node, from, factory, make("Beta Branch")).await;
+    mine(&node, 2).await;
+    let receipt = node.get_transaction_receipt(second).await.unwrap().unwrap();
+    assert_eq!(receipt.inner.logs()[0].address(), child, "the same address on the new branch");
+    let on_node: Bytes = node
+        .raw_request("eth_call".into(), json!([{"to": child, "data": Bytes::from(nameCall {}.abi_encode())}, "latest"]))
+        .await
+        .unwrap();
+    assert!(String::from_utf8_lossy(&on_node).contains("Beta Branch"));
+    wait_synced(&t.daemon, &node).await;
+    poll_until("the new branch's name", Duration::from_secs(30), || async {
+        (shown_name(child).await == "Beta Branch").then_some(())
+    })
+    .await;
+    let found = get_json(t.daemon.addr(), "/api/v2/search?q=Beta").await;
+    assert_eq!(found["items"][0]["address_hash"], child.to_checksum(None), "{found}");
     t.daemon.shutdown().await.unwrap();
 }
 
