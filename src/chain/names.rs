@@ -372,6 +372,15 @@ mod tests {
         assert_eq!(normalise(&format!("{}.dev", "a".repeat(300))), Err(NameError::TooLong));
     }
 
+    /// A new store whose names follow the registry at `registry`.
+    fn store_following(registry: Address) -> (tempfile::TempDir, crate::store::Store) {
+        use crate::store::{Store, StoreOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Store::open(dir.path(), &StoreOptions { name_registry: Some(registry), ..Default::default() }).unwrap();
+        (dir, store)
+    }
+
     fn log(address: Address, event: &impl SolEvent) -> LogRecord {
         let data = event.encode_log_data();
         LogRecord { address, topics: data.topics().to_vec(), data: data.data, tx_index: 0, tx_hash: B256::ZERO }
@@ -399,11 +408,8 @@ mod tests {
     #[test]
     fn a_reverse_record_s_new_resolver_drops_its_claim() {
         use crate::indexer::apply::{apply_blocks, empty_block};
-        use crate::store::{Store, StoreOptions};
         let (registry, first, second) = (Address::repeat_byte(1), Address::repeat_byte(2), Address::repeat_byte(3));
-        let dir = tempfile::tempdir().unwrap();
-        let store =
-            Store::open(dir.path(), &StoreOptions { name_registry: Some(registry), ..Default::default() }).unwrap();
+        let (_dir, store) = store_following(registry);
         let claimer = Address::repeat_byte(0xaa);
         let node = namehash(&reverse_name(&claimer));
         let mut block = empty_block(0, 0, B256::ZERO);
@@ -429,12 +435,9 @@ mod tests {
     #[test]
     fn a_new_resolver_s_announced_record_resolves_the_name() {
         use crate::indexer::apply::{apply_blocks, empty_block};
-        use crate::store::{Store, StoreOptions};
         let (registry, old, new) = (Address::repeat_byte(1), Address::repeat_byte(2), Address::repeat_byte(3));
         let (alice, carol) = (Address::repeat_byte(0xaa), Address::repeat_byte(0xcc));
-        let dir = tempfile::tempdir().unwrap();
-        let store =
-            Store::open(dir.path(), &StoreOptions { name_registry: Some(registry), ..Default::default() }).unwrap();
+        let (_dir, store) = store_following(registry);
         let node = namehash("alice.eth");
         let mut block = empty_block(0, 0, B256::ZERO);
         block.logs = vec![
@@ -464,12 +467,9 @@ mod tests {
     #[test]
     fn a_reverse_record_made_without_a_claim_event_is_known_by_its_label() {
         use crate::indexer::apply::{apply_blocks, empty_block};
-        use crate::store::{Store, StoreOptions};
         let (registry, reverse_registrar, resolver) =
             (Address::repeat_byte(1), Address::repeat_byte(4), Address::repeat_byte(2));
-        let dir = tempfile::tempdir().unwrap();
-        let store =
-            Store::open(dir.path(), &StoreOptions { name_registry: Some(registry), ..Default::default() }).unwrap();
+        let (_dir, store) = store_following(registry);
         let claimer = Address::repeat_byte(0xaa);
         let label = labelhash(&alloy::hex::encode(claimer));
         let node = subnode(ADDR_REVERSE_NODE, label);
@@ -492,12 +492,9 @@ mod tests {
     #[test]
     fn the_base_registrar_s_renewals_move_the_expiry() {
         use crate::indexer::apply::{apply_blocks, empty_block};
-        use crate::store::{Store, StoreOptions};
         let (registry, registrar, impostor) =
             (Address::repeat_byte(1), Address::repeat_byte(5), Address::repeat_byte(6));
-        let dir = tempfile::tempdir().unwrap();
-        let store =
-            Store::open(dir.path(), &StoreOptions { name_registry: Some(registry), ..Default::default() }).unwrap();
+        let (_dir, store) = store_following(registry);
         let eth = namehash("eth");
         let (label, node) = (labelhash("alice"), namehash("alice.eth"));
         let id = alloy::primitives::U256::from_be_bytes(label.0);

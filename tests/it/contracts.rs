@@ -230,6 +230,18 @@ fn source(name: &str) -> (&str, String) {
     (name, std::fs::read_to_string(solidity(name)).unwrap())
 }
 
+/// `file` built by forge (kept in the returned directory), a fresh anvil, its provider and its first account.
+async fn forged_chain(
+    file: &str,
+) -> (tempfile::TempDir, std::path::PathBuf, rockscout::dev::anvil::Anvil, RootProvider, Address) {
+    let work = tempfile::tempdir().unwrap();
+    let out = forge_build(work.path(), &[source(file)]);
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let from = node.get_accounts().await.unwrap()[0];
+    (work, out, anvil, node, from)
+}
+
 fn solidity(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/solidity").join(name)
 }
@@ -394,11 +406,7 @@ async fn proxies_show_implementations_and_decode_with_their_abi() {
 /// name, symbol and decimals, as the node answers them through the proxy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgraded_token_proxy_is_named_by_its_new_logic() {
-    let work = tempfile::tempdir().unwrap();
-    let out = forge_build(work.path(), &[source("Proxies.sol")]);
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
-    let from = node.get_accounts().await.unwrap()[0];
+    let (_work, out, anvil, node, from) = forged_chain("Proxies.sol").await;
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
     let v1 = deploy_code(&node, from, creation_code(&out, "Proxies.sol", "NamedTokenV1")).await;
     let v2 = deploy_code(&node, from, creation_code(&out, "Proxies.sol", "NamedTokenV2")).await;
@@ -446,11 +454,7 @@ async fn an_upgraded_token_proxy_is_named_by_its_new_logic() {
 /// same address under another name: the token shows the new name, as the node answers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_re_created_at_its_address_by_a_reorg_is_named_anew() {
-    let work = tempfile::tempdir().unwrap();
-    let out = forge_build(work.path(), &[source("Recreated.sol")]);
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
-    let from = node.get_accounts().await.unwrap()[0];
+    let (_work, out, anvil, node, from) = forged_chain("Recreated.sol").await;
     let t = start_daemon(&anvil.http_url(), |c| c.tracing = true).await;
     let factory = deploy_code(&node, from, creation_code(&out, "Recreated.sol", "NamingFactory")).await;
     let salt = B256::repeat_byte(0x31);
