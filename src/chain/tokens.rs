@@ -16,7 +16,7 @@ pub const TRANSFER_SINGLE: B256 = b256!("c3d58168c5ae7397731d063d5bbf3d657854427
 pub const TRANSFER_BATCH: B256 = b256!("4a39dc06d4c0dbc64b70af90fd698a233a518aa5d07e595d983b8c0526c8f7fb");
 
 /// Most items taken from one `TransferBatch` (an item's index in its log is 16 bits); a larger batch is treated as
-/// malformed. Its balance updates alone would cost more gas than the reference chain's block has.
+/// malformed.
 pub const MAX_BATCH_ITEMS: usize = 1 << 16;
 
 /// An address topic: 12 zero bytes, then the address.

@@ -456,3 +456,47 @@ async fn erc721_transfers_with_their_values_in_the_data_are_indexed() {
     assert_eq!(api_balance(addr, a[2], kitty, None).await, U256::from(1), "one id held");
     t.daemon.shutdown().await.unwrap();
 }
+
+/// `/token-balances` lists at most 100 ids of one ERC-1155 token, so a batch of many ids (which anyone can send to
+/// anyone) does not push the address's other tokens out; an ERC-721 collection is its count of ids. Values equal
+/// the contracts' answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_balances_bound_each_token_s_ids() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let (owner, holder) = (anvil.addresses()[0], anvil.addresses()[1]);
+    let constructor =
+        DemoToken::constructorCall { name_: "Kept".into(), symbol_: "KEPT".into(), initialSupply: U256::from(1000) };
+    let erc20 = deploy_with(&node, owner, &DemoToken::BYTECODE, constructor.abi_encode()).await;
+    let nft = DemoNft::constructorCall { name_: "Counted".into(), symbol_: "CNT".into() }.abi_encode();
+    let erc721 = deploy_with(&node, owner, &DemoNft::BYTECODE, nft).await;
+    let erc1155 = deploy_with(&node, owner, &DemoMulti::BYTECODE, vec![]).await;
+    let ids: Vec<U256> = (1..=150u64).map(U256::from).collect();
+    let batch = DemoMulti::mintBatchCall { to: holder, ids: ids.clone(), values: vec![U256::from(1); ids.len()] };
+    send(&node, json!({"from": owner, "to": erc1155, "data": Bytes::from(batch.abi_encode()), "gas": "0x2000000"}))
+        .await;
+    call(&node, owner, erc20, DemoToken::transferCall { to: holder, value: U256::from(7) }.abi_encode()).await;
+    for _ in 0..2 {
+        call(&node, owner, erc721, DemoNft::mintCall { to: holder }.abi_encode()).await;
+    }
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+
+    let items = get(addr, &format!("/api/v2/addresses/{holder}/token-balances")).await;
+    let of = |token: Address| -> Vec<Value> {
+        let token = token.to_checksum(None);
+        items.as_array().unwrap().iter().filter(|i| i["token"]["address_hash"] == token).cloned().collect()
+    };
+    assert_eq!(of(erc1155).len(), 100, "at most 100 ids of one token");
+    let on_chain = |token: Address| {
+        let node = node.clone();
+        async move { call_u256(&node, token, DemoToken::balanceOfCall::new((holder,)).abi_encode()).await }
+    };
+    assert_eq!(of(erc20)[0]["value"], json!(on_chain(erc20).await.to_string()));
+    assert_eq!(of(erc721)[0]["value"], json!(on_chain(erc721).await.to_string()), "the collection's count");
+    let listed = walk(addr, &format!("/api/v2/addresses/{holder}/tokens?type=ERC-1155")).await;
+    assert_eq!(listed.len(), 150, "the paginated list has every id");
+    t.daemon.shutdown().await.unwrap();
+}

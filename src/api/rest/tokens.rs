@@ -538,8 +538,12 @@ fn balance_item(token: TokenJson, id: Option<U256>, value: U256) -> Value {
 /// Most balance rows read for `/token-balances`.
 const BALANCES_LIMIT: usize = 5_000;
 
-/// `GET /api/v2/addresses/:a/token-balances`: every token held (a bare array). ERC-721 holdings are summed per
-/// collection; ERC-1155 holdings are listed per id.
+/// Most ids of one ERC-1155 token listed by `/token-balances`, so one token (a batch of thousands of ids anyone can
+/// send) does not crowd the address's other tokens out of the list. The paginated `/tokens` lists them all.
+const IDS_PER_TOKEN: usize = 100;
+
+/// `GET /api/v2/addresses/:a/token-balances`: every token held (a bare array). An ERC-721 collection is one item
+/// (the number of ids held); ERC-1155 holdings are listed per id, at most [`IDS_PER_TOKEN`] of one token.
 pub fn balances(reader: &Reader<'_>, address: Address) -> Result<Response<Body>, ApiError> {
     let items: Vec<Value> = balance_items(reader, address)?.into_iter().map(|(_, item)| item).collect();
     Ok(ok(&items))
@@ -549,13 +553,42 @@ pub fn balances(reader: &Reader<'_>, address: Address) -> Result<Response<Body>,
 pub fn balance_items(reader: &Reader<'_>, address: Address) -> StoreResult<Vec<(TokenKind, Value)>> {
     let mut grouped: Vec<((Address, Option<U256>), U256)> = Vec::new();
     let mut token_kinds: HashMap<Address, Option<TokenKind>> = HashMap::new();
-    for row in reader.balances(address, None).take(BALANCES_LIMIT) {
-        let (key, amount) = row?;
-        let item = listed_as(token_kind(reader, &mut token_kinds, key.token)?, &key);
-        match grouped.last_mut() {
-            Some((last, count)) if *last == item => *count += amount.0,
-            _ => grouped.push((item, amount.0)),
+    let (mut after, mut read) = (None, 0);
+    // One pass over the address's balance rows, skipping past a token's remaining ids (a new scan from its last
+    // id) once its item is known: an ERC-721 collection's count is the holder's total, an ERC-1155 token's list
+    // ends at `IDS_PER_TOKEN` ids.
+    'tokens: loop {
+        let mut ids_of_token = 0;
+        for row in reader.balances(address, after.take()) {
+            if read == BALANCES_LIMIT {
+                break 'tokens;
+            }
+            read += 1;
+            let (key, amount) = row?;
+            let kind = token_kind(reader, &mut token_kinds, key.token)?;
+            let past_token = BalanceKey { holder: address, token: key.token, id: U256::MAX };
+            match kind {
+                Some(TokenKind::Erc721) => {
+                    let held = reader.get::<TokenHolders>(&HolderKey { token: key.token, holder: address })?;
+                    grouped.push(((key.token, None), held.map_or(amount.0, |total| total.0)));
+                    after = Some(past_token);
+                    continue 'tokens;
+                }
+                Some(TokenKind::Erc1155) => {
+                    if grouped.last().is_none_or(|((token, _), _)| *token != key.token) {
+                        ids_of_token = 0;
+                    }
+                    grouped.push(((key.token, Some(key.id)), amount.0));
+                    ids_of_token += 1;
+                    if ids_of_token == IDS_PER_TOKEN {
+                        after = Some(past_token);
+                        continue 'tokens;
+                    }
+                }
+                _ => grouped.push(((key.token, None), amount.0)),
+            }
         }
+        break;
     }
     let tokens = token_jsons(reader, grouped.iter().map(|((token, _), _)| *token))?;
     let kind = |token: &Address| token_kinds.get(token).copied().flatten().unwrap_or(TokenKind::Erc20);
