@@ -130,7 +130,7 @@ fn fresh_credential() -> Result<Presented, AccountError> {
 pub fn check_name(field: &'static str, name: &str) -> Result<String, AccountError> {
     let name = name.trim();
     let invalid = |detail: String| AccountError::Invalid { field, detail };
-    if name.is_empty() {
+    if crate::chain::shows_nothing(name) {
         return Err(invalid("must not be empty".into()));
     }
     if name.chars().count() > MAX_NAME_CHARS {
@@ -675,9 +675,10 @@ mod tests {
         assert!(check_name("name", "a\u{7}").is_err());
         let sneaky = ["a\u{202E}cba", "pay\u{200B}pal", "x\u{2066}y", "\u{FEFF}bom", "a\u{061C}b", "pay\u{00AD}pal"];
         let blank = ["\u{3164}", "\u{2800}", "a\u{2028}b", "a\u{E0041}b", "a\u{1D173}b", "a\u{FFF9}b", "a\u{180E}b"];
+        let blank = blank.into_iter().chain(["\u{FE0F}", "\u{FE0F} \u{E0100}", "a\u{2065}b", "a\u{1BCA0}b"]);
         for sneaky in sneaky.into_iter().chain(blank) {
             assert!(check_name("name", sneaky).is_err(), "{sneaky:?}");
         }
-        assert!(check_name("name", "Zürich café 東京 🚀").is_ok());
+        assert!(check_name("name", "Zürich café 東京 🚀 ❤\u{FE0F}").is_ok(), "a variation selector in a name");
     }
 }

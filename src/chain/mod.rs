@@ -26,15 +26,22 @@ pub fn is_invisible_format(c: char) -> bool {
             | '\u{200B}'..='\u{200F}'
             | '\u{2028}'..='\u{202E}'
             | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{206F}'
+            | '\u{2065}'..='\u{206F}'
             | '\u{2800}'
             | '\u{3164}'
             | '\u{FEFF}'
             | '\u{FFA0}'
             | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
             | '\u{1D173}'..='\u{1D17A}'
             | '\u{E0000}'..='\u{E007F}'
     )
+}
+
+/// Whether `text` shows nothing: only whitespace and variation selectors (which select a glyph's form, as in the
+/// emoji `❤️`, and are kept inside text, but make no text of their own).
+pub fn shows_nothing(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || matches!(c, '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}'))
 }
 
 /// `amount` of a token with `decimals` as a decimal string (`1.5` for 15 with 1 decimal), exact for any decimals.

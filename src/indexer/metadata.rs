@@ -2,10 +2,11 @@
 //! `eth_call`, off the block path, so slow or hostile contracts never stall indexing. Answers are tolerated in
 //! every shape seen in the wild: ABI strings, bytes32 strings (MKR-style), reverts, missing methods and garbage
 //! (which give nothing). Results go to `token_metadata` and the prefix index `token_search`; they are not chain
-//! state and are never reverted, but read again when, after a reorg of this run reverted blocks at or below its
-//! creation, the code writer stores a contract's code at a token's address (perhaps another contract), and when it
-//! reads a token proxy's slots again after an upgrade (the new logic may name it otherwise). While the
-//! store refuses writes (disk full) the fetcher pauses (see `pause`) and keeps the unsaved tokens for a retry.
+//! state and are never reverted, but read again: when a reorg reverts the blocks this run read a token at (an
+//! upgrade the reorg took away), when, after a reorg of this run reverted blocks at or below its creation, the code
+//! writer stores a contract's code at a token's address (perhaps another contract), and when it reads a token
+//! proxy's slots again after an upgrade (the new logic may name it otherwise). While the store refuses writes (disk
+//! full) the fetcher pauses (see `pause`) and keeps the unsaved tokens for a retry.
 
 use super::pause::Pauser;
 use crate::chain::block_tokens;
@@ -65,7 +66,7 @@ pub fn decode_text(data: &[u8]) -> Option<String> {
     let shown = |c: &char| !c.is_control() && !crate::chain::is_invisible_format(*c);
     let clean: String = raw.chars().filter(shown).take(MAX_TEXT).collect();
     let clean = clean.trim().to_owned();
-    (!clean.is_empty()).then_some(clean)
+    (!crate::chain::shows_nothing(&clean)).then_some(clean)
 }
 
 /// Decimals from a call's return data (a uint8 or uint256 at most 255).
@@ -141,11 +142,11 @@ impl MetadataFetcher {
         Ok(true)
     }
 
-    /// Forgets what was read of a proxy that was upgraded, if it is a token whose metadata was read: its new
-    /// implementation may answer another name, symbol or decimals.
-    fn forget_upgraded(&self, proxy: Address) -> StoreResult<bool> {
-        let Some(old) = self.store.reader().get::<TokenMetadatas>(&proxy)? else { return Ok(false) };
-        self.drop_metadata(proxy, &old)?;
+    /// Forgets what was read of `token`, if anything, so it is read again: a proxy was upgraded (its new
+    /// implementation may answer another name, symbol or decimals), or it was read on a branch a reorg took away.
+    fn forget_read(&self, token: Address) -> StoreResult<bool> {
+        let Some(old) = self.store.reader().get::<TokenMetadatas>(&token)? else { return Ok(false) };
+        self.drop_metadata(token, &old)?;
         Ok(true)
     }
 
@@ -228,12 +229,25 @@ impl MetadataFetcher {
                     self.head = block.number();
                     block_tokens(&block)
                 }
-                // What was read while blocks now reverted were the chain may hold their contracts' answers.
+                // What was read while blocks now reverted were the chain may hold their answers (an upgrade the
+                // reorg took away): those tokens are read again.
                 Ok(ChainEvent::Reverted { number, .. }) => {
                     self.head = number.saturating_sub(1);
                     self.lowest_reverted = Some(self.lowest_reverted.map_or(number, |low| low.min(number)));
+                    let stale: Vec<Address> =
+                        self.read_after.iter().filter(|(_, read)| **read >= number).map(|(token, _)| *token).collect();
                     self.read_after.retain(|_, read| *read < number);
-                    BTreeSet::new()
+                    let mut again = BTreeSet::new();
+                    for token in stale {
+                        match self.forget_read(token) {
+                            Ok(true) => {
+                                again.insert(token);
+                            }
+                            Ok(false) => {}
+                            Err(e) => tracing::warn!(error = %e, %token, "forgetting token metadata failed"),
+                        }
+                    }
+                    again
                 }
                 // Code stored for an address is a contract created there: after a reorg, maybe another one.
                 Ok(ChainEvent::CodeStored { address, .. }) => match self.forget(address) {
@@ -244,7 +258,7 @@ impl MetadataFetcher {
                     }
                 },
                 // An upgraded proxy is read again: its implementation may name the token otherwise.
-                Ok(ChainEvent::ProxyUpgraded { address }) => match self.forget_upgraded(address) {
+                Ok(ChainEvent::ProxyUpgraded { address }) => match self.forget_read(address) {
                     Ok(forgotten) => forgotten.then_some(address).into_iter().collect(),
                     Err(e) => {
                         tracing::warn!(error = %e, token = %address, "forgetting an upgraded token's metadata failed");
@@ -318,6 +332,8 @@ mod tests {
         // A symbol cannot pose as another by reversing itself or hiding characters.
         assert_eq!(decode_text(&"x\u{202E}evil\u{200B}".to_string().abi_encode()).as_deref(), Some("xevil"));
         assert_eq!(decode_text(&"x".repeat(500).abi_encode()).unwrap().len(), MAX_TEXT);
+        assert_eq!(decode_text(&"\u{FE0F}\u{FE0F}".to_string().abi_encode()), None, "shows nothing");
+        assert_eq!(decode_text(&"Pay\u{AD}Pal".to_string().abi_encode()).as_deref(), Some("PayPal"));
     }
 
     #[test]

@@ -403,7 +403,8 @@ async fn proxies_show_implementations_and_decode_with_their_abi() {
 }
 
 /// A token behind an EIP-1967 proxy is named by its logic: after `upgradeTo`, the token object shows the new logic's
-/// name, symbol and decimals, as the node answers them through the proxy.
+/// name, symbol and decimals, as the node answers them through the proxy, and the old ones again once a reorg takes
+/// the upgrade away.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgraded_token_proxy_is_named_by_its_new_logic() {
     let (_work, out, anvil, node, from) = forged_chain("Proxies.sol").await;
@@ -435,13 +436,24 @@ async fn an_upgraded_token_proxy_is_named_by_its_new_logic() {
         let token = if token.status == 200 { token.json() } else { Value::Null };
         (token["name"].clone(), token["symbol"].clone(), token["decimals"].clone())
     };
-    for (logic, name) in [(None, "Proxied Alpha"), (Some(v2), "Proxied Beta")] {
-        if let Some(logic) = logic {
-            call(&node, from, proxy, upgradeToCall { logic }.abi_encode()).await;
-            mine(&node, 1).await;
+    // Before, after the upgrade, and after a reorg took the upgrade away.
+    let mut snapshot = U256::ZERO;
+    for (step, name) in [("deployed", "Proxied Alpha"), ("upgraded", "Proxied Beta"), ("reorged", "Proxied Alpha")] {
+        match step {
+            "upgraded" => {
+                snapshot = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+                call(&node, from, proxy, upgradeToCall { logic: v2 }.abi_encode()).await;
+                mine(&node, 1).await;
+            }
+            "reorged" => {
+                let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+                assert!(reverted);
+                mine(&node, 2).await;
+            }
+            _ => {}
         }
         let expected = on_node().await;
-        assert_eq!(expected.0, name, "the node's answer through the proxy");
+        assert_eq!(expected.0, name, "the node's answer through the proxy, {step}");
         poll_until("the token's metadata to follow its logic", Duration::from_secs(30), || async {
             (shown().await == expected).then_some(())
         })
