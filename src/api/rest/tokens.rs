@@ -585,7 +585,11 @@ pub fn balance_items(reader: &Reader<'_>, address: Address) -> StoreResult<Vec<(
                         continue 'tokens;
                     }
                 }
-                _ => grouped.push(((key.token, None), amount.0)),
+                // ERC-20: one row (id 0); a token not known as any standard: its ids summed.
+                _ => match grouped.last_mut() {
+                    Some((last, sum)) if *last == (key.token, None) => *sum += amount.0,
+                    _ => grouped.push(((key.token, None), amount.0)),
+                },
             }
         }
         break;
