@@ -204,6 +204,15 @@ pub struct Accounts {
     writes: Mutex<()>,
 }
 
+/// Deletes the owner row of deleted item `id`, unless `id` is `newest`, the newest id handed out: that row stays,
+/// so the next item gets a new id rather than the deleted one's (which would tell its former owner that someone
+/// made an item, and of which kind). The next [`Accounts::add_item`] deletes it.
+fn forget_owner_row(batch: &mut crate::store::Batch<'_>, id: u64, newest: u64) {
+    if id != newest {
+        batch.delete::<ItemOwners>(&SerialKey(id));
+    }
+}
+
 impl Accounts {
     /// The service over `store`.
     pub fn new(store: Arc<Store>) -> Self {
@@ -342,14 +351,16 @@ impl Accounts {
     /// Deletes every API key of `owner` (item and secret); returns how many.
     pub fn revoke_api_keys_of(&self, owner: Address) -> Result<usize, AccountError> {
         let _guard = self.lock();
-        let keys = self.store.reader().account_items(owner, ItemKind::ApiKey, None, MAX_API_KEYS)?;
+        let reader = self.store.reader();
+        let keys = reader.account_items(owner, ItemKind::ApiKey, None, MAX_API_KEYS)?;
+        let newest = reader.last_item_id()?;
         let mut batch = self.store.batch();
         for (id, item) in &keys {
             if let AccountItem::ApiKey { key_id, .. } = item {
                 batch.delete::<ApiKeys>(&SerialKey(*key_id));
             }
             batch.delete::<AccountItems>(&item_key(owner, ItemKind::ApiKey, *id));
-            self.forget_owner_row(&mut batch, *id)?;
+            forget_owner_row(&mut batch, *id, newest);
         }
         self.store.write(batch, Durability::Sync)?;
         Ok(keys.len())
@@ -380,22 +391,12 @@ impl Accounts {
     pub fn item(&self, owner: Address, kind: ItemKind, id: u64) -> Result<AccountItem, AccountError> {
         let reader = self.store.reader();
         match reader.get::<ItemOwners>(&SerialKey(id))? {
-            // A deleted newest item leaves its owner row behind (see `forget_owner_row`).
+            // A deleted newest item leaves its owner row behind (see [`forget_owner_row`]).
             Some(found) if found.owner == owner && found.kind == kind => {
                 reader.get::<AccountItems>(&item_key(owner, kind, id))?.ok_or(AccountError::NotFound)
             }
             _ => Err(AccountError::NotFound),
         }
-    }
-
-    /// Deletes the owner row of deleted item `id`, unless `id` is the newest id handed out: that row stays, so the
-    /// next item gets a new id rather than the deleted one's (which would tell its former owner that someone made
-    /// an item, and of which kind). The next [`Accounts::add_item`] deletes it.
-    fn forget_owner_row(&self, batch: &mut crate::store::Batch<'_>, id: u64) -> Result<(), AccountError> {
-        if id != self.store.reader().last_item_id()? {
-            batch.delete::<ItemOwners>(&SerialKey(id));
-        }
-        Ok(())
     }
 
     /// Adds an item for `owner` (creating the account), refusing past the kind's limit or a duplicate target
@@ -465,7 +466,7 @@ impl Accounts {
             batch.delete::<ApiKeys>(&SerialKey(key_id));
         }
         batch.delete::<AccountItems>(&item_key(owner, kind, id));
-        self.forget_owner_row(&mut batch, id)?;
+        forget_owner_row(&mut batch, id, self.store.reader().last_item_id()?);
         self.store.write(batch, Durability::Sync)?;
         Ok(())
     }

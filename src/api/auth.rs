@@ -135,11 +135,19 @@ pub const API_KEY_HEADER: &str = "x-api-key";
 ///
 /// Objects of another account are answered as missing (404), like objects that do not exist.
 pub fn require_account(headers: &HeaderMap, state: &AppState, client: IpAddr) -> Result<Address, ApiError> {
+    if let Some(seconds) = state.auth.failures.locked_for(client, Instant::now()) {
+        return Err(ApiError::AuthBudget(seconds));
+    }
+    token_account(presented_token(headers).ok_or(ApiError::Unauthorized)?, state, client)
+}
+
+/// The account of `token`, under the client's failure budget: past it 429 without a look at the token; an invalid
+/// token is 401 and counts as a failure.
+pub fn token_account(token: &str, state: &AppState, client: IpAddr) -> Result<Address, ApiError> {
     let now = Instant::now();
     if let Some(seconds) = state.auth.failures.locked_for(client, now) {
         return Err(ApiError::AuthBudget(seconds));
     }
-    let token = presented_token(headers).ok_or(ApiError::Unauthorized)?;
     match state.accounts.verify_token(token) {
         Ok(Some(account)) => Ok(account),
         Ok(None) => {

@@ -126,37 +126,35 @@ impl MetadataFetcher {
         self.store.write(batch, Durability::Buffered)
     }
 
-    /// Forgets what was read of `token` (its metadata and search rows): a contract (re)created at its address (a reorg
-    /// replaced the chain that created it) is read again.
-    fn forget(&self, token: Address) -> StoreResult<bool> {
-        let reader = self.store.reader();
-        let Some(old) = reader.get::<TokenMetadatas>(&token)? else { return Ok(false) };
-        // Only a creation at or above a reverted block can replace another; and what this run read once that
-        // creation was announced (a token minting in its constructor) is current.
-        let Some(created) = reader.get::<Contracts>(&token)?.map(|c| c.block) else { return Ok(false) };
-        let after_a_reorg = self.lowest_reverted.is_some_and(|reverted| reverted <= created);
-        if !after_a_reorg || self.read_after.get(&token).is_some_and(|read| *read >= created) {
-            return Ok(false);
-        }
-        self.drop_metadata(token, &old)?;
-        Ok(true)
+    /// Whether a contract stored at `token`'s address may be another than the one its metadata was read of: a
+    /// creation at or above a block a reorg of this run reverted, announced after the read (what this run read once
+    /// that creation was announced, a token minting in its constructor, is current).
+    fn replaced(&self, token: Address) -> StoreResult<bool> {
+        let Some(reverted) = self.lowest_reverted else { return Ok(false) };
+        let Some(created) = self.store.reader().get::<Contracts>(&token)?.map(|c| c.block) else { return Ok(false) };
+        Ok(reverted <= created && self.read_after.get(&token).is_none_or(|read| *read < created))
     }
 
-    /// Forgets what was read of `token`, if anything, so it is read again: a proxy was upgraded (its new
-    /// implementation may answer another name, symbol or decimals), or it was read on a branch a reorg took away.
-    fn forget_read(&self, token: Address) -> StoreResult<bool> {
-        let Some(old) = self.store.reader().get::<TokenMetadatas>(&token)? else { return Ok(false) };
-        self.drop_metadata(token, &old)?;
-        Ok(true)
-    }
-
-    fn drop_metadata(&self, token: Address, old: &TokenMetadata) -> StoreResult<()> {
-        let mut batch = self.store.batch();
-        batch.delete::<TokenMetadatas>(&token);
-        for text in search_texts(old) {
-            batch.delete::<TokenSearch>(&SearchKey::new(text, token));
-        }
-        self.store.write(batch, Durability::Buffered)
+    /// Forgets what was read of each of `tokens` (metadata and search rows) so they are read again; returns those
+    /// that had been read.
+    fn read_again(&self, tokens: impl IntoIterator<Item = Address>) -> BTreeSet<Address> {
+        let forget = |token: Address| -> StoreResult<bool> {
+            let Some(old) = self.store.reader().get::<TokenMetadatas>(&token)? else { return Ok(false) };
+            let mut batch = self.store.batch();
+            batch.delete::<TokenMetadatas>(&token);
+            for text in search_texts(&old) {
+                batch.delete::<TokenSearch>(&SearchKey::new(text, token));
+            }
+            self.store.write(batch, Durability::Buffered)?;
+            Ok(true)
+        };
+        let forgotten = |token: &Address| {
+            forget(*token).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, %token, "forgetting token metadata failed");
+                false
+            })
+        };
+        tokens.into_iter().filter(forgotten).collect()
     }
 
     /// Fetches what is missing among `tokens`; returns the ones the node could not answer for or the store could
@@ -237,34 +235,18 @@ impl MetadataFetcher {
                     let stale: Vec<Address> =
                         self.read_after.iter().filter(|(_, read)| **read >= number).map(|(token, _)| *token).collect();
                     self.read_after.retain(|_, read| *read < number);
-                    let mut again = BTreeSet::new();
-                    for token in stale {
-                        match self.forget_read(token) {
-                            Ok(true) => {
-                                again.insert(token);
-                            }
-                            Ok(false) => {}
-                            Err(e) => tracing::warn!(error = %e, %token, "forgetting token metadata failed"),
-                        }
-                    }
-                    again
+                    self.read_again(stale)
                 }
                 // Code stored for an address is a contract created there: after a reorg, maybe another one.
-                Ok(ChainEvent::CodeStored { address, .. }) => match self.forget(address) {
-                    Ok(forgotten) => forgotten.then_some(address).into_iter().collect(),
-                    Err(e) => {
-                        tracing::warn!(error = %e, token = %address, "forgetting token metadata failed");
-                        BTreeSet::new()
-                    }
-                },
+                Ok(ChainEvent::CodeStored { address, .. }) => {
+                    let replaced = self.replaced(address).unwrap_or_else(|e| {
+                        tracing::warn!(error = %e, token = %address, "reading a token's creation failed");
+                        false
+                    });
+                    self.read_again(replaced.then_some(address))
+                }
                 // An upgraded proxy is read again: its implementation may name the token otherwise.
-                Ok(ChainEvent::ProxyUpgraded { address }) => match self.forget_read(address) {
-                    Ok(forgotten) => forgotten.then_some(address).into_iter().collect(),
-                    Err(e) => {
-                        tracing::warn!(error = %e, token = %address, "forgetting an upgraded token's metadata failed");
-                        BTreeSet::new()
-                    }
-                },
+                Ok(ChainEvent::ProxyUpgraded { address }) => self.read_again([address]),
                 Ok(_) => BTreeSet::new(),
                 // Missed blocks: their tokens are found by a scan of the token table.
                 Err(RecvError::Lagged(_)) => {

@@ -99,16 +99,7 @@ pub fn upgrade(
     let token = token.filter(|_| !by_cookie || same_origin(req.headers(), state.config.auth.siwe_domain.as_deref()));
     // Tokens count against the client's failed-authentication budget as over HTTP: once it is spent, a token is
     // not even checked (the connection is anonymous) until the window ends.
-    let now = std::time::Instant::now();
-    let token = token.filter(|_| state.auth.failures.locked_for(client, now).is_none());
-    let credential = token.and_then(|t| match state.accounts.verify_token(t) {
-        Ok(Some(account)) => Some((t.to_owned(), account)),
-        Ok(None) => {
-            state.auth.failures.record(client, now);
-            None
-        }
-        Err(_) => None,
-    });
+    let credential = token.and_then(|t| Some((t.to_owned(), super::auth::token_account(t, state, client).ok()?)));
     if vsn.as_deref().is_some_and(|v| !v.starts_with("2.0.")) {
         // Phoenix refuses serializer versions it does not speak with an empty 403.
         let mut response = Response::new(Body::default());
