@@ -360,11 +360,11 @@ pub struct DaemonArgs {
     /// Most MiB of node answers /api/eth holds at once, all clients together (more get 503).
     #[arg(long, env = "ROCKSCOUT_RPC_MAX_INFLIGHT_MIB", default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub rpc_max_inflight_mib: u64,
-    /// /health says node_unresponsive (503) once the node has not answered for this many milliseconds (at least
-    /// twice the poll interval).
+    /// /health's status says node_unresponsive, and /health/ready answers 503, once the node has not answered for
+    /// this many milliseconds (at least twice the poll interval).
     #[arg(long, env = "ROCKSCOUT_HEALTH_UNRESPONSIVE_MS", default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
     pub health_unresponsive_ms: u64,
-    /// /health says node_stalled (503) once the node's head has not moved for this many milliseconds; 0 = never
+    /// /health's status says node_stalled, and /health/ready answers 503, once the node's head has not moved for this many milliseconds; 0 = never
     /// (the default, as an idle devnet makes no blocks). Set it on chains with regular blocks.
     #[arg(long, env = "ROCKSCOUT_HEALTH_STALL_MS", default_value_t = 0)]
     pub health_stall_ms: u64,

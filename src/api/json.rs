@@ -41,7 +41,7 @@ pub fn iso_timestamp(seconds: u64) -> String {
 /// `2024-05-01T12:34:56.123456Z` from Unix milliseconds.
 pub fn iso_timestamp_ms(ms: u64) -> String {
     let base = iso_timestamp(ms / 1000);
-    format!("{}.{:03}000Z", &base[..19], ms % 1000)
+    format!("{}.{:03}000Z", base.split_once('.').map_or(base.as_str(), |(whole, _)| whole), ms % 1000)
 }
 
 /// Unix milliseconds from an ISO-8601 UTC timestamp `YYYY-MM-DDTHH:MM:SS[.fraction]Z`.
@@ -77,7 +77,9 @@ pub fn parse_iso_ms(text: &str) -> Option<u64> {
 
 /// `YYYY-MM-DD` of a UTC day number.
 pub fn iso_date(day: u32) -> String {
-    iso_timestamp(u64::from(day) * 86_400)[..10].to_owned()
+    let mut date = iso_timestamp(u64::from(day) * 86_400);
+    date.truncate(date.find('T').unwrap_or(date.len()));
+    date
 }
 
 /// `after - before` as a signed decimal string (`"-5"`, `"0"`, `"12"`).
@@ -856,6 +858,9 @@ mod tests {
         assert_eq!(iso_timestamp(1_668_167_975), "2022-11-11T11:59:35.000000Z");
         assert_eq!(iso_timestamp(4_102_444_799), "2099-12-31T23:59:59.000000Z");
         assert_eq!(iso_date(19_000), "2022-01-08");
+        // Years past 9999 (a node may set any timestamp) keep their whole date.
+        assert_eq!(iso_date(3_472_222), "11476-08-15");
+        assert_eq!(iso_timestamp_ms(300_000_000_000_123), "11476-08-15T05:20:00.123000Z");
     }
 
     #[test]

@@ -84,6 +84,10 @@ const WELL_KNOWN: &[&str] = &[
 const MAX_TEMPLATE: usize = 1 << 14;
 /// Most 32-byte words one decode may produce at worst ([`cost`]): 16 MiB.
 const DECODE_BUDGET: usize = 1 << 19;
+/// Most levels of arrays and tuples a type may nest: alloy's decoder refuses data past 16 levels, but only after
+/// building the type's template, which (like the JSON made of a value, and dropping it) goes one call deeper per
+/// level: `uint8[1]` nested 8,000 times overflowed the stack, at a template of 1.
+const MAX_NESTING: usize = 16;
 
 /// What decoding a parameter list can cost. Call data, log data and revert data are untrusted: ABI offsets may all
 /// point at the same bytes, so `bytes[]` of N offsets to one L-byte value decodes to N·L bytes from 32·N + L of
@@ -96,9 +100,13 @@ struct Shape {
 }
 
 impl Shape {
-    /// The shape of `params`, `None` when a type does not resolve or its template is past [`MAX_TEMPLATE`].
+    /// The shape of `params`, `None` when a type does not resolve, nests deeper than [`MAX_NESTING`] or its
+    /// template is past [`MAX_TEMPLATE`].
     fn of<P: Specifier<DynSolType>>(params: &[P]) -> Option<Shape> {
         let types = params.iter().map(|p| p.resolve().ok()).collect::<Option<Vec<_>>>()?;
+        if !types.iter().all(|t| nests_within(t, MAX_NESTING)) {
+            return None;
+        }
         let total = types.iter().fold(0usize, |sum, t| sum.saturating_add(template(t)));
         (total <= MAX_TEMPLATE).then_some(Shape { types })
     }
@@ -117,6 +125,15 @@ impl Shape {
     ) -> Option<Vec<DynSolValue>> {
         let values = self.admits(data).then(|| decode(data).ok()).flatten()?;
         unaliased(&values, data.len()).then_some(values)
+    }
+}
+
+/// Whether `ty` has at most `levels` levels of arrays and tuples (it stops looking one level past them).
+fn nests_within(ty: &DynSolType, levels: usize) -> bool {
+    match ty {
+        DynSolType::FixedArray(inner, _) | DynSolType::Array(inner) => levels > 0 && nests_within(inner, levels - 1),
+        DynSolType::Tuple(items) => levels > 0 && items.iter().all(|t| nests_within(t, levels - 1)),
+        _ => true,
     }
 }
 
@@ -194,8 +211,8 @@ impl Abi {
         Abi { json, functions, events, errors, constructor }
     }
 
-    /// The items of `json` whose types do not resolve or are too large to decode (see [`MAX_TEMPLATE`]), by
-    /// signature.
+    /// The items of `json` whose types do not resolve or are too large or too deeply nested to decode (see
+    /// [`Shape`]), by signature.
     pub fn undecodable(json: &JsonAbi) -> Vec<String> {
         let functions = json.functions().filter(|f| Shape::of(&f.inputs).is_none() || Shape::of(&f.outputs).is_none());
         let events = json.events().filter(|e| Shape::of(&e.inputs).is_none()).map(|e| e.signature());
@@ -230,6 +247,11 @@ impl Abi {
         let (function, Some((shape, _))) = self.functions.get(&selector)? else { return None };
         let values = shape.decode(&input[4..], |data| function.abi_decode_input(data))?;
         Some(decoded(&function.name, selector, &named(&function.inputs), &values, None))
+    }
+
+    /// Whether the function `selector` names has inputs and outputs within the decoding bounds (see [`Shape`]).
+    pub fn within_bounds(&self, selector: [u8; 4]) -> bool {
+        matches!(self.functions.get(&selector), Some((_, Some(_))))
     }
 
     /// The output of the function `selector` names (a read-method call's answer), when it decodes within bounds.
@@ -553,5 +575,42 @@ mod tests {
         let ok = alloy::primitives::keccak256("ok(uint8[16][])");
         let input = [&ok[..4], &U256::from(32).to_be_bytes::<32>(), &[0u8; 32]].concat();
         assert!(abi.decode_input(&input).is_some());
+    }
+
+    #[test]
+    fn types_nested_past_the_limit_are_not_decoded() {
+        let nested = |levels: usize| format!("uint8{}", "[1]".repeat(levels));
+        let function = |name: &str, ty: &str| serde_json::json!({"type": "function", "name": name, "inputs": [{"name": "", "type": ty}], "outputs": []});
+        let deepest = nested(MAX_NESTING);
+        let json: JsonAbi = serde_json::from_value(serde_json::json!([
+            function("deepest", &deepest),
+            function("deeper", &nested(MAX_NESTING + 1)),
+            function("crashed", &nested(8_000)),
+        ]))
+        .unwrap();
+        let mut undecodable = Abi::undecodable(&json);
+        undecodable.sort();
+        assert_eq!(
+            undecodable,
+            [format!("crashed({})", nested(8_000)), format!("deeper({})", nested(MAX_NESTING + 1))]
+        );
+        let abi = Abi::new(json);
+        // One word of data is one `uint8` at any depth of `[1]`: only the type's nesting decides.
+        let call = |signature: String| [&keccak256(signature)[..4], &U256::from(7).to_be_bytes::<32>()[..]].concat();
+        let decoded = abi.decode_input(&call(format!("deepest({deepest})"))).unwrap();
+        assert_eq!(decoded["method_call"], format!("deepest({deepest})"));
+        assert_eq!(decoded["parameters"][0]["value"].to_string(), format!("{}\"7\"{}", "[".repeat(16), "]".repeat(16)));
+        assert!(abi.decode_input(&call(format!("crashed({})", nested(8_000)))).is_none());
+        assert!(abi.within_bounds(keccak256(format!("deepest({deepest})"))[..4].try_into().unwrap()));
+        assert!(!abi.within_bounds(keccak256(format!("deeper({})", nested(MAX_NESTING + 1)))[..4].try_into().unwrap()));
+        // A tuple is a level too.
+        let tuple = |levels: usize| serde_json::json!({"name": "", "type": format!("tuple{}", "[1]".repeat(levels - 1)), "components": [{"name": "x", "type": "uint8"}]});
+        let json: JsonAbi = serde_json::from_value(serde_json::json!([
+            {"type": "event", "name": "Fits", "inputs": [tuple(MAX_NESTING)], "anonymous": false},
+            {"type": "event", "name": "Past", "inputs": [tuple(MAX_NESTING + 1)], "anonymous": false},
+        ]))
+        .unwrap();
+        assert_eq!(Abi::undecodable(&json).len(), 1);
+        assert!(Abi::undecodable(&json)[0].starts_with("Past("));
     }
 }

@@ -284,7 +284,7 @@ fn abi_text(abi: Option<&Value>) -> Result<String, ApiError> {
     if !undecodable.is_empty() {
         let list = undecodable.iter().take(5).map(String::as_str).collect::<Vec<_>>().join(", ");
         return Err(invalid(&format!(
-            "Types that do not resolve or are too large to decode (fixed-size arrays of over 16384 values): {list}"
+            "Types that do not resolve or are too large to decode (fixed-size arrays of over 16384 values, or over 16 levels of arrays and tuples): {list}"
         )));
     }
     Ok(text)

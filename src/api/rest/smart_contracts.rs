@@ -512,6 +512,12 @@ pub async fn query_read_method(
     ) {
         return Err(ApiError::invalid("method_id", format!("{} is not a view or pure function", function.name)));
     }
+    if !abi.within_bounds(selector) {
+        return Err(ApiError::invalid(
+            "method_id",
+            format!("{}'s types are too large to call and decode", function.name),
+        ));
+    }
     if request.args.len() != function.inputs.len() {
         return Err(ApiError::invalid(
             "args",

@@ -182,10 +182,7 @@ pub fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -
     let mut settings = json!({"optimizer": {"enabled": enabled, "runs": runs}});
     let libraries = libraries(fields.get("libraries"))?;
     if !libraries.is_empty() {
-        // The form names libraries without their files: each is offered to every file (solc links by file:name).
-        let per_file: serde_json::Map<String, Value> =
-            sources.keys().map(|file| (file.clone(), Value::Object(libraries.clone()))).collect();
-        settings["libraries"] = Value::Object(per_file);
+        settings["libraries"] = Value::Object(libraries_by_file(&sources, &libraries)?);
     }
     if let Some(evm) = fields.get("evm_version").and_then(Value::as_str).filter(|v| !v.is_empty() && *v != "default") {
         settings["evmVersion"] = json!(evm);
@@ -197,7 +194,41 @@ pub fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -
     })
 }
 
-/// The form's `libraries` (an object of library name → address, or that object as JSON text), checked.
+/// Most libraries one form may name.
+const MAX_LIBRARIES: usize = 64;
+/// Most (file, library) pairs the libraries of one form may make ([`libraries_by_file`]).
+const MAX_LIBRARY_LINKS: usize = 10_000;
+
+/// `settings.libraries` for a form's libraries, which name no file: solc links a library by its file and name, so
+/// each library is offered to every file whose text names it, within [`MAX_LIBRARY_LINKS`] pairs (offering each to
+/// every file made thousands of files times thousands of libraries).
+fn libraries_by_file(
+    sources: &serde_json::Map<String, Value>,
+    libraries: &serde_json::Map<String, Value>,
+) -> Result<serde_json::Map<String, Value>, ApiError> {
+    let mut links = 0usize;
+    let mut by_file = serde_json::Map::new();
+    for (file, source) in sources {
+        let text = source["content"].as_str().unwrap_or_default();
+        let named: serde_json::Map<String, Value> = libraries
+            .iter()
+            .filter(|(name, _)| text.contains(name.as_str()))
+            .map(|(n, a)| (n.clone(), a.clone()))
+            .collect();
+        links += named.len();
+        if links > MAX_LIBRARY_LINKS {
+            let why = format!("more than {MAX_LIBRARY_LINKS} pairs of a file and a library it names");
+            return Err(ApiError::invalid("libraries", why));
+        }
+        if !named.is_empty() {
+            by_file.insert(file.clone(), Value::Object(named));
+        }
+    }
+    Ok(by_file)
+}
+
+/// The form's `libraries` (an object of library name → address, or that object as JSON text), checked: at most
+/// [`MAX_LIBRARIES`].
 fn libraries(field: Option<&Value>) -> Result<serde_json::Map<String, Value>, ApiError> {
     let bad = |why: String| ApiError::invalid("libraries", why);
     let object = match field {
@@ -207,6 +238,9 @@ fn libraries(field: Option<&Value>) -> Result<serde_json::Map<String, Value>, Ap
         Some(other) => other.clone(),
     };
     let Value::Object(object) = object else { return Err(bad("not an object of name to address".into())) };
+    if object.len() > MAX_LIBRARIES {
+        return Err(bad(format!("at most {MAX_LIBRARIES} libraries")));
+    }
     for (name, address) in &object {
         let valid = address.as_str().is_some_and(|a| a.parse::<Address>().is_ok());
         if name.is_empty() || !valid {
@@ -285,6 +319,35 @@ mod tests {
         let unfinished = Bytes::from_static(b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx");
         assert!(form_fields(unfinished, form).await.is_err());
         assert!(form_fields(Bytes::from_static(b"x"), "multipart/form-data").await.is_err(), "no boundary");
+    }
+
+    #[test]
+    fn libraries_are_offered_to_the_files_that_name_them_within_bounds() {
+        let form = |files: Value, libraries: Value| {
+            let fields =
+                json!({"compiler_version": "0.8.37", "contract_name": "C", "files": files, "libraries": libraries});
+            request_from_sources(fields.as_object().unwrap(), Via::MultiPart)
+        };
+        let tally = "0x1111111111111111111111111111111111111111";
+        let files = json!({"src/Tally.sol": "library Tally {}", "src/C.sol": "import './Tally.sol'; contract C { uint x = Tally.f(); }", "src/D.sol": "contract D {}"});
+        let request = form(files, json!({"Tally": tally, "Unused": tally})).unwrap();
+        assert_eq!(
+            request.input["settings"]["libraries"],
+            json!({"src/C.sol": {"Tally": tally}, "src/Tally.sol": {"Tally": tally}})
+        );
+        // Thousands of files naming thousands of libraries no longer copy every library into every file.
+        let names: Vec<String> = (0..MAX_LIBRARIES).map(|i| format!("L{i:03}")).collect();
+        let text = names.join(" ");
+        let files: serde_json::Map<String, Value> =
+            (0..MAX_LIBRARY_LINKS / MAX_LIBRARIES + 1).map(|i| (format!("f{i}.sol"), json!(text))).collect();
+        let libraries: serde_json::Map<String, Value> = names.iter().map(|n| (n.clone(), json!(tally))).collect();
+        let refused = form(Value::Object(files.clone()), Value::Object(libraries.clone())).unwrap_err();
+        assert!(refused.to_string().contains("pairs of a file and a library"), "{refused}");
+        let fewer: serde_json::Map<String, Value> = files.into_iter().take(MAX_LIBRARY_LINKS / MAX_LIBRARIES).collect();
+        assert!(form(Value::Object(fewer), Value::Object(libraries.clone())).is_ok());
+        let mut too_many = libraries;
+        too_many.insert("One more".into(), json!(tally));
+        assert!(form(json!({"a.sol": ""}), Value::Object(too_many)).unwrap_err().to_string().contains("at most 64"));
     }
 
     #[test]
