@@ -247,6 +247,8 @@ async fn account_actions_match_the_node() {
     assert_eq!(got, want);
     assert_eq!(transfers[0]["tokenSymbol"], "SCN");
     assert_eq!(transfers[0]["functionName"], "transfer(address to, uint256 value)");
+    // Etherscan's answer: a transaction's input is not repeated for each of its transfers.
+    assert!(transfers.as_array().unwrap().iter().all(|t| t["input"] == "deprecated"));
     // No ERC-721 transfers exist: an empty list in Etherscan's form.
     let none = api(addr, &format!("module=account&action=tokennfttx&address={a1}")).await;
     assert_eq!(none, json!({"message": "No token transfers found", "result": [], "status": "0"}));

@@ -1,7 +1,7 @@
 //! `module=account`: balances, an address's transactions, internal transactions and token transfers, its token
 //! holdings and the blocks it mined.
 
-use super::{bad, filter_by, lower, read, Answer, Outcome, Params, Refusal};
+use super::{bad, filter_by, lower, read, Answer, InputBudget, Outcome, Params, Refusal};
 use crate::api::json::Contracts;
 use crate::api::rest::contracts;
 use crate::api::rest::headers;
@@ -104,6 +104,7 @@ impl CumulativeGas {
 /// One `txlist` item.
 fn tx_item(
     tx: &TxRecord,
+    input: String,
     pos: BlockPos,
     header: &BlockRecord,
     tip: u64,
@@ -124,7 +125,7 @@ fn tx_item(
         "gasPrice": tx.effective_gas_price.to_string(),
         "isError": if tx.succeeded() { "0" } else { "1" },
         "txreceipt_status": match tx.status { Some(true) => "1", Some(false) => "0", None => "" },
-        "input": format!("0x{}", alloy::hex::encode(&tx.input)),
+        "input": input,
         "contractAddress": tx.created.as_ref().map(lower).unwrap_or_default(),
         "cumulativeGasUsed": cumulative.to_string(),
         "gasUsed": tx.gas_used.to_string(),
@@ -170,11 +171,13 @@ pub(super) async fn txlist(params: Params, state: &AppState, deadline: tokio::ti
         let headers = headers(r, positions.iter().map(|p| p.block))?;
         let called = contracts(r, txs.iter().flatten().filter_map(|tx| tx.to))?;
         let mut cumulative = CumulativeGas::default();
+        let mut inputs = InputBudget::default();
         let mut items = Vec::with_capacity(positions.len());
         for (pos, tx) in positions.into_iter().zip(txs) {
             let (Some(tx), Some(header)) = (tx, headers.get(&pos.block)) else { continue };
+            let Some(input) = inputs.hex(&tx.input) else { return Ok(Answer::refuse(InputBudget::EXCEEDED)) };
             let gas = cumulative.at(r, pos)?;
-            items.push(tx_item(&tx, pos, header, tip.unwrap_or(0), gas, &called));
+            items.push(tx_item(&tx, input, pos, header, tip.unwrap_or(0), gas, &called));
         }
         Ok(Answer::list(items, "No transactions found"))
     })
@@ -197,11 +200,12 @@ pub(super) async fn pendingtxlist(params: Params, state: &AppState, deadline: to
                 }
             })
             .filter_map(Result::transpose);
-        let items: Vec<Value> = paging
+        let mut inputs = InputBudget::default();
+        let items: Option<Vec<Value>> = paging
             .page(waiting, |_| true)?
             .iter()
             .map(|tx| {
-                json!({
+                Some(json!({
                     "hash": format!("{:#x}", tx.hash),
                     "nonce": tx.nonce.to_string(),
                     "from": lower(&tx.from),
@@ -209,13 +213,14 @@ pub(super) async fn pendingtxlist(params: Params, state: &AppState, deadline: to
                     "value": tx.value.to_string(),
                     "gas": tx.gas_limit.to_string(),
                     "gasPrice": tx.gas_price.or(tx.max_fee_per_gas).map(|p| p.to_string()).unwrap_or_default(),
-                    "input": format!("0x{}", alloy::hex::encode(&tx.input)),
+                    "input": inputs.hex(&tx.input)?,
                     "contractAddress": "",
                     "cumulativeGasUsed": "",
                     "gasUsed": "",
-                })
+                }))
             })
             .collect();
+        let Some(items) = items else { return Ok(Answer::refuse(InputBudget::EXCEEDED)) };
         Ok(Answer::list(items, "No transactions found"))
     })
     .await
@@ -401,7 +406,9 @@ pub(super) async fn tokentx(
                 ("gasPrice", json!(tx.effective_gas_price.to_string())),
                 ("gasUsed", json!(tx.gas_used.to_string())),
                 ("cumulativeGasUsed", json!(cumulative.at(r, tx_pos)?.to_string())),
-                ("input", json!(format!("0x{}", alloy::hex::encode(&tx.input)))),
+                // Etherscan's answer: the transaction's input once per transfer made an airdrop's 5,000
+                // transfers 1.6 GB.
+                ("input", json!("deprecated")),
                 ("methodId", json!(method_id(tx))),
                 ("functionName", json!(function_name(tx, &called))),
                 ("confirmations", json!(tip.saturating_sub(pos.block).to_string())),
