@@ -178,6 +178,8 @@ pub struct Shared {
     readers: Arc<tokio::sync::Semaphore>,
     /// One permit per KiB of the large request bodies being received ([`BODY_BUDGET`]).
     body_budget: Arc<tokio::sync::Semaphore>,
+    /// One permit per trace the API has asked the node for ([`NODE_TRACES`]).
+    node_traces: tokio::sync::Semaphore,
     rpc: rpc::Passthrough,
     stats: Mutex<Option<Arc<ChainStats>>>,
     on_chain: Mutex<OnChainCache>,
@@ -221,6 +223,11 @@ const ON_CHAIN_CACHE_LIMIT: usize = 10_000;
 
 /// Store-reading handlers running at once on the blocking pool; further requests wait (within their deadline).
 const STORE_READERS: usize = 8;
+
+/// Transaction traces the API asks the node for at once (`raw-trace`, `state-changes`), all clients together: a
+/// trace of a large transaction costs the node seconds, and a dozen at once left it unable to answer the indexer.
+/// Further requests are refused with 503 until one ends.
+const NODE_TRACES: usize = 2;
 
 /// Cheap handle on [`Shared`].
 #[derive(Debug, Clone)]
@@ -275,6 +282,7 @@ impl AppState {
             ),
             readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
             body_budget: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET >> 10)),
+            node_traces: tokio::sync::Semaphore::new(NODE_TRACES),
             rpc: rpc::Passthrough::new(config.rpc.clone()),
             config,
             stats: Mutex::new(None),
@@ -283,6 +291,20 @@ impl AppState {
             names: names::NameCache::default(),
             nft_metadata: nft_metadata::MetadataCache::default(),
         }))
+    }
+
+    /// The node's trace of transaction `hash` with `tracer` and `config`, within [`NODE_TRACES`] at once.
+    pub async fn node_trace(
+        &self,
+        hash: alloy::primitives::B256,
+        tracer: &str,
+        config: serde_json::Value,
+    ) -> Result<serde_json::Value, ApiError> {
+        let _permit = self
+            .node_traces
+            .try_acquire()
+            .map_err(|_| ApiError::Busy("the node is computing other transaction traces; retry shortly"))?;
+        Ok(self.node.trace_transaction_with(hash, tracer, config).await?)
     }
 
     /// Balance and code presence of `address` after the indexed tip `tip` (block 0 before any block is indexed),

@@ -59,10 +59,15 @@ impl Pauser {
     }
 }
 
+/// Longest wait after rounds that failed in a row.
+const MAX_ROUND_BACKOFF: Duration = Duration::from_secs(30);
+
 /// Runs a writer that works in rounds behind the indexed tip (the trace pass, the balance writer) until cancelled.
 /// After a round that moved it forward it goes on at once; otherwise it waits for the next chain event, `idle` at
 /// most. A store error that `io` finds in a round's error and that is an I/O error pauses the writer like every
-/// writer; any other error is logged, and the round is tried again after the wait.
+/// writer; any other error (mostly the node's) is logged, and the round is tried again after `idle`, doubled for
+/// each failure in a row up to [`MAX_ROUND_BACKOFF`] whatever the chain does meanwhile: a node that cannot trace a
+/// block in time is not asked again every second (and at every new block) while it still works on the last try.
 pub(crate) async fn run_rounds<E, F, Fut>(
     status: Arc<Status>,
     writer: Writer,
@@ -78,11 +83,13 @@ pub(crate) async fn run_rounds<E, F, Fut>(
 {
     let mut events = events.subscribe();
     let mut pauser = Pauser::new(status, writer);
+    let mut failures = 0u32;
     loop {
         let progressed = match round().await {
             Ok(progressed) => {
                 // Committed, or nothing to commit (caught up, or the chain moved): nothing waits for the store.
                 pauser.succeeded();
+                failures = 0;
                 progressed
             }
             Err(e) => match io(&e).filter(|e| e.is_io()) {
@@ -93,8 +100,14 @@ pub(crate) async fn run_rounds<E, F, Fut>(
                     continue;
                 }
                 None => {
-                    tracing::warn!(writer = writer.name(), error = %e, "a round failed; trying again");
-                    false
+                    let wait = idle.saturating_mul(1 << failures.min(16)).min(MAX_ROUND_BACKOFF);
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(writer = writer.name(), error = %e, retry_in = ?wait, "a round failed; trying again");
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                    continue;
                 }
             },
         };

@@ -239,8 +239,8 @@ pub struct TraceFollower {
 
 /// Blocks traced per round.
 const ROUND: u64 = 64;
-/// Rounds in a row the node must refuse to trace one block, over at least the refusal window
-/// (`--trace-refusal-window-ms`), before the pass leaves it untraced and goes on.
+/// Rounds in a row the node must refuse to trace one block (or fail to trace one of its transactions in time), over
+/// at least the refusal window (`--trace-refusal-window-ms`), before the pass leaves it untraced and goes on.
 const REFUSALS_BEFORE_SKIP: u32 = 5;
 
 /// Whether the node refused to trace (an error answer, or an answer without traces: its state is gone, the block
@@ -255,6 +255,18 @@ fn refused(e: &NodeError) -> bool {
             *code != LIMIT_EXCEEDED && !passing.iter().any(|word| message.contains(word))
         }
         NodeError::Transport(_) | NodeError::Timeout(_) => false,
+    }
+}
+
+/// Whether the node did not finish a trace in time: no answer within the request, or its own tracer `timeout`.
+fn timed_out(e: &NodeError) -> bool {
+    match e {
+        NodeError::Timeout(_) => true,
+        NodeError::Rpc { message, .. } => {
+            let message = message.to_ascii_lowercase();
+            message.contains("timeout") || message.contains("timed out")
+        }
+        NodeError::Invalid(_) | NodeError::Transport(_) => false,
     }
 }
 
@@ -371,13 +383,27 @@ impl TraceFollower {
         let (node, coin_balances, one_by_one) = (&self.node, self.coin_balances, &self.one_by_one);
         let fetched = futures_util::stream::iter(targets)
             .map(|(n, hash, txs, named)| async move {
+                // Whether a failure may count toward passing the block: the node refused, or could not trace one
+                // transaction within a request (`fetch` asks for single transactions only after the whole block
+                // timed out), which it may never do.
                 let traces = match fetch(node, n, &txs, one_by_one).await {
                     Ok(Some(traces)) => traces,
-                    other => return (n, hash, txs, other.map(|t| t.map(|t| (t, Vec::new())))),
+                    Ok(None) => return (n, hash, txs, Ok(None)),
+                    Err(e) => {
+                        let passable = refused(&e) || timed_out(&e);
+                        return (n, hash, txs, Err((e, passable)));
+                    }
                 };
                 let balances =
                     if coin_balances { call_balances(node, &traces, &named, hash).await } else { Ok(Vec::new()) };
-                (n, hash, txs, balances.map(|b| Some((traces, b))))
+                let outcome = match balances {
+                    Ok(balances) => Ok(Some((traces, balances))),
+                    Err(e) => {
+                        let passable = refused(&e);
+                        Err((e, passable))
+                    }
+                };
+                (n, hash, txs, outcome)
             })
             .buffered(self.concurrency);
         let mut fetched = std::pin::pin!(fetched);
@@ -394,11 +420,11 @@ impl TraceFollower {
                 // A node that keeps refusing one block (its state pruned, a transaction it cannot replay) would
                 // hold back every later block: after a few rounds the block is committed without traces (its
                 // transactions then show no internal transactions and an unknown internal error flag).
-                Err(e) if refused(&e) && self.refused_again(n) => {
+                Err((e, true)) if self.refused_again(n) => {
                     tracing::warn!(block = n, error = %e, "the node refuses to trace this block: left without internal transactions");
                     (None, Vec::new())
                 }
-                Err(e) => return Err(RoundError::Node(e)),
+                Err((e, _)) => return Err(RoundError::Node(e)),
             };
             let store = self.store.clone();
             let done = tokio::task::spawn_blocking(move || commit(&store, n, hash, traces.as_ref(), &balances))

@@ -316,15 +316,27 @@ impl Node {
         parse_deep(raw.get()).map_err(|e| NodeError::Invalid(format!("{method}: {e}")))
     }
 
+    /// The tracer options of a trace request: `tracer`, `config`, and a `timeout` of the request's own (as a Go
+    /// duration), so a node that honours it (geth and its kin) stops a trace nobody waits for any more instead of
+    /// computing it on while the request is tried again.
+    fn tracer_options(&self, tracer: &str, config: Option<serde_json::Value>) -> serde_json::Value {
+        let mut options = serde_json::json!({"tracer": tracer, "timeout": format!("{}ms", self.timeout.as_millis())});
+        if let Some(config) = config {
+            options["tracerConfig"] = config;
+        }
+        options
+    }
+
     /// `callTracer` traces of every transaction of block `number`, in transaction order.
     pub async fn trace_block(&self, number: u64) -> Result<Vec<RpcBlockTrace>, NodeError> {
-        self.call_deep("debug_traceBlockByNumber", serde_json::json!([quantity(number), {"tracer": "callTracer"}]))
-            .await
+        let options = self.tracer_options("callTracer", None);
+        self.call_deep("debug_traceBlockByNumber", serde_json::json!([quantity(number), options])).await
     }
 
     /// The `callTracer` trace of one transaction.
     pub async fn trace_transaction(&self, hash: B256) -> Result<RpcCallFrame, NodeError> {
-        self.call_deep("debug_traceTransaction", serde_json::json!([hash, {"tracer": "callTracer"}])).await
+        self.call_deep("debug_traceTransaction", serde_json::json!([hash, self.tracer_options("callTracer", None)]))
+            .await
     }
 
     /// A trace of one transaction with `tracer` and `config` as the node returns it (raw traces, state diffs).
@@ -334,8 +346,8 @@ impl Node {
         tracer: &str,
         config: serde_json::Value,
     ) -> Result<serde_json::Value, NodeError> {
-        self.call_deep("debug_traceTransaction", serde_json::json!([hash, {"tracer": tracer, "tracerConfig": config}]))
-            .await
+        let options = self.tracer_options(tracer, Some(config));
+        self.call_deep("debug_traceTransaction", serde_json::json!([hash, options])).await
     }
 
     /// Native balance of `address` at block `number`.

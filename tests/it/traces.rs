@@ -139,8 +139,8 @@ fn trace_rows(t: &TestDaemon) -> Vec<(&'static str, Vec<u8>, Vec<u8>)> {
 struct TraceGate {
     addr: SocketAddr,
     open: watch::Sender<Option<&'static [u8]>>,
-    /// Trace requests naming any of these (a block number, a transaction hash) get an error answer.
-    refused: Arc<Mutex<Vec<String>>>,
+    /// Trace requests naming any of these (a block number, a transaction hash) get an error answer with its message.
+    refused: Arc<Mutex<Vec<(String, &'static str)>>>,
     /// Every trace request's body, in arrival order.
     seen: Arc<Mutex<Vec<String>>>,
 }
@@ -151,7 +151,7 @@ impl TraceGate {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (open, opened) = watch::channel(None::<&'static [u8]>);
-        let refused = Arc::new(Mutex::new(Vec::<String>::new()));
+        let refused = Arc::new(Mutex::new(Vec::<(String, &'static str)>::new()));
         let seen = Arc::new(Mutex::new(Vec::<String>::new()));
         let (refusing, seeing) = (refused.clone(), seen.clone());
         tokio::spawn(async move {
@@ -165,12 +165,17 @@ impl TraceGate {
                         if text.contains("debug_trace") {
                             seeing.lock().unwrap().push(text.clone());
                         }
-                        let refuse = text.contains("debug_trace")
-                            && refusing.lock().unwrap().iter().any(|pattern| text.contains(pattern.as_str()));
-                        if refuse {
+                        let refusal = refusing
+                            .lock()
+                            .unwrap()
+                            .iter()
+                            .find(|(pattern, _)| text.contains("debug_trace") && text.contains(pattern.as_str()))
+                            .map(|(_, message)| *message);
+                        if let Some(message) = refusal {
                             let id =
                                 serde_json::from_slice::<Value>(&body).map(|v| v["id"].clone()).unwrap_or_default();
-                            let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "historical state not available"}});
+                            let error =
+                                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message}});
                             let response = hyper::Response::builder()
                                 .header("content-type", "application/json")
                                 .body(Full::new(bytes::Bytes::from(error.to_string())))
@@ -202,7 +207,13 @@ impl TraceGate {
 
     /// Refuses, from now on, every trace request that names `pattern`.
     fn refuse(&self, pattern: String) {
-        self.refused.lock().unwrap().push(pattern);
+        self.refused.lock().unwrap().push((pattern, "historical state not available"));
+    }
+
+    /// Answers, from now on, every trace request that names `pattern` as geth does when its tracer's `timeout`
+    /// passed.
+    fn time_out(&self, pattern: String) {
+        self.refused.lock().unwrap().push((pattern, "execution timeout"));
     }
 
     /// Refuses no trace request from now on.
@@ -615,6 +626,46 @@ async fn blocks_whose_trace_times_out_are_traced_one_transaction_at_a_time() {
     let whole = format!("\"{block:#x}\"");
     assert_eq!(gate.requests("debug_traceBlockByNumber", &whole), 1, "the block was asked for whole once");
     assert_eq!(gate.requests("debug_traceTransaction", &format!("{spawn:#x}")), 1, "the first trace was kept");
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// A transaction the node cannot trace within a request (geth's tracer `timeout`, which every trace request
+/// carries, answers `execution timeout`) is not asked for again and again: after a few rounds, at growing intervals,
+/// its block is passed like a refused one, and later blocks are traced (a transaction of 95,000 calls once held
+/// the pass, asking anvil for the same trace every second, for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_the_node_cannot_trace_in_time_is_passed() {
+    let (_anvil, node, a, gate) = gated_node().await;
+    let factory = deploy_factory(&node, a[0]).await;
+    let slow = send_call(&node, a[1], factory, DemoFactory::spawnCall { v: U256::from(5) }.abi_encode(), 1_000).await;
+    mine(&node, 1).await;
+    let slow_block = node.get_transaction_receipt(slow).await.unwrap().unwrap().block_number.unwrap();
+    gate.hold_block_traces();
+    gate.time_out(format!("{slow:#x}"));
+    let later = send_call(&node, a[2], factory, DemoFactory::spawnCall { v: U256::from(6) }.abi_encode(), 1_000).await;
+    mine(&node, 1).await;
+    let t = start_daemon(&gate.url(), |c| {
+        c.tracing = true;
+        c.rpc_timeout = Duration::from_secs(2);
+        c.trace_refusal_window = Duration::from_secs(2);
+    })
+    .await;
+    let addr = t.daemon.addr();
+    wait_synced(&t.daemon, &node).await;
+    wait_traced(addr, &node).await;
+
+    let want = node_frames(&node, later).await;
+    assert!(!want.is_empty());
+    assert_eq!(api_frames(addr, &format!("/api/v2/transactions/{later:#x}/internal-transactions")).await, want);
+    let passed = get(addr, &format!("/api/v2/transactions/{slow:#x}/internal-transactions")).await;
+    assert_eq!(passed["items"], json!([]), "the block of the transaction that never traces in time is passed");
+    let block = get(addr, &format!("/api/v2/blocks/{slow_block}")).await;
+    assert_eq!(block["internal_transactions_count"], Value::Null, "unknown, not 0: {block}");
+    // Asked once per round until passed (5 rounds), not once a second; each request named the daemon's timeout.
+    let asked = gate.requests("debug_traceTransaction", &format!("{slow:#x}"));
+    assert_eq!(asked, 5, "trace requests for the slow transaction");
+    let seen = gate.seen.lock().unwrap().clone();
+    assert!(seen.iter().all(|body| body.contains(r#""timeout":"2000ms""#)), "{seen:?}");
     t.daemon.shutdown().await.unwrap();
 }
 

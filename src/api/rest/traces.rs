@@ -202,7 +202,7 @@ pub async fn raw_trace(state: &AppState, hash: B256) -> Result<Response<Body>, A
     if !tracing_on(state) {
         return Ok(ok(&json!([])));
     }
-    let trace = state.node.trace_transaction_with(hash, "callTracer", json!({})).await?;
+    let trace = state.node_trace(hash, "callTracer", json!({})).await?;
     Ok(ok(&parity_traces(&trace, hash, MAX_RAW_FRAMES)))
 }
 
@@ -329,7 +329,7 @@ pub async fn state_changes(state: &AppState, hash: B256, offset: usize) -> Resul
     if !tracing_on(state) {
         return Ok(ok(&Envelope::<()>::empty()));
     }
-    let diff = state.node.trace_transaction_with(hash, "prestateTracer", json!({"diffMode": true})).await?;
+    let diff = state.node_trace(hash, "prestateTracer", json!({"diffMode": true})).await?;
     let coins = coin_changes(&diff);
     let total = coins.len() + tokens.len();
     let end = total.min(offset.saturating_add(STATE_CHANGES_PAGE));
