@@ -168,14 +168,18 @@ impl MetadataFetcher {
                 failed.insert(token);
                 continue;
             }
-            match self.store.reader().get::<TokenMetadatas>(&token) {
-                Ok(Some(_)) => continue,
-                Ok(None) => {}
-                Err(e) => {
+            // Read once, and only while the token is indexed: one a reorg took away (its first transfer reverted)
+            // has no code at the head, and answers read now would stay when a contract is created there again.
+            let reader = self.store.reader();
+            match (reader.get::<TokenMetadatas>(&token), reader.get::<Tokens>(&token)) {
+                (Ok(None), Ok(Some(_))) => {}
+                (Ok(_), Ok(_)) => continue,
+                (Err(e), _) | (_, Err(e)) => {
                     tracing::warn!(error = %e, %token, "reading token metadata failed");
                     continue;
                 }
             }
+            drop(reader);
             match self.read(token).await {
                 Ok(metadata) => {
                     if self.read_after.len() >= REMEMBERED_READS {

@@ -513,6 +513,65 @@ async fn a_token_re_created_at_its_address_by_a_reorg_is_named_anew() {
     t.daemon.shutdown().await.unwrap();
 }
 
+/// A token deployed in blocks a reorg removes, then, after a restart, another token deployed by the same sender at
+/// the same nonce, so at the same address: the new token is named as the node answers. (The reorg's re-read saved
+/// the vanished token's empty answers, which nothing read again once the restart forgot the reorg.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_deployed_again_at_an_address_a_reorg_emptied_is_named_after_a_restart() {
+    use alloy::sol_types::SolConstructor;
+    use rockscout::dev::contracts::DemoToken;
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let from = anvil.addresses()[2];
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let token_code = |name: &str, symbol: &str| {
+        let mut code = DemoToken::BYTECODE.to_vec();
+        let supply = U256::from(10).pow(U256::from(20));
+        code.extend(
+            DemoToken::constructorCall { name_: name.into(), symbol_: symbol.into(), initialSupply: supply }
+                .abi_encode(),
+        );
+        Bytes::from(code)
+    };
+    let addr = t.daemon.addr();
+    let token_name = |addr: std::net::SocketAddr, token: Address| async move {
+        let reply = get(addr, &format!("/api/v2/tokens/{token}")).await;
+        (reply.status == 200).then(|| reply.json()["name"].clone())
+    };
+    let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+    let ghost = deploy(&node, from, &token_code("Ghost Coin", "GHOST")).await;
+    mine(&node, 3).await;
+    let token = created_address(&node, ghost).await;
+    poll_until("the vanishing token's name", Duration::from_secs(30), || async {
+        (token_name(addr, token).await == Some(json!("Ghost Coin"))).then_some(())
+    })
+    .await;
+    let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+    assert!(reverted);
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    poll_until("the token to be gone", Duration::from_secs(30), || async {
+        token_name(addr, token).await.is_none().then_some(())
+    })
+    .await;
+    let TestDaemon { daemon, dir } = t;
+    daemon.shutdown().await.unwrap();
+
+    let daemon = Daemon::start(&test_config(&anvil.http_url(), dir.path())).await.expect("daemon restarts");
+    let addr = daemon.addr();
+    let real = deploy(&node, from, &token_code("Real Coin", "REAL")).await;
+    mine(&node, 4).await;
+    assert_eq!(created_address(&node, real).await, token, "the same address on the new branch");
+    wait_synced(&daemon, &node).await;
+    poll_until("the new token's name", Duration::from_secs(30), || async {
+        (token_name(addr, token).await == Some(json!("Real Coin"))).then_some(())
+    })
+    .await;
+    let found = get_json(addr, "/api/v2/search?q=REAL").await;
+    assert_eq!(found["items"][0]["address_hash"], token.to_checksum(None), "{found}");
+    daemon.shutdown().await.unwrap();
+}
+
 /// Calls `upgradeTo(logic)` on `upgrader` in a block that a reorg then removes: `shown`'s implementations move
 /// from `before` to `after` and back.
 async fn upgrade_then_reorg(
