@@ -50,6 +50,12 @@ fn node_problem(status: &StatusSnapshot, config: &HealthConfig, now: Instant) ->
     }
 }
 
+/// Whether the node's head as last seen is current: the node answered the last request, within
+/// `unresponsive_after` (a head the follower cannot refresh says nothing of how far behind the index is).
+pub fn head_is_current(status: &StatusSnapshot, config: &HealthConfig, now: Instant) -> bool {
+    !matches!(node_problem(status, config, now), Some("node_unreachable" | "node_unresponsive"))
+}
+
 /// Why the daemon should not get traffic, or `None` when it is ready: `starting` before the node's head is known
 /// (and no node error seen), a [`node_problem`], `lagging` while the index is more than `ready_max_lag_blocks` behind.
 pub fn unready_reason(status: &StatusSnapshot, config: &HealthConfig, now: Instant) -> Option<&'static str> {
@@ -181,5 +187,19 @@ mod tests {
         assert_eq!(unready_reason(&StatusSnapshot::default(), &config, now), Some("starting"));
         let starting = StatusSnapshot { node_head: None, ..synced(now) };
         assert_eq!(unready_reason(&starting, &config, now), Some("starting"));
+    }
+
+    #[test]
+    fn a_head_is_current_while_the_node_answers() {
+        let now = Instant::now();
+        let config = HealthConfig::default();
+        assert!(head_is_current(&synced(now), &config, now));
+        let down = StatusSnapshot { node_reachable: false, ..synced(now) };
+        assert!(!head_is_current(&down, &config, now));
+        assert!(!head_is_current(&synced(now - Duration::from_secs(60)), &config, now));
+        // A head that does not move is still the node's head.
+        let stalled = StatusSnapshot { head_seen_at: Some(now - Duration::from_secs(60)), ..synced(now) };
+        let strict = HealthConfig { stalled_after: Some(Duration::from_secs(30)), ..config };
+        assert!(head_is_current(&stalled, &strict, now));
     }
 }

@@ -72,12 +72,35 @@ pub fn expand_id(uri: &str, id: U256) -> String {
     uri.replace("{id}", &format!("{id:064x}"))
 }
 
-/// A JSON object from document bytes (anything else is no metadata).
+/// Deepest nesting of objects and arrays a metadata document may have: served inside the API's answers (a few
+/// levels more), which the pages parse again under `serde_json`'s limit of 128 (a document of 126 levels made the
+/// instance page a 500).
+const MAX_METADATA_NESTING: usize = 64;
+
+/// A JSON object from document bytes, nested at most [`MAX_METADATA_NESTING`] levels (anything else is no
+/// metadata).
 fn json_object(bytes: &[u8], max_bytes: usize) -> Option<Value> {
     if bytes.len() > max_bytes {
         return None;
     }
-    serde_json::from_slice::<Value>(bytes).ok().filter(Value::is_object)
+    let value = serde_json::from_slice::<Value>(bytes).ok().filter(Value::is_object)?;
+    (nesting(&value) <= MAX_METADATA_NESTING).then_some(value)
+}
+
+/// Levels of objects and arrays in `value` (a scalar is 0), without recursion.
+fn nesting(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(value, 0usize)];
+    while let Some((value, depth)) = pending.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(fields) => Box::new(fields.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(depth + 1);
+        pending.extend(children.map(|child| (child, depth + 1)));
+    }
+    deepest
 }
 
 /// The document of a `data:` URI: `data:[<type>][;base64],<data>`, base64 or percent-encoded.
@@ -290,6 +313,18 @@ mod tests {
         }
         let big = format!("data:application/json,{{\"a\":\"{}\"}}", "x".repeat(100));
         assert_eq!(decode_data_uri(&big, 50), None, "over the size limit");
+    }
+
+    #[test]
+    fn documents_nested_past_the_limit_are_no_metadata() {
+        let nested =
+            |levels: usize| format!(r#"{{"name":"n","a":{}1{}}}"#, "[".repeat(levels - 1), "]".repeat(levels - 1));
+        let fits = json_object(nested(MAX_METADATA_NESTING).as_bytes(), 1 << 20).unwrap();
+        assert_eq!(fits["name"], "n");
+        assert_eq!(nesting(&fits), MAX_METADATA_NESTING);
+        assert_eq!(json_object(nested(MAX_METADATA_NESTING + 1).as_bytes(), 1 << 20), None);
+        assert_eq!(json_object(nested(126).as_bytes(), 1 << 20), None, "the campaign's document");
+        assert_eq!(nesting(&serde_json::json!({"a": [], "b": {"c": 1}})), 2);
     }
 
     #[test]

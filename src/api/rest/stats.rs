@@ -178,7 +178,8 @@ pub fn wants_detailed_gas(headers: &HeaderMap) -> bool {
 /// Blocks behind the node's head still counted as "finished indexing".
 const FINISHED_LAG: u64 = 2;
 
-/// `GET /api/v2/main-page/indexing-status`.
+/// `GET /api/v2/main-page/indexing-status`: not finished while the node's head cannot be refreshed (the last
+/// request failed, or no answer within `--health-unresponsive-ms`).
 pub fn indexing_status(state: &AppState) -> Response<Body> {
     let status = state.status.snapshot();
     let ratio = match (status.indexed, status.node_head) {
@@ -186,7 +187,8 @@ pub fn indexing_status(state: &AppState) -> Response<Body> {
         (None, _) => 0.0,
         (Some(_), None) => 1.0,
     };
-    let finished = status.node_head.is_some() && status.lag() <= FINISHED_LAG;
+    let current = crate::api::health::head_is_current(&status, &state.config.health, std::time::Instant::now());
+    let finished = status.node_head.is_some() && status.lag() <= FINISHED_LAG && current;
     // With tracing: traced blocks over indexed blocks; `null` when internal transactions are not indexed.
     let traced_ratio = status.trace_ratio();
     let traces_finished = status.trace_lag().is_none_or(|lag| lag <= FINISHED_LAG);
