@@ -518,17 +518,55 @@ impl HeadSignal {
     }
 }
 
+/// How long a `newHeads` subscription may stay silent before its connection is asked for the head, and how long
+/// connecting, subscribing or that question may take: a node that accepts connections but answers nothing (locked
+/// up) left alloy's own reconnection, and with it the subscription, waiting for good while the follower polled.
+const QUIET_SUBSCRIPTION: Duration = Duration::from_secs(30);
+
+/// Why a `newHeads` subscription was left.
+#[derive(Debug, thiserror::Error)]
+enum SubscriptionEnded {
+    #[error(transparent)]
+    Transport(#[from] alloy::transports::TransportError),
+    #[error("the connection did not answer within {0:?}")]
+    Silent(Duration),
+    #[error("the node's head moved to {head} without a notification since {notified}")]
+    Stale { head: u64, notified: u64 },
+}
+
+/// `future`'s outcome, or [`SubscriptionEnded::Silent`] after [`QUIET_SUBSCRIPTION`].
+async fn within_quiet<T, E>(future: impl std::future::Future<Output = Result<T, E>>) -> Result<T, SubscriptionEnded>
+where
+    SubscriptionEnded: From<E>,
+{
+    match tokio::time::timeout(QUIET_SUBSCRIPTION, future).await {
+        Ok(outcome) => Ok(outcome?),
+        Err(_) => Err(SubscriptionEnded::Silent(QUIET_SUBSCRIPTION)),
+    }
+}
+
 async fn follow_new_heads(url: String, tx: tokio::sync::watch::Sender<u64>, cancel: CancellationToken) {
     let mut backoff = Backoff::new();
     while !cancel.is_cancelled() {
         let connected = async {
-            let provider = ProviderBuilder::new().connect_ws(WsConnect::new(url.clone())).await?;
-            let mut stream = provider.subscribe_blocks().await?.into_stream();
+            let provider = within_quiet(ProviderBuilder::new().connect_ws(WsConnect::new(url.clone()))).await?;
+            let mut stream = within_quiet(async { provider.subscribe_blocks().await }).await?.into_stream();
+            let mut notified = within_quiet(provider.get_block_number()).await?;
             tracing::info!(url = %redact_url(&url), "following newHeads over websocket");
-            while let Some(header) = stream.next().await {
-                tx.send_replace(header.number);
+            loop {
+                match tokio::time::timeout(QUIET_SUBSCRIPTION, stream.next()).await {
+                    Ok(Some(header)) => {
+                        notified = notified.max(header.number);
+                        tx.send_replace(header.number);
+                    }
+                    Ok(None) => return Ok(()),
+                    // Silent: an idle chain, or a connection (or alloy's reconnection) that answers nothing.
+                    Err(_) => match within_quiet(provider.get_block_number()).await? {
+                        head if head <= notified => {}
+                        head => return Err(SubscriptionEnded::Stale { head, notified }),
+                    },
+                }
             }
-            Ok::<_, alloy::transports::TransportError>(())
         };
         tokio::select! {
             _ = cancel.cancelled() => return,

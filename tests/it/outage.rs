@@ -77,3 +77,96 @@ async fn node_errors_do_not_show_the_node_url_s_key() {
     assert!(health["node_error"].as_str().unwrap().contains(&format!("127.0.0.1:{port}")), "{health}");
     daemon.shutdown().await.unwrap();
 }
+
+/// A relay to the node's WebSocket port that can go silent: connections numbered up to `muted_through` (from 1) stay
+/// open but get nothing back, not even pongs or a handshake (a node locked up); counts the connections it accepted.
+struct SilentRelay {
+    addr: std::net::SocketAddr,
+    muted_through: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    connections: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl SilentRelay {
+    async fn start(node_port: u16) -> SilentRelay {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let muted_through = std::sync::Arc::new(AtomicUsize::new(0));
+        let connections = std::sync::Arc::new(AtomicUsize::new(0));
+        let (mute, count) = (muted_through.clone(), connections.clone());
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let number = count.fetch_add(1, Ordering::SeqCst) + 1;
+                let Ok(mut node) = tokio::net::TcpStream::connect(("127.0.0.1", node_port)).await else { continue };
+                let mute = mute.clone();
+                tokio::spawn(async move {
+                    let (mut client_read, mut client_write) = client.split();
+                    let (mut node_read, mut node_write) = node.split();
+                    let upstream = tokio::io::copy(&mut client_read, &mut node_write);
+                    let downstream = async {
+                        let mut buf = vec![0u8; 64 << 10];
+                        loop {
+                            let n = node_read.read(&mut buf).await?;
+                            if n == 0 {
+                                return Ok::<_, std::io::Error>(());
+                            }
+                            if number > mute.load(Ordering::SeqCst) {
+                                client_write.write_all(&buf[..n]).await?;
+                            }
+                        }
+                    };
+                    let _ = tokio::join!(upstream, downstream);
+                });
+            }
+        });
+        SilentRelay { addr, muted_through, connections }
+    }
+}
+
+/// How long after the first block mined (one every 200 ms) `signal` ends a wait; `None` past `limit`.
+async fn notified_within(
+    signal: &mut rockscout::node::HeadSignal,
+    node: &alloy::providers::RootProvider,
+    limit: Duration,
+) -> Option<Duration> {
+    let started = std::time::Instant::now();
+    let mining = async {
+        loop {
+            mine(node, 1).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    tokio::select! {
+        _ = signal.wait() => Some(started.elapsed()),
+        _ = mining => None,
+        _ = tokio::time::sleep(limit) => None,
+    }
+}
+
+/// The node's WebSocket goes silent for a minute, new connections included (a node locked up by a heavy trace):
+/// alloy's own reconnection then waited for good, and the follower polled without a word. The subscription is
+/// checked after 30 s of silence and made again, and the new connection's notifications wake the follower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_head_subscription_is_made_again() {
+    use std::sync::atomic::Ordering;
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let relay = SilentRelay::start(anvil.port()).await;
+    let ws_url = format!("ws://{}", relay.addr);
+    let client = rockscout::node::Node::new(&anvil.http_url(), Some(&ws_url), Duration::from_secs(5)).unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    // A poll interval longer than the test: only notifications end a wait quickly.
+    let mut signal = client.head_signal(Duration::from_secs(3600), cancel.clone());
+    assert!(notified_within(&mut signal, &node, Duration::from_secs(20)).await.is_some(), "notified over the relay");
+    assert_eq!(relay.connections.load(Ordering::SeqCst), 1);
+    relay.muted_through.store(usize::MAX, Ordering::SeqCst);
+    let (muted, connections) = (relay.muted_through.clone(), relay.connections.clone());
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        muted.store(connections.load(Ordering::SeqCst), Ordering::SeqCst);
+    });
+    let woken = notified_within(&mut signal, &node, Duration::from_secs(150)).await;
+    assert!(woken.is_some_and(|after| after >= Duration::from_secs(60)), "notified again after the silence: {woken:?}");
+    cancel.cancel();
+}
