@@ -1,7 +1,7 @@
 //! `module=account`: balances, an address's transactions, internal transactions and token transfers, its token
 //! holdings and the blocks it mined.
 
-use super::{bad, filter_by, lower, read, Answer, InputBudget, Outcome, Params, Refusal};
+use super::{bad, filter_by, lower, read, Answer, HexBudget, Outcome, Params, Refusal};
 use crate::api::json::Contracts;
 use crate::api::rest::contracts;
 use crate::api::rest::headers;
@@ -171,11 +171,11 @@ pub(super) async fn txlist(params: Params, state: &AppState, deadline: tokio::ti
         let headers = headers(r, positions.iter().map(|p| p.block))?;
         let called = contracts(r, txs.iter().flatten().filter_map(|tx| tx.to))?;
         let mut cumulative = CumulativeGas::default();
-        let mut inputs = InputBudget::default();
+        let mut inputs = HexBudget::default();
         let mut items = Vec::with_capacity(positions.len());
         for (pos, tx) in positions.into_iter().zip(txs) {
             let (Some(tx), Some(header)) = (tx, headers.get(&pos.block)) else { continue };
-            let Some(input) = inputs.hex(&tx.input) else { return Ok(Answer::refuse(InputBudget::EXCEEDED)) };
+            let Some(input) = inputs.hex(&tx.input) else { return Ok(Answer::refuse(HexBudget::EXCEEDED)) };
             let gas = cumulative.at(r, pos)?;
             items.push(tx_item(&tx, input, pos, header, tip.unwrap_or(0), gas, &called));
         }
@@ -200,7 +200,7 @@ pub(super) async fn pendingtxlist(params: Params, state: &AppState, deadline: to
                 }
             })
             .filter_map(Result::transpose);
-        let mut inputs = InputBudget::default();
+        let mut inputs = HexBudget::default();
         let items: Option<Vec<Value>> = paging
             .page(waiting, |_| true)?
             .iter()
@@ -220,7 +220,7 @@ pub(super) async fn pendingtxlist(params: Params, state: &AppState, deadline: to
                 }))
             })
             .collect();
-        let Some(items) = items else { return Ok(Answer::refuse(InputBudget::EXCEEDED)) };
+        let Some(items) = items else { return Ok(Answer::refuse(HexBudget::EXCEEDED)) };
         Ok(Answer::list(items, "No transactions found"))
     })
     .await

@@ -1,6 +1,6 @@
 //! `module=logs`, `token`, `stats`, `block`, `transaction` and the read actions of `contract`.
 
-use super::{bad, lower, read, Answer, Outcome, Params, Refusal};
+use super::{bad, lower, read, Answer, HexBudget, Outcome, Params, Refusal};
 use crate::api::rest::blocks::Countdown;
 use crate::api::rest::headers;
 use crate::api::rest::smart_contracts::{contract_info, matched_artifact, stored_facts};
@@ -144,8 +144,10 @@ pub(super) async fn getlogs(params: Params, state: &AppState, deadline: tokio::t
         let headers = headers(r, found.iter().map(|(p, _)| p.block))?;
         let mut txs = std::collections::HashMap::new();
         let mut items = Vec::with_capacity(found.len());
+        let mut budget = HexBudget::default();
         for (pos, log) in &found {
             let Some(header) = headers.get(&pos.block) else { continue };
+            let Some(data) = budget.hex(&log.data) else { return Ok(Answer::refuse(HexBudget::EXCEEDED)) };
             let tx_pos = BlockPos { block: pos.block, index: log.tx_index };
             if let std::collections::hash_map::Entry::Vacant(slot) = txs.entry(tx_pos) {
                 slot.insert(r.get::<crate::store::tables::Transactions>(&tx_pos)?);
@@ -157,7 +159,7 @@ pub(super) async fn getlogs(params: Params, state: &AppState, deadline: tokio::t
             items.push(json!({
                 "address": lower(&log.address),
                 "topics": topics,
-                "data": format!("0x{}", alloy::hex::encode(&log.data)),
+                "data": data,
                 "blockNumber": hex_u64(pos.block),
                 "timeStamp": hex_u64(header.timestamp),
                 "gasPrice": tx.map(|t| format!("{:#x}", t.effective_gas_price)).unwrap_or_default(),
@@ -360,21 +362,23 @@ pub(super) async fn gettxinfo(params: Params, state: &AppState, deadline: tokio:
         let tip = r.tip()?.map(|t| t.number).unwrap_or(0);
         let start = after.map_or(tx.first_log, |i| u32::try_from(i).unwrap_or(u32::MAX).saturating_add(1));
         let logs = r.tx_logs(pos.block, &tx, start, TX_INFO_LOGS + 1)?;
-        let more = logs.len() > TX_INFO_LOGS;
-        let shown = &logs[..logs.len().min(TX_INFO_LOGS)];
-        let log_items: Vec<Value> = shown
-            .iter()
-            .map(|(k, log)| {
-                let topics: Vec<Value> =
-                    (0..4).map(|i| log.topics.get(i).map_or(Value::Null, |t| json!(format!("{t:#x}")))).collect();
-                json!({
-                    "address": lower(&log.address),
-                    "data": format!("0x{}", alloy::hex::encode(&log.data)),
-                    "topics": topics,
-                    "index": k.index.to_string(),
-                })
-            })
-            .collect();
+        // The input, then as many logs as fit in the budget (the next page starts after the last shown).
+        let mut budget = HexBudget::default();
+        let Some(input) = budget.hex(&tx.input) else { return Ok((Answer::refuse(HexBudget::EXCEEDED), None)) };
+        let mut log_items = Vec::new();
+        for (k, log) in logs.iter().take(TX_INFO_LOGS) {
+            let Some(data) = budget.hex(&log.data) else { break };
+            let topics: Vec<Value> =
+                (0..4).map(|i| log.topics.get(i).map_or(Value::Null, |t| json!(format!("{t:#x}")))).collect();
+            log_items.push(
+                json!({"address": lower(&log.address), "data": data, "topics": topics, "index": k.index.to_string()}),
+            );
+        }
+        if log_items.is_empty() && !logs.is_empty() {
+            return Ok((Answer::refuse(HexBudget::EXCEEDED), None));
+        }
+        let shown = &logs[..log_items.len()];
+        let more = logs.len() > shown.len();
         let next = shown.last().filter(|_| more).map(|(k, _)| {
             json!({"action": "gettxinfo", "index": k.index, "module": "transaction", "txhash": format!("{hash:#x}")})
         });
@@ -387,7 +391,7 @@ pub(super) async fn gettxinfo(params: Params, state: &AppState, deadline: tokio:
             "from": lower(&tx.from),
             "to": tx.to.as_ref().map(lower).unwrap_or_default(),
             "value": tx.value.to_string(),
-            "input": format!("0x{}", alloy::hex::encode(&tx.input)),
+            "input": input,
             "gasLimit": tx.gas_limit.to_string(),
             "gasUsed": tx.gas_used.to_string(),
             "gasPrice": tx.effective_gas_price.to_string(),

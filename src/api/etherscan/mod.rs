@@ -30,23 +30,23 @@ pub const MAX_BODY: usize = 10 << 20;
 pub const RESULT_WINDOW: u64 = 10_000;
 /// Most logs `getLogs` answers with.
 pub const MAX_LOGS: usize = 1_000;
-/// Most bytes of transaction inputs (as hex) one list answers with: 10,000 transactions of 400 KB of call data each
-/// would be 8 GB.
-pub const MAX_INPUT_BYTES: usize = 64 << 20;
+/// Most bytes of transaction inputs and log data (as hex) one answer carries: 10,000 transactions of 400 KB of call
+/// data each would be 8 GB, 1,000 logs of 1 MB 2 GB.
+pub const MAX_HEX_BYTES: usize = 64 << 20;
 
-/// The transaction inputs a list has written so far, within [`MAX_INPUT_BYTES`].
+/// The transaction inputs and log data an answer has written so far, within [`MAX_HEX_BYTES`].
 #[derive(Debug, Default)]
-struct InputBudget(usize);
+struct HexBudget(usize);
 
-impl InputBudget {
-    /// The refusal of a list whose inputs pass the budget.
-    const EXCEEDED: &'static str =
-        "Result is too large: its transactions' inputs pass 64 MiB; ask for fewer (offset) or a narrower block range";
+impl HexBudget {
+    /// The refusal of a list past the budget.
+    const EXCEEDED: &'static str = "Result is too large: its transactions' inputs and logs' data pass 64 MiB; ask \
+                                    for fewer (offset) or a narrower block range";
 
-    /// `input` as `0x`-hex, or `None` once the list's inputs pass [`MAX_INPUT_BYTES`].
-    fn hex(&mut self, input: &[u8]) -> Option<String> {
-        self.0 = self.0.saturating_add(2 + 2 * input.len());
-        (self.0 <= MAX_INPUT_BYTES).then(|| format!("0x{}", alloy::hex::encode(input)))
+    /// `bytes` as `0x`-hex, or `None` once the answer's inputs and data pass [`MAX_HEX_BYTES`].
+    fn hex(&mut self, bytes: &[u8]) -> Option<String> {
+        self.0 = self.0.saturating_add(2 + 2 * bytes.len());
+        (self.0 <= MAX_HEX_BYTES).then(|| format!("0x{}", alloy::hex::encode(bytes)))
     }
 }
 
@@ -416,9 +416,9 @@ mod tests {
 
     #[test]
     fn a_list_s_inputs_stop_at_the_budget() {
-        let mut budget = InputBudget::default();
+        let mut budget = HexBudget::default();
         let input = vec![0xab; 1 << 20];
-        let fits = (MAX_INPUT_BYTES / (2 + 2 * input.len())) as usize;
+        let fits = MAX_HEX_BYTES / (2 + 2 * input.len());
         for _ in 0..fits {
             assert_eq!(budget.hex(&input).map(|h| h.len()), Some(2 + 2 * input.len()));
         }
