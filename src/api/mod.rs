@@ -178,8 +178,8 @@ pub struct Shared {
     readers: Arc<tokio::sync::Semaphore>,
     /// One permit per KiB of the large request bodies being received ([`BODY_BUDGET`]).
     body_budget: Arc<tokio::sync::Semaphore>,
-    /// One permit per trace the API has asked the node for ([`NODE_TRACES`]).
-    node_traces: tokio::sync::Semaphore,
+    /// One permit per trace the API has asked the node for, REST and passthrough together ([`NODE_TRACES`]).
+    node_traces: Arc<tokio::sync::Semaphore>,
     rpc: rpc::Passthrough,
     stats: Mutex<Option<Arc<ChainStats>>>,
     on_chain: Mutex<OnChainCache>,
@@ -224,9 +224,10 @@ const ON_CHAIN_CACHE_LIMIT: usize = 10_000;
 /// Store-reading handlers running at once on the blocking pool; further requests wait (within their deadline).
 const STORE_READERS: usize = 8;
 
-/// Transaction traces the API asks the node for at once (`raw-trace`, `state-changes`), all clients together: a
-/// trace of a large transaction costs the node seconds, and a dozen at once left it unable to answer the indexer.
-/// Further requests are refused with 503 until one ends.
+/// Traces the API asks the node for at once (`raw-trace`, `state-changes`, and `debug_trace*` through `/api/eth`),
+/// all clients together: a trace of a large transaction costs the node seconds (anvil minutes, as it ignores the
+/// tracer's `timeout`), and a dozen at once left it unable to answer the indexer. Further requests are refused
+/// (503, or a JSON-RPC error) until one ends.
 const NODE_TRACES: usize = 2;
 
 /// Cheap handle on [`Shared`].
@@ -254,6 +255,7 @@ impl AppState {
             burst: rest::csv::EXPORTS_BURST,
             ..config.rate_limit.clone()
         });
+        let node_traces = Arc::new(tokio::sync::Semaphore::new(NODE_TRACES));
         AppState(Arc::new(Shared {
             accounts: Arc::new(crate::account::Accounts::new(store.clone())),
             auth,
@@ -282,8 +284,8 @@ impl AppState {
             ),
             readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
             body_budget: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET >> 10)),
-            node_traces: tokio::sync::Semaphore::new(NODE_TRACES),
-            rpc: rpc::Passthrough::new(config.rpc.clone()),
+            node_traces: node_traces.clone(),
+            rpc: rpc::Passthrough::new(config.rpc.clone(), node_traces),
             config,
             stats: Mutex::new(None),
             on_chain: Mutex::new(OnChainCache::default()),

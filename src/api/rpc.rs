@@ -245,8 +245,8 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
 #[derive(Debug)]
 enum Action {
     /// Sent to the node: the original bytes, or the re-encoded guarded request. `logs`: the answer's result count
-    /// is checked.
-    Forward { rewritten: Option<String>, logs: bool },
+    /// is checked; `trace`: a trace, which needs one of the node-trace permits.
+    Forward { rewritten: Option<String>, logs: bool, trace: bool },
     /// Answered locally.
     Answer(Value),
     /// Refused locally.
@@ -333,10 +333,14 @@ fn classify<'a>(raw: &'a RawValue, context: &Context<'_>) -> Item<'a> {
     match decide(method, context.config) {
         Decision::Answer(result) => Item { raw, id, action: Action::Answer(result) },
         Decision::Refuse(message) => refuse(id, code::METHOD_NOT_FOUND, message),
-        Decision::Forward(Guard::None) => Item { raw, id, action: Action::Forward { rewritten: None, logs: false } },
+        Decision::Forward(Guard::None) => {
+            Item { raw, id, action: Action::Forward { rewritten: None, logs: false, trace: false } }
+        }
         Decision::Forward(guard) => match guarded(method, probe.params, id, guard, context) {
             Ok(text) => {
-                Item { raw, id, action: Action::Forward { rewritten: Some(text), logs: guard == Guard::LogRange } }
+                let (logs, trace) =
+                    (guard == Guard::LogRange, matches!(guard, Guard::TraceTimeout(_) | Guard::TraceCall));
+                Item { raw, id, action: Action::Forward { rewritten: Some(text), logs, trace } }
             }
             Err((code, message)) => refuse(id, code, message),
         },
@@ -547,18 +551,37 @@ pub struct Passthrough {
     slots: ConcurrencyLimiter,
     /// Node answers held, in KiB.
     budget: Arc<Semaphore>,
+    /// One permit per trace asked of the node, shared with the REST routes that trace.
+    traces: Arc<Semaphore>,
 }
 
+/// The refusal of a trace request while the node computes as many as the explorer allows at once.
+const TRACES_BUSY: &str = "the node is computing other transaction traces; retry shortly";
+
 impl Passthrough {
-    /// A passthrough with `config`.
-    pub fn new(config: RpcConfig) -> Self {
+    /// A passthrough with `config`, tracing within `traces`' permits.
+    pub fn new(config: RpcConfig, traces: Arc<Semaphore>) -> Self {
         let kib = config.max_inflight_bytes.div_ceil(1024).clamp(1, Semaphore::MAX_PERMITS);
         Passthrough {
             client: reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(60)).build().unwrap_or_default(),
             slots: ConcurrencyLimiter::new(config.max_concurrent_per_client, 100_000),
             budget: Arc::new(Semaphore::new(kib)),
+            traces,
             config,
         }
+    }
+
+    /// Takes a node-trace permit for each trace request among `items`, in order; those that find none left are
+    /// refused (a trace of a large transaction holds a node for seconds to minutes, whatever its `timeout`).
+    fn admit_traces(&self, items: &mut [Item<'_>]) -> Vec<OwnedSemaphorePermit> {
+        let mut permits = Vec::new();
+        for item in items.iter_mut().filter(|i| matches!(i.action, Action::Forward { trace: true, .. })) {
+            match self.traces.clone().try_acquire_owned() {
+                Ok(permit) => permits.push(permit),
+                Err(_) => item.action = Action::Refuse { code: code::LIMIT_EXCEEDED, message: TRACES_BUSY.into() },
+            }
+        }
+        permits
     }
 
     /// The settings.
@@ -655,7 +678,8 @@ impl Passthrough {
             return error_response(StatusCode::OK, Value::Null, code::INVALID_REQUEST, &message);
         }
         let context = Context { config, node_head };
-        let classified: Vec<Item<'_>> = items.iter().map(|raw| classify(raw, &context)).collect();
+        let mut classified: Vec<Item<'_>> = items.iter().map(|raw| classify(raw, &context)).collect();
+        let _traces = self.admit_traces(&mut classified);
         if is_batch {
             self.batch(url, &body, &classified).await
         } else {
@@ -911,6 +935,34 @@ mod tests {
         assert!(matches!(logs(r#"{"fromBlock":"soon"}"#, Some(1)), Action::Refuse { code: code::INVALID_PARAMS, .. }));
         let folded = rewritten(logs(r#"{"fromBlock":"0x0","TOBLOCK":"0x1000","toBlock":"0x1"}"#, Some(10)));
         assert_eq!(folded["params"][0], json!({"fromBlock": "0x0", "toBlock": "0x1"}));
+    }
+
+    #[test]
+    fn traces_beyond_the_shared_permits_are_refused() {
+        let config = RpcConfig { allow_debug: true, ..RpcConfig::default() };
+        let traces = Arc::new(Semaphore::new(2));
+        let passthrough = Passthrough::new(config.clone(), traces.clone());
+        let raws: Vec<Box<RawValue>> = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"debug_traceTransaction","params":["0xab"]}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber","params":[]}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"debug_traceCall","params":[{},"latest"]}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"debug_traceBlockByNumber","params":["0x1"]}"#,
+        ]
+        .iter()
+        .map(|text| RawValue::from_string(text.to_string()).unwrap())
+        .collect();
+        let context = Context { config: &config, node_head: None };
+        let mut items: Vec<Item<'_>> = raws.iter().map(|raw| classify(raw, &context)).collect();
+        let permits = passthrough.admit_traces(&mut items);
+        assert_eq!(permits.len(), 2);
+        assert_eq!(items.iter().map(Item::forwarded).collect::<Vec<_>>(), [true, true, true, false]);
+        assert!(
+            matches!(&items[3].action, Action::Refuse { code: code::LIMIT_EXCEEDED, message } if message == TRACES_BUSY)
+        );
+        // The REST routes' traces wait on the same permits, and get them back when the call ends.
+        assert!(traces.try_acquire().is_err());
+        drop(permits);
+        assert_eq!(traces.available_permits(), 2);
     }
 
     #[test]
