@@ -161,6 +161,9 @@ pub fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -
         }
         _ => {
             let files = fields.get("files").and_then(Value::as_object);
+            if files.is_some_and(|files| files.len() > MAX_SOURCE_FILES) {
+                return Err(ApiError::invalid("files", format!("at most {MAX_SOURCE_FILES} source files")));
+            }
             for (path, content) in files.into_iter().flatten() {
                 let content = content.as_str().ok_or_else(|| ApiError::invalid("files", "a file is not text"))?;
                 sources.insert(path.clone(), json!({"content": content}));
@@ -194,37 +197,56 @@ pub fn request_from_sources(fields: &serde_json::Map<String, Value>, via: Via) -
     })
 }
 
+/// Most source files one multi-part form may have (a form of 450,000 empty files took 750 MB to build into an
+/// input).
+const MAX_SOURCE_FILES: usize = 2_000;
 /// Most libraries one form may name.
 const MAX_LIBRARIES: usize = 64;
 /// Most (file, library) pairs the libraries of one form may make ([`libraries_by_file`]).
 const MAX_LIBRARY_LINKS: usize = 10_000;
 
-/// `settings.libraries` for a form's libraries, which name no file: solc links a library by its file and name, so
-/// each library is offered to every file whose text names it, within [`MAX_LIBRARY_LINKS`] pairs (offering each to
-/// every file made thousands of files times thousands of libraries).
+/// `settings.libraries` for a form's libraries, which name no file: solc links a library by the file that defines
+/// it, so each library goes to the files that define it (`library Name`), or when none does to every file whose
+/// text names it; within [`MAX_LIBRARY_LINKS`] pairs (offering each to every file made thousands of files times
+/// thousands of libraries, and an entry for a file that only uses a library changes the metadata hash).
 fn libraries_by_file(
     sources: &serde_json::Map<String, Value>,
     libraries: &serde_json::Map<String, Value>,
 ) -> Result<serde_json::Map<String, Value>, ApiError> {
+    let texts: Vec<(&String, &str)> =
+        sources.iter().map(|(file, source)| (file, source["content"].as_str().unwrap_or_default())).collect();
     let mut links = 0usize;
     let mut by_file = serde_json::Map::new();
-    for (file, source) in sources {
-        let text = source["content"].as_str().unwrap_or_default();
-        let named: serde_json::Map<String, Value> = libraries
-            .iter()
-            .filter(|(name, _)| text.contains(name.as_str()))
-            .map(|(n, a)| (n.clone(), a.clone()))
-            .collect();
-        links += named.len();
+    for (name, address) in libraries {
+        let defining: Vec<&String> =
+            texts.iter().filter(|(_, text)| defines_library(text, name)).map(|(file, _)| *file).collect();
+        let files = match defining.is_empty() {
+            false => defining,
+            true => texts.iter().filter(|(_, text)| text.contains(name.as_str())).map(|(file, _)| *file).collect(),
+        };
+        links += files.len();
         if links > MAX_LIBRARY_LINKS {
             let why = format!("more than {MAX_LIBRARY_LINKS} pairs of a file and a library it names");
             return Err(ApiError::invalid("libraries", why));
         }
-        if !named.is_empty() {
-            by_file.insert(file.clone(), Value::Object(named));
+        for file in files {
+            let entry = by_file.entry(file.clone()).or_insert_with(|| json!({}));
+            entry[name.as_str()] = address.clone();
         }
     }
     Ok(by_file)
+}
+
+/// Whether Solidity source `text` declares `library <name>` (the keyword and the name as whole words).
+fn defines_library(text: &str, name: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    text.match_indices(name).any(|(at, _)| {
+        let (before, after) = (&text[..at], &text[at + name.len()..]);
+        let spaced = before.trim_end_matches(char::is_whitespace);
+        spaced.len() < before.len()
+            && spaced.strip_suffix("library").is_some_and(|rest| !rest.ends_with(word))
+            && !after.starts_with(word)
+    })
 }
 
 /// The form's `libraries` (an object of library name → address, or that object as JSON text), checked: at most
@@ -264,6 +286,9 @@ async fn form_fields(body: Bytes, content_type: &str) -> Result<serde_json::Map<
         let content = part.text().await.map_err(|e| bad(e.to_string()))?;
         if let Some(file_name) = file_name {
             let files = fields.entry("files").or_insert_with(|| json!({}));
+            if files.as_object().is_some_and(|files| files.len() >= MAX_SOURCE_FILES) {
+                return Err(ApiError::invalid("files", format!("at most {MAX_SOURCE_FILES} source files")));
+            }
             if let Some(files) = files.as_object_mut() {
                 files.insert(file_name, Value::String(content.clone()));
             }
@@ -329,12 +354,22 @@ mod tests {
             request_from_sources(fields.as_object().unwrap(), Via::MultiPart)
         };
         let tally = "0x1111111111111111111111111111111111111111";
-        let files = json!({"src/Tally.sol": "library Tally {}", "src/C.sol": "import './Tally.sol'; contract C { uint x = Tally.f(); }", "src/D.sol": "contract D {}"});
-        let request = form(files, json!({"Tally": tally, "Unused": tally})).unwrap();
+        let files = json!({
+            "src/Tally.sol": "library Tally {}",
+            "src/C.sol": "import './Tally.sol'; import './Ext.sol'; contract C { uint x = Tally.f() + Ext.g(); }",
+            "src/D.sol": "contract D { /* mylibrary Tally2 */ }"
+        });
+        let request = form(files, json!({"Tally": tally, "Ext": tally, "Unused": tally})).unwrap();
+        // Tally to the file that defines it (as solc links it and a project's compiler settings name it); Ext,
+        // defined in no file given, to the files that name it.
         assert_eq!(
             request.input["settings"]["libraries"],
-            json!({"src/C.sol": {"Tally": tally}, "src/Tally.sol": {"Tally": tally}})
+            json!({"src/C.sol": {"Ext": tally}, "src/Tally.sol": {"Tally": tally}})
         );
+        assert!(defines_library("pragma solidity ^0.8.0;\nlibrary\n  Tally{}", "Tally"));
+        assert!(!defines_library("mylibrary Tally {}", "Tally"));
+        assert!(!defines_library("library Tally2 {}", "Tally"));
+        assert!(!defines_library("libraryTally {}", "Tally"));
         // Thousands of files naming thousands of libraries no longer copy every library into every file.
         let names: Vec<String> = (0..MAX_LIBRARIES).map(|i| format!("L{i:03}")).collect();
         let text = names.join(" ");
