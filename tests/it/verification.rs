@@ -600,8 +600,8 @@ async fn creation_hex(input: &Value, file: &str, name: &str) -> String {
     object.unwrap_or_else(|| panic!("no bytecode for {name} in {output}")).to_owned()
 }
 
-/// A contract linked to an external library verifies when the form names the library (flattened code, the
-/// frontend's `libraries` field) and with the standard-JSON input's `settings.libraries`; the contract resource
+/// A contract linked to an external library verifies when the form names the library (flattened code and multi-part,
+/// the frontend's `libraries` field) and with the standard-JSON input's `settings.libraries`; the contract resource
 /// lists the library; naming another address for the library fails (linked code carries the address, so the
 /// comparison checks it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -616,7 +616,7 @@ async fn contracts_linked_to_libraries_verify_with_the_library_named() {
     let adder_code = creation_hex(&linked, "src/Linked.sol", "Adder").await;
     assert!(!adder_code.contains("__$"), "the compiler linked the library");
     let mut adders = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..4 {
         adders.push(deploy_code(&node, accounts[0], alloy::hex::decode(&adder_code).unwrap()).await);
     }
     // The library is really used: bump(5) through it.
@@ -647,6 +647,16 @@ async fn contracts_linked_to_libraries_verify_with_the_library_named() {
     .to_string();
     let started = post(addr, &path(adders[1], "standard-input"), Some(&token), "application/json", standard).await;
     assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    // Multi-part names the library without its file: it goes to the file that defines it, as the project's own
+    // settings name it, so the match is full (an entry for each file naming it, here the note too, changed the
+    // metadata hash).
+    let note = "// SPDX-License-Identifier: MIT\npragma solidity ^0.8.0;\n// Adder calls Tally.\n";
+    let parts = json!({"compiler_version": "v0.8.37+commit.1", "contract_name": "Adder",
+                       "files": {"src/Linked.sol": source, "src/Note.sol": note}, "is_optimization_enabled": true,
+                       "optimization_runs": 200, "evm_version": "cancun", "libraries": {"Tally": tally.to_string()}})
+    .to_string();
+    let started = post(addr, &path(adders[3], "multi-part"), Some(&token), "application/json", parts).await;
+    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
     let wrong =
         post(addr, &path(adders[2], "flattened-code"), Some(&token), "application/json", flat(accounts[3])).await;
     assert_eq!(wrong.status, 200);
@@ -657,7 +667,7 @@ async fn contracts_linked_to_libraries_verify_with_the_library_named() {
     assert_eq!(refused.status, 422);
     assert!(refused.json().to_string().contains("libraries"), "{}", refused.json());
 
-    for (adder, full) in [(adders[0], false), (adders[1], true)] {
+    for (adder, full) in [(adders[0], false), (adders[1], true), (adders[3], true)] {
         let shown = poll_until("the linked contract to verify", Duration::from_secs(120), || async {
             let c = get_json(addr, &format!("/api/v2/smart-contracts/{adder}")).await;
             (c["verification_metadata"]["source"] == "verifier").then_some(c)
