@@ -92,13 +92,12 @@ fn nesting(value: &Value) -> usize {
     let mut deepest = 0;
     let mut pending = vec![(value, 0usize)];
     while let Some((value, depth)) = pending.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(fields) => Box::new(fields.values()),
+        match value {
+            Value::Array(items) => pending.extend(items.iter().map(|child| (child, depth + 1))),
+            Value::Object(fields) => pending.extend(fields.values().map(|child| (child, depth + 1))),
             _ => continue,
-        };
+        }
         deepest = deepest.max(depth + 1);
-        pending.extend(children.map(|child| (child, depth + 1)));
     }
     deepest
 }
