@@ -201,6 +201,7 @@ async fn sign_in_with_ethereum_by_a_dev_key() {
     // Readable by the page's script: Blockscout's frontend checks it to know it is signed in.
     assert!(cookie.starts_with("_explorer_key=rst_") && cookie.contains("SameSite=Lax"), "{cookie}");
     assert!(!cookie.contains("HttpOnly"), "{cookie}");
+    assert!(!cookie.contains("Secure"), "a page served over plain HTTP could not send it back: {cookie}");
     let token = reply.json()["token"].as_str().unwrap().to_owned();
     assert_eq!(reply.json()["address_hash"], signer.address().to_checksum(None));
     let info = get_as(addr, "/api/account/v2/user/info", Some(&token)).await;
@@ -260,6 +261,16 @@ async fn sign_in_with_ethereum_by_a_dev_key() {
     let other: PrivateKeySigner = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d".parse().unwrap();
     let reply = authenticate(addr, &fresh, &other).await;
     assert_eq!(reply.status, 401, "someone else's signature");
+
+    // A page served over HTTPS (a TLS proxy in front of this server) gets a cookie sent only over HTTPS.
+    let fresh = siwe_message(addr, signer.address()).await;
+    let signature = signer.sign_message_sync(fresh.as_bytes()).unwrap().to_string();
+    let body = json!({"message": fresh, "signature": signature}).to_string();
+    let headers = [("content-type", "application/json"), ("origin", "https://explorer.example")];
+    let reply = request(addr, Method::POST, "/api/account/v2/authenticate_via_wallet", &headers, body).await;
+    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    let secure = reply.headers["set-cookie"].to_str().unwrap();
+    assert!(secure.starts_with("_explorer_key=rst_") && secure.ends_with("; Secure"), "{secure}");
 
     // The frontend asks for a CSRF token on every page (a failure there is an error on its pages), then signs out.
     let csrf = request(addr, Method::GET, "/api/account/v2/get_csrf", &[], String::new()).await;

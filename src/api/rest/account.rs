@@ -19,7 +19,7 @@ use crate::store::tables::{ApiKeys, CoinBalanceNow};
 use crate::store::{Order, Reader};
 use alloy::primitives::Address;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE, HOST, SET_COOKIE};
+use hyper::header::{HeaderValue, CONTENT_TYPE, HOST, ORIGIN, SET_COOKIE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Value};
 use std::net::IpAddr;
@@ -147,6 +147,9 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
     if let Some(seconds) = state.auth.failures.locked_for(client, now) {
         return Err(ApiError::AuthBudget(seconds));
     }
+    // A page served over HTTPS (through a TLS proxy: this server speaks plain HTTP) gets a cookie browsers send
+    // only over HTTPS.
+    let secure = req.headers().get(ORIGIN).is_some_and(|o| o.as_bytes().starts_with(b"https://"));
     let body = body_json(state, req, MAX_BODY).await?;
     let field = |name: &'static str| {
         body.get(name)
@@ -174,7 +177,8 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
     let mut response = ok(&info);
     // Not HttpOnly: Blockscout's frontend reads this cookie to know it is signed in (as Blockscout sets it). The
     // pages' Content-Security-Policy allows no inline or foreign script to read it instead.
-    let cookie = format!("{COOKIE_NAME}={token}; Path=/; SameSite=Lax; Max-Age={}", lifetime.as_secs());
+    let secure = if secure { "; Secure" } else { "" };
+    let cookie = format!("{COOKIE_NAME}={token}; Path=/; SameSite=Lax; Max-Age={}{secure}", lifetime.as_secs());
     let cookie = HeaderValue::from_str(&cookie).map_err(|e| ApiError::Internal(e.to_string()))?;
     response.headers_mut().insert(SET_COOKIE, cookie);
     Ok(response)
