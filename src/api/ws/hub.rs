@@ -26,6 +26,8 @@ struct Connection {
     kicked: CancellationToken,
     /// Bytes of the frames in `queue`.
     queued: Arc<AtomicUsize>,
+    /// Its subscriptions as `(canonical, spelling)`, so forgetting it touches only its own topics.
+    topics: HashSet<(String, String)>,
 }
 
 #[derive(Debug, Default)]
@@ -88,32 +90,36 @@ impl Hub {
         let mut registry = self.registry();
         registry.next_id += 1;
         let id = registry.next_id;
-        registry.connections.insert(id, Connection { queue, kicked: kicked.clone(), queued: queued.clone() });
+        let connection = Connection { queue, kicked: kicked.clone(), queued: queued.clone(), topics: HashSet::new() };
+        registry.connections.insert(id, connection);
         Attached { id, frames, queued, kicked }
     }
 
     /// Applies a subscription change of connection `id`.
     pub fn apply(&self, id: u64, change: &Subscription) {
-        let mut registry = self.registry();
+        let mut guard = self.registry();
+        let registry = &mut *guard;
+        let Some(connection) = registry.connections.get_mut(&id) else { return };
         match change {
             Subscription::Add { topic, canonical } => {
+                connection.topics.insert((canonical.clone(), topic.clone()));
                 registry.topics.entry(canonical.clone()).or_default().entry(topic.clone()).or_default().insert(id);
             }
-            Subscription::Remove { topic, canonical } => remove(&mut registry, id, topic, canonical),
+            Subscription::Remove { topic, canonical } => {
+                connection.topics.remove(&(canonical.clone(), topic.clone()));
+                remove(registry, id, topic, canonical);
+            }
         }
     }
 
-    /// Forgets connection `id` and all its subscriptions.
+    /// Forgets connection `id` and all its subscriptions. It costs as much as the connection's own topics, not
+    /// everyone's: the lock it holds stops every broadcast, and a whole crowd of clients can leave at once.
     pub fn detach(&self, id: u64) {
         let mut registry = self.registry();
-        registry.connections.remove(&id);
-        registry.topics.retain(|_, spellings| {
-            spellings.retain(|_, ids| {
-                ids.remove(&id);
-                !ids.is_empty()
-            });
-            !spellings.is_empty()
-        });
+        let Some(connection) = registry.connections.remove(&id) else { return };
+        for (canonical, topic) in &connection.topics {
+            remove(&mut registry, id, topic, canonical);
+        }
     }
 
     /// Whether anyone listens to `canonical` (so payloads nobody would receive are not computed).
@@ -229,6 +235,37 @@ mod tests {
         assert_eq!(hub.connections(), 2);
         hub.apply(c.id, &add("blocks:new_block", "blocks:new_block"));
         assert_eq!(hub.counts(), (2, 1));
+    }
+
+    /// Leaving takes away the connection's own subscriptions and nobody else's, whoever shares its topics.
+    #[test]
+    fn a_connection_leaving_takes_only_its_own_subscriptions() {
+        let hub = Hub::new(8, Arc::default());
+        let (leaving, mut staying) = (hub.attach(), hub.attach());
+        for n in 0..50 {
+            let topic = format!("addresses:0x{n:040x}");
+            hub.apply(leaving.id, &add(&topic, &topic));
+            if n % 2 == 0 {
+                hub.apply(staying.id, &add(&topic, &topic));
+            }
+        }
+        hub.apply(leaving.id, &add("blocks:new_block", "blocks:new_block"));
+        hub.apply(
+            leaving.id,
+            &Subscription::Remove { topic: "blocks:new_block".into(), canonical: "blocks:new_block".into() },
+        );
+        assert_eq!(hub.counts(), (2, 75));
+        hub.detach(leaving.id);
+        assert_eq!(hub.counts(), (1, 25));
+        assert!(!hub.wants(&format!("addresses:0x{:040x}", 1)), "a topic only the leaver had is gone");
+        let shared = format!("addresses:0x{:040x}", 2);
+        assert_eq!(hub.publish(&shared, "balance", &json!({})), 1);
+        assert!(staying.try_recv().is_some());
+        hub.detach(staying.id);
+        assert_eq!(hub.counts(), (0, 0));
+        hub.detach(staying.id);
+        hub.apply(staying.id, &add("blocks:new_block", "blocks:new_block"));
+        assert!(!hub.wants("blocks:new_block"), "a forgotten connection subscribes to nothing");
     }
 
     /// The frames of a watchlist topic, and only those, read as private (a payload naming one does not).
