@@ -309,6 +309,29 @@ fn close_store(store: Arc<Store>) {
     }
 }
 
+/// Raises the soft limit of open files to the hard one, as servers do: every connection and WebSocket holds a
+/// descriptor and RocksDB keeps its table files open, and a shell's soft default (often 1,024) would leave the
+/// follower without a socket to reach the node once clients held the rest. Returns the limit now in force.
+pub fn raise_open_file_limit() -> std::io::Result<u64> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit only read or write the struct passed, which lives on this stack frame.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // An unlimited hard limit is not a valid soft one for files: the kernel's usual ceiling stands in for it.
+        let wanted = if limit.rlim_max == libc::RLIM_INFINITY { 1 << 20 } else { limit.rlim_max };
+        if limit.rlim_cur < wanted {
+            let raised = libc::rlimit { rlim_cur: wanted, rlim_max: limit.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            limit = raised;
+        }
+    }
+    Ok(limit.rlim_cur)
+}
+
 /// Runs the daemon until `cancel` fires or the follower fails.
 pub async fn run(config: Config, cancel: CancellationToken) -> Result<(), RunError> {
     Daemon::start(&config).await?.run_until(cancel).await

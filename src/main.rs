@@ -29,6 +29,10 @@ fn main() -> ExitCode {
         },
         _ => None,
     };
+    match rockscout::raise_open_file_limit() {
+        Ok(files) => tracing::debug!(files, "open file limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {

@@ -76,6 +76,7 @@ impl FailureBudget {
 
     /// Whether `ip` has used up its budget: the whole seconds until its window ends (at least 1), if it has.
     pub fn locked_for(&self, ip: IpAddr, now: Instant) -> Option<u64> {
+        let ip = super::limits::client_bucket(ip);
         let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         let (count, start) = failures.get(&ip)?;
         let left = self.window.checked_sub(now.duration_since(*start)).filter(|left| !left.is_zero())?;
@@ -84,6 +85,7 @@ impl FailureBudget {
 
     /// Counts one failure of `ip`.
     pub fn record(&self, ip: IpAddr, now: Instant) {
+        let ip = super::limits::client_bucket(ip);
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         if failures.len() >= MAX_TRACKED_IPS && !failures.contains_key(&ip) {
             failures.retain(|_, (_, start)| now.duration_since(*start) < self.window);

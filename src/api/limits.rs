@@ -36,6 +36,37 @@ fn canonical(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// The key a client is limited under: an IPv4 address (IPv4-mapped or not) as itself, an IPv6 address by its /64
+/// prefix. One host or site is handed a whole /64, so counting each of its addresses apart would let one client
+/// multiply every per-client budget (requests, connections, failed sign-ins).
+pub fn client_bucket(ip: IpAddr) -> IpAddr {
+    match canonical(ip) {
+        IpAddr::V6(v6) if !v6.is_loopback() => {
+            let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(std::net::Ipv6Addr::from(prefix))
+        }
+        ip => ip,
+    }
+}
+
+/// What a [`RateLimiter`] counts under: a client's IP by [`client_bucket`], an API key's id as itself.
+pub trait LimitKey: Copy + Eq + std::hash::Hash + Ord {
+    /// The bucket this key's requests are counted in.
+    fn bucket(self) -> Self;
+}
+
+impl LimitKey for IpAddr {
+    fn bucket(self) -> Self {
+        client_bucket(self)
+    }
+}
+
+impl LimitKey for u64 {
+    fn bucket(self) -> Self {
+        self
+    }
+}
+
 /// The client's address: the peer, or, when the peer is a trusted proxy, the nearest untrusted hop of
 /// `X-Forwarded-For` (read right to left, so a client cannot spoof past the proxy). A hop may carry a port
 /// (`203.0.113.5:4444`, `[2001:db8::1]:4444`); a hop that is no address at all (`unknown`) ends the walk there,
@@ -123,7 +154,7 @@ impl<K> RateLimiter<K> {
     }
 }
 
-impl<K: Copy + Eq + std::hash::Hash + Ord> RateLimiter<K> {
+impl<K: LimitKey> RateLimiter<K> {
     /// Whether limiting is on.
     pub fn enabled(&self) -> bool {
         self.config.per_second > 0
@@ -161,6 +192,7 @@ impl<K: Copy + Eq + std::hash::Hash + Ord> RateLimiter<K> {
         if !self.enabled() || self.exempt.contains(&ip) {
             return Verdict::Unlimited;
         }
+        let ip = ip.bucket();
         let rate = f64::from(self.config.per_second);
         let capacity = self.capacity();
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
@@ -243,7 +275,7 @@ impl ConcurrencyLimiter {
 
     /// A slot for `ip`, or `None` when it already has `per_client` requests in flight (or too many clients do).
     pub fn try_acquire(&self, ip: IpAddr) -> Option<Slot> {
-        let ip = canonical(ip);
+        let ip = client_bucket(ip);
         let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
         if !in_flight.contains_key(&ip) && in_flight.len() >= self.max_tracked {
             return None;
@@ -263,7 +295,7 @@ impl ConcurrencyLimiter {
 
     /// Requests in flight for `ip`.
     pub fn in_flight(&self, ip: IpAddr) -> usize {
-        self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).get(&canonical(ip)).copied().unwrap_or(0)
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).get(&client_bucket(ip)).copied().unwrap_or(0)
     }
 }
 
@@ -302,6 +334,25 @@ mod tests {
         assert!(matches!(l.check(ip, t0 + Duration::from_millis(100)), Verdict::Allowed(_)));
         // Another client is not affected.
         assert!(matches!(l.check("10.0.0.2".parse().unwrap(), t0), Verdict::Allowed(q) if q.remaining == 2));
+    }
+
+    /// The addresses of one IPv6 /64 are one client to every per-client bound; other networks are not.
+    #[test]
+    fn an_ipv6_network_of_64_bits_is_one_client() {
+        let l = limiter(1, 2, 100);
+        let t0 = Instant::now();
+        for ip in ["2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe"] {
+            assert!(matches!(l.check(ip.parse().unwrap(), t0), Verdict::Allowed(_)), "{ip}");
+        }
+        assert!(matches!(l.check("2001:db8:1:2:abcd::9".parse().unwrap(), t0), Verdict::Limited(_)));
+        assert!(matches!(l.check("2001:db8:1:3::1".parse().unwrap(), t0), Verdict::Allowed(_)), "the next /64");
+        let slots = ConcurrencyLimiter::new(1, 10);
+        let held = slots.try_acquire("2001:db8:1:2::7".parse().unwrap()).unwrap();
+        assert!(slots.try_acquire("2001:db8:1:2::8".parse().unwrap()).is_none());
+        drop(held);
+        assert_eq!(client_bucket("::1".parse().unwrap()), "::1".parse::<IpAddr>().unwrap(), "loopback stays itself");
+        assert_eq!(client_bucket("::ffff:10.1.2.3".parse().unwrap()), "10.1.2.3".parse::<IpAddr>().unwrap());
+        assert_eq!(client_bucket("10.1.2.3".parse().unwrap()), "10.1.2.3".parse::<IpAddr>().unwrap());
     }
 
     #[test]

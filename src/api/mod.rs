@@ -143,6 +143,9 @@ pub struct WsServer {
     pub tracker: tokio_util::task::TaskTracker,
     /// One permit per connection.
     pub permits: Arc<tokio::sync::Semaphore>,
+    /// Connections per client (`--max-connections-per-ip`, while rate limiting is on): an upgraded connection
+    /// leaves the HTTP count, and one client must not take every WebSocket slot.
+    pub per_client: Option<limits::ConcurrencyLimiter>,
     /// Fired on shutdown: connections close with 1001.
     pub shutdown: CancellationToken,
 }
@@ -269,6 +272,8 @@ impl AppState {
                 hub: Arc::new(hub),
                 tracker: tokio_util::task::TaskTracker::new(),
                 permits: Arc::new(tokio::sync::Semaphore::new(config.ws.max_connections)),
+                per_client: (config.rate_limit.per_second > 0 && config.max_connections_per_ip > 0)
+                    .then(|| limits::ConcurrencyLimiter::new(config.max_connections_per_ip, config.ws.max_connections)),
                 shutdown: CancellationToken::new(),
             },
             limiter: RateLimiter::new(config.rate_limit.clone()),

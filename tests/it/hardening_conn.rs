@@ -376,6 +376,17 @@ async fn websocket_topics_are_bounded_in_length() {
 }
 
 /// Sends `request` as raw bytes and reads the whole answer (the server closes after an unparsable head).
+/// What the server sends for `request` until it closes or stays silent for a second (an accepted upgrade stays open).
+async fn handshake(addr: SocketAddr, request: &str) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let (mut answer, mut chunk) = (Vec::new(), [0u8; 4096]);
+    while let Ok(Ok(n @ 1..)) = tokio::time::timeout(Duration::from_secs(1), stream.read(&mut chunk)).await {
+        answer.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
 async fn raw_exchange(addr: SocketAddr, request: &[u8]) -> String {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     // The server may answer and close before it has read everything.
@@ -576,6 +587,24 @@ async fn one_client_holds_at_most_its_connections() {
         answer.starts_with(b"HTTP/1.1 200 ").then_some(())
     })
     .await;
+    // An upgraded WebSocket leaves the HTTP count but not the client's: a fourth is refused with 429, and a place
+    // given back is taken again.
+    let mut sockets = Vec::new();
+    for _ in 0..3 {
+        sockets.push(RawWs::connect(addr).await);
+    }
+    let upgrade = format!(
+        "GET {PATH} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    );
+    let refused = handshake(addr, &upgrade).await;
+    assert!(refused.starts_with("HTTP/1.1 429 "), "{refused}");
+    assert!(refused.contains("too many WebSocket connections from this client (at most 3)"), "{refused}");
+    sockets.pop().unwrap().send_masked(FIN | CLOSE, &1000u16.to_be_bytes()).await;
+    poll_until("a WebSocket place to be given back", Duration::from_secs(10), || async {
+        handshake(addr, &upgrade).await.starts_with("HTTP/1.1 101 ").then_some(())
+    })
+    .await;
     t.daemon.shutdown().await.unwrap();
 }
 
@@ -611,4 +640,48 @@ async fn websocket_handshakes_name_the_version_and_check_the_key() {
     let good = head_of(handshake("13", key)).await;
     assert!(good.starts_with("http/1.1 101 "), "{good}");
     t.daemon.shutdown().await.unwrap();
+}
+
+/// The binary raises its soft limit of open files to the hard one: under a shell's usual 1,024, a thousand idle
+/// WebSockets of one crowd left the follower no socket to reach the node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_raises_its_open_file_limit() {
+    use std::os::unix::process::CommandExt;
+    let anvil = start_anvil();
+    let dir = tempfile::tempdir().unwrap();
+    let mut own = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes only the struct passed.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut own) }, 0);
+    assert!(own.rlim_max > 256, "this machine's hard limit ({}) leaves nothing to raise", own.rlim_max);
+    let expected = if own.rlim_max == libc::RLIM_INFINITY { 1 << 20 } else { own.rlim_max };
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_rockscout"));
+    command
+        .args(["run", "--rpc-url", &anvil.http_url(), "--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let hard = own.rlim_max;
+    // SAFETY: the closure only calls setrlimit, which is async-signal-safe, between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            let low = libc::rlimit { rlim_cur: 256, rlim_max: hard };
+            match libc::setrlimit(libc::RLIMIT_NOFILE, &low) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let mut child = command.spawn().expect("the rockscout binary starts");
+    let limits = format!("/proc/{}/limits", child.id());
+    let soft = poll_until("the daemon to raise its open file limit", Duration::from_secs(20), || async {
+        let text = std::fs::read_to_string(&limits).ok()?;
+        let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+        let soft: u64 = line.split_whitespace().nth(3)?.parse().ok()?;
+        (soft != 256).then_some(soft)
+    })
+    .await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(soft, expected, "soft limit raised to the hard one");
 }

@@ -122,6 +122,17 @@ pub fn upgrade(
     if !header("sec-websocket-key").is_some_and(is_websocket_key) {
         return Err(ApiError::NotWebSocket);
     }
+    let slot = match &state.ws.per_client {
+        Some(per_client) if !state.limiter.spares_peer(client) => {
+            Some(per_client.try_acquire(client).ok_or_else(|| {
+                ApiError::Throttled(format!(
+                    "too many WebSocket connections from this client (at most {})",
+                    state.config.max_connections_per_ip
+                ))
+            })?)
+        }
+        _ => None,
+    };
     let Ok(permit) = state.ws.permits.clone().try_acquire_owned() else {
         return Err(ApiError::Busy("too many WebSocket connections"));
     };
@@ -136,7 +147,7 @@ pub fn upgrade(
     let session_state = state.clone();
     state.ws.tracker.spawn(async move {
         match upgraded.await {
-            Ok(ws) => session(ws, session_state, permit, credential).await,
+            Ok(ws) => session(ws, session_state, (permit, slot), credential).await,
             Err(e) => tracing::debug!(error = %e, "websocket upgrade failed"),
         }
     });
@@ -249,7 +260,7 @@ async fn write_bounded(
 async fn session(
     ws: fastwebsockets::WebSocket<Upgraded>,
     state: AppState,
-    _permit: OwnedSemaphorePermit,
+    _slots: (OwnedSemaphorePermit, Option<super::limits::Slot>),
     credential: Option<(String, alloy::primitives::Address)>,
 ) {
     let config = state.config.ws.clone();
