@@ -83,3 +83,68 @@ async fn the_phoenix_client_receives_transaction_code_token_and_supply_events() 
     client.finish().await;
     t.daemon.shutdown().await.unwrap();
 }
+
+/// After a reorg, the subscribers of what the replaced block pushed (a coin balance, a token balance, a supply)
+/// get the state of the chain that replaced it: with the new branch's first block, and when a rollback is followed
+/// by no block at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reorg_corrects_what_the_replaced_blocks_pushed() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let a = anvil.addresses();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let nonce = node.get_transaction_count(a[0]).await.unwrap();
+    let token = a[0].create(nonce);
+    let supply = U256::from(1_000_000u64);
+    let mut code = DemoToken::BYTECODE.to_vec();
+    code.extend(
+        DemoToken::constructorCall { name_: "Fork".into(), symbol_: "FORK".into(), initialSupply: supply }.abi_encode(),
+    );
+    deploy(&node, a[0], &Bytes::from(code)).await;
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    let lower = |address: Address| format!("{address:#x}");
+    let (token_topic, owner_topic) = (format!("tokens:{}", lower(token)), format!("addresses:{}", lower(a[0])));
+    let sender_topic = format!("addresses:{}", lower(a[5]));
+    let topics = [token_topic.clone(), owner_topic.clone(), sender_topic.clone()];
+    let mut client = Listener::join(t.daemon.addr(), &topics).await;
+    let burned = U256::from(1_000u64);
+
+    for rollback_only in [false, true] {
+        let snapshot: U256 = node.raw_request("evm_snapshot".into(), json!([])).await.unwrap();
+        transfer(&node, a[5], a[6], 1_000_000_000_000_000_000).await;
+        call(&node, a[0], token, DemoToken::burnCall { value: burned }.abi_encode()).await;
+        mine(&node, 1).await;
+        let replaced = wait_synced(&t.daemon, &node).await;
+        // Every push of the block about to be replaced has arrived before the reorg.
+        assert_eq!(client.event(&sender_topic, "balance").await["block_number"], replaced);
+        client.event(&sender_topic, "coin_balance").await;
+        let stale = client.event(&token_topic, "total_supply").await;
+        assert_eq!(stale, json!({"total_supply": (supply - burned).to_string()}));
+        let stale = client.event(&owner_topic, "updated_token_balances_erc_20").await;
+        assert_eq!(stale["token_balances"][0]["value"], (supply - burned).to_string());
+        client.clear();
+
+        let reverted: bool = node.raw_request("evm_revert".into(), json!([snapshot])).await.unwrap();
+        assert!(reverted);
+        if !rollback_only {
+            mine(&node, 2).await;
+        }
+        let head = wait_synced(&t.daemon, &node).await;
+        let balance = node.get_balance(a[5]).await.unwrap();
+        let what = if rollback_only { "a rollback" } else { "a reorg" };
+        let pushed = client.event(&sender_topic, "balance").await;
+        assert_eq!(pushed["balance"], balance.to_string(), "{what}: {pushed}");
+        let number = pushed["block_number"].as_u64().unwrap();
+        assert!(number <= head && (rollback_only || number >= replaced), "{what}: pushed at {number}, head {head}");
+        let current = client.event(&sender_topic, "current_coin_balance").await;
+        assert_eq!(current["coin_balance"], balance.to_string(), "{what}");
+        let pushed = client.event(&token_topic, "total_supply").await;
+        assert_eq!(pushed, json!({"total_supply": supply.to_string()}), "{what}");
+        let pushed = client.event(&owner_topic, "updated_token_balances_erc_20").await;
+        assert_eq!(pushed["token_balances"][0]["value"], supply.to_string(), "{what}");
+        client.clear();
+    }
+    client.finish().await;
+    t.daemon.shutdown().await.unwrap();
+}

@@ -21,6 +21,10 @@
 //! | `addresses:<hash>` | `fetched_bytecode`, `changed_bytecode` | `{fetched_bytecode: "0x…"}` when the code writer stores the contract's code; `{}` too when the address held other code before |
 //! | `tokens:<hash>` | `total_supply` | `{total_supply: "<decimal>"}` after a block that minted or burned the token |
 //! | `transactions:<hash>` | `raw_trace` | `{raw_trace: [<raw-trace items>]}` once the trace pass stored the transaction's block |
+//!
+//! After a reorg, the subscribers of what the reverted blocks pushed (coin balances, token balances, supplies) get
+//! the state after the new branch's next block, or after the index's tip when no block follows the revert within
+//! [`CORRECTION_WAIT`], so a client's last push is never one of a replaced branch.
 
 use super::super::json::{hash_hex, iso_timestamp, BlockJson, BlockKind};
 use super::super::rest::tokens::{balance_items, transfer_items};
@@ -38,7 +42,7 @@ use crate::store::Reader;
 use crate::store::StoreResult;
 use alloy::primitives::{Address, Bytes, B256, U256};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -100,6 +104,80 @@ struct BalanceJob {
     parent_hash: B256,
     timestamp: u64,
     addresses: Vec<(Address, Option<B256>)>,
+    /// Addresses whose last push came from a reverted block: their balance after this block, without a history
+    /// item (the block did not change it).
+    corrections: Vec<Address>,
+}
+
+/// Blocks whose pushes are remembered for a reorg to correct: as deep as the undo data a revert needs by default
+/// (`--undo-depth`).
+const REMEMBERED_BLOCKS: usize = 1024;
+/// Most addresses and tokens remembered over all those blocks; past it the oldest blocks are forgotten.
+const REMEMBERED_ENTRIES: usize = 100_000;
+/// How long the corrections of a revert wait for the new branch's next block before they are pushed at the index's
+/// tip (a rollback that no block follows).
+const CORRECTION_WAIT: Duration = Duration::from_millis(500);
+
+/// What pushes of a block were about: subscribed addresses' coin balances, holders' token balances (by standard)
+/// and tokens' supplies.
+#[derive(Debug, Default, PartialEq)]
+struct Touched {
+    addresses: BTreeSet<Address>,
+    holders: BTreeMap<Address, Vec<TokenKind>>,
+    supplies: BTreeSet<Address>,
+}
+
+impl Touched {
+    fn len(&self) -> usize {
+        self.addresses.len() + self.holders.len() + self.supplies.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn absorb(&mut self, other: Touched) {
+        self.addresses.extend(other.addresses);
+        self.supplies.extend(other.supplies);
+        for (holder, kinds) in other.holders {
+            let known = self.holders.entry(holder).or_default();
+            for kind in kinds {
+                if !known.contains(&kind) {
+                    known.push(kind);
+                }
+            }
+        }
+    }
+}
+
+/// The recent blocks' pushes, and what reverted ones pushed that is not corrected yet.
+#[derive(Default)]
+struct Remembered {
+    blocks: std::collections::VecDeque<(u64, B256, Touched)>,
+    entries: usize,
+    reverted: Touched,
+}
+
+impl Remembered {
+    fn applied(&mut self, number: u64, hash: B256, touched: Touched) {
+        if touched.is_empty() {
+            return;
+        }
+        self.entries += touched.len();
+        self.blocks.push_back((number, hash, touched));
+        while self.blocks.len() > REMEMBERED_BLOCKS || self.entries > REMEMBERED_ENTRIES {
+            let Some((_, _, forgotten)) = self.blocks.pop_front() else { break };
+            self.entries -= forgotten.len();
+        }
+    }
+
+    fn reverted(&mut self, number: u64, hash: B256) {
+        if let Some(at) = self.blocks.iter().rposition(|(n, h, _)| *n == number && *h == hash) {
+            let (_, _, touched) = self.blocks.remove(at).expect("found above");
+            self.entries -= touched.len();
+            self.reverted.absorb(touched);
+        }
+    }
 }
 
 /// Publishes chain events until `cancel` fires.
@@ -109,16 +187,37 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
     // address's last push is its latest balance.
     let balances = std::sync::Arc::new(BalanceQueue::default());
     tokio::spawn(publish_balances(state.clone(), balances.clone(), cancel.clone()));
+    let mut remembered = Remembered::default();
+    // When the corrections of a revert go out at the tip if no block came first.
+    let mut correct_at: Option<tokio::time::Instant> = None;
     loop {
+        let wait = tokio::time::sleep_until(correct_at.unwrap_or_else(tokio::time::Instant::now));
         let event = tokio::select! {
             _ = cancel.cancelled() => return,
             event = events.recv() => event,
+            _ = wait, if correct_at.is_some() => {
+                correct_at = None;
+                let reverted = std::mem::take(&mut remembered.reverted);
+                if let Err(e) = publish_corrections_at_tip(&state, reverted, &balances) {
+                    tracing::warn!(error = %e, "building corrections after a reorg failed");
+                }
+                continue;
+            }
         };
         match event {
             Ok(ChainEvent::Applied(block)) => {
-                if let Err(e) = publish_block(&state, &block, &balances) {
-                    tracing::warn!(error = %e, block = block.number(), "building broadcasts failed");
+                correct_at = None;
+                match publish_block(&state, &block, &balances, &mut remembered.reverted) {
+                    Ok(touched) => remembered.applied(block.number(), block.header.hash, touched),
+                    Err(e) => tracing::warn!(error = %e, block = block.number(), "building broadcasts failed"),
                 }
+            }
+            Ok(ChainEvent::Reverted { number, hash }) => {
+                remembered.reverted(number, hash);
+                correct_at = Some(tokio::time::Instant::now() + CORRECTION_WAIT);
+            }
+            Ok(ChainEvent::Reset) => {
+                (remembered, correct_at) = (Remembered::default(), None);
             }
             Ok(ChainEvent::Pending(txs)) => {
                 if let Err(e) = publish_pending(&state, &txs) {
@@ -133,12 +232,7 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
                 }
             }
             Ok(ChainEvent::CodeStored { address, code, changed }) => publish_code(&state, address, &code, changed),
-            Ok(
-                ChainEvent::Reverted { .. }
-                | ChainEvent::Reset
-                | ChainEvent::Balanced { .. }
-                | ChainEvent::ProxyUpgraded { .. },
-            ) => {}
+            Ok(ChainEvent::Balanced { .. } | ChainEvent::ProxyUpgraded { .. }) => {}
             Err(RecvError::Lagged(missed)) => {
                 state.status.metrics().ws_events_missed(missed);
                 tracing::warn!(missed, "chain events not broadcast: the publisher fell behind the indexer");
@@ -148,10 +242,17 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
     }
 }
 
-fn publish_block(state: &AppState, block: &Bundle, balances_queue: &BalanceQueue) -> StoreResult<()> {
+/// Broadcasts what `block` changed, then corrects what `reverted` blocks had pushed; returns what it pushed.
+fn publish_block(
+    state: &AppState,
+    block: &Bundle,
+    balances_queue: &BalanceQueue,
+    reverted: &mut Touched,
+) -> StoreResult<Touched> {
     let hub = &state.ws.hub;
     if hub.connections() == 0 {
-        return Ok(());
+        *reverted = Touched::default();
+        return Ok(Touched::default());
     }
     let status = state.status.snapshot();
     let indexing = Topic::BlockIndexing.to_string();
@@ -171,7 +272,7 @@ fn publish_block(state: &AppState, block: &Bundle, balances_queue: &BalanceQueue
     }
     if status.node_head.is_some_and(|head| block.number() + BROADCAST_WINDOW < head) {
         state.status.metrics().ws_catch_up_block();
-        return Ok(());
+        return Ok(Touched::default());
     }
     let number = block.number();
     let reader = state.store.reader();
@@ -224,8 +325,10 @@ fn publish_block(state: &AppState, block: &Bundle, balances_queue: &BalanceQueue
         let items = transfer_items(&reader, rows)?;
         hub.publish(&address_topic(address), "token_transfer", &json!({"token_transfers": items}));
     }
-    publish_token_balances(state, &reader, number, &per_party)?;
-    publish_supplies(state, &reader, transfers.iter().map(|(_, t)| t))?;
+    let holders: BTreeMap<Address, Vec<TokenKind>> =
+        per_party.iter().map(|(address, rows)| (*address, rows.iter().map(|(_, t)| t.kind).collect())).collect();
+    publish_token_balances(state, &reader, number, &holders)?;
+    let supplies = publish_supplies(state, &reader, transfers.iter().map(|(_, t)| t))?;
     let mut balances: Vec<(Address, Option<B256>)> = Vec::new();
     for (address, rows) in &per_address {
         let items = tx_items(&reader, rows)?;
@@ -236,6 +339,7 @@ fn publish_block(state: &AppState, block: &Bundle, balances_queue: &BalanceQueue
     if hub.wants(&address_topic(&block.header.miner)) && !per_address.contains_key(&block.header.miner) {
         balances.push((block.header.miner, None));
     }
+    let touched = Touched { addresses: balances.iter().map(|(a, _)| *a).collect(), holders, supplies };
     if !balances.is_empty() {
         let job = BalanceJob {
             number,
@@ -243,8 +347,57 @@ fn publish_block(state: &AppState, block: &Bundle, balances_queue: &BalanceQueue
             parent_hash: block.header.parent_hash,
             timestamp: block.header.timestamp,
             addresses: balances,
+            corrections: Vec::new(),
         };
         balances_queue.push(job);
+    }
+    let header = (number, block.header.hash, block.header.parent_hash, block.header.timestamp);
+    publish_corrections(state, &reader, header, std::mem::take(reverted), &touched, balances_queue)?;
+    Ok(touched)
+}
+
+/// Corrects what reverted blocks pushed with the state after the index's tip (no block followed the revert).
+fn publish_corrections_at_tip(state: &AppState, reverted: Touched, balances_queue: &BalanceQueue) -> StoreResult<()> {
+    let reader = state.store.reader();
+    let Some(tip) = reader.tip()? else { return Ok(()) };
+    let Some(header) = reader.block(tip.number)? else { return Ok(()) };
+    let header = (header.number, header.hash, header.parent_hash, header.timestamp);
+    publish_corrections(state, &reader, header, reverted, &Touched::default(), balances_queue)
+}
+
+/// Pushes, for what `reverted` blocks had pushed and `pushed` (the pushes of the block `header` names) did not
+/// cover, the state after that block: coin balances (through the balance worker, after the block's own), token
+/// balances of the standards the reverted blocks moved, and supplies. Only for topics someone still listens to.
+fn publish_corrections(
+    state: &AppState,
+    reader: &Reader<'_>,
+    (number, hash, parent_hash, timestamp): (u64, B256, B256, u64),
+    reverted: Touched,
+    pushed: &Touched,
+    balances_queue: &BalanceQueue,
+) -> StoreResult<()> {
+    let hub = &state.ws.hub;
+    let listened = |address: &Address| hub.wants(&address_topic(address));
+    let corrections: Vec<Address> =
+        reverted.addresses.into_iter().filter(|a| !pushed.addresses.contains(a) && listened(a)).collect();
+    if !corrections.is_empty() {
+        let job = BalanceJob { number, hash, parent_hash, timestamp, addresses: Vec::new(), corrections };
+        balances_queue.push(job);
+    }
+    let holders: BTreeMap<Address, Vec<TokenKind>> = reverted
+        .holders
+        .into_iter()
+        .filter(|(holder, _)| listened(holder))
+        .map(|(holder, kinds)| {
+            let done = pushed.holders.get(&holder);
+            let kinds: Vec<TokenKind> = kinds.into_iter().filter(|k| done.is_none_or(|d| !d.contains(k))).collect();
+            (holder, kinds)
+        })
+        .filter(|(_, kinds)| !kinds.is_empty())
+        .collect();
+    publish_token_balances(state, reader, number, &holders)?;
+    for token in reverted.supplies.difference(&pushed.supplies) {
+        publish_supply(state, reader, token)?;
     }
     Ok(())
 }
@@ -294,18 +447,28 @@ async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, c
         };
         // Every address of the block in one batch per block hash (the index's own batched balance reads).
         let addresses: Vec<Address> = job.addresses.iter().map(|(address, _)| *address).collect();
+        let asked: Vec<Address> = addresses.iter().chain(&job.corrections).copied().collect();
         let fetch = async {
-            let after = state.node.balances_after(&addresses, job.hash).await?;
-            let before = match job.number {
-                0 => vec![U256::ZERO; addresses.len()],
+            let mut after = state.node.balances_after(&asked, job.hash).await?;
+            let before = match (job.number, addresses.is_empty()) {
+                (_, true) => Vec::new(),
+                (0, false) => vec![U256::ZERO; addresses.len()],
                 _ => state.node.balances_after(&addresses, job.parent_hash).await?,
             };
-            Ok::<_, crate::node::NodeError>((after, before))
+            let corrected = after.split_off(addresses.len().min(after.len()));
+            Ok::<_, crate::node::NodeError>((after, before, corrected))
         };
-        let Ok(Ok((after, before))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
+        let Ok(Ok((after, before, corrected))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
             continue;
         };
         let hub = &state.ws.hub;
+        for (address, balance) in job.corrections.iter().zip(corrected) {
+            let topic = address_topic(address);
+            let (balance, number) = (balance.to_string(), job.number);
+            hub.publish(&topic, "balance", &json!({"balance": balance, "block_number": number, "exchange_rate": null}));
+            let payload = json!({"coin_balance": balance, "exchange_rate": null, "block_number": number});
+            hub.publish(&topic, "current_coin_balance", &payload);
+        }
         for (((address, tx), after), before) in job.addresses.iter().zip(after).zip(before) {
             let number = job.number;
             let topic = address_topic(address);
@@ -374,13 +537,13 @@ fn publish_token_balances(
     state: &AppState,
     reader: &Reader<'_>,
     number: u64,
-    per_party: &BTreeMap<Address, Vec<(TransferPos, TokenTransferRecord)>>,
+    holders: &BTreeMap<Address, Vec<TokenKind>>,
 ) -> StoreResult<()> {
     let hub = &state.ws.hub;
-    for (address, rows) in per_party {
+    for (address, kinds) in holders {
         let topic = address_topic(address);
         hub.publish(&topic, "token_balance", &json!({"block_number": number}));
-        let mut kinds: Vec<TokenKind> = rows.iter().map(|(_, t)| t.kind).collect();
+        let mut kinds = kinds.clone();
         kinds.sort_by_key(|k| k.label());
         kinds.dedup();
         let items = balance_items(reader, *address)?;
@@ -397,23 +560,29 @@ fn publish_token_balances(
     Ok(())
 }
 
-/// `total_supply` for subscribed tokens the block minted or burned (the supply after the block).
+/// `total_supply` for subscribed tokens the block minted or burned (the supply after the block); returns them.
 fn publish_supplies<'a>(
     state: &AppState,
     reader: &Reader<'_>,
     transfers: impl Iterator<Item = &'a TokenTransferRecord>,
-) -> StoreResult<()> {
+) -> StoreResult<BTreeSet<Address>> {
     let hub = &state.ws.hub;
-    let changed: std::collections::BTreeSet<Address> = transfers
+    let changed: BTreeSet<Address> = transfers
         .filter(|t| t.from == Address::ZERO || t.to == Address::ZERO)
         .map(|t| t.token)
         .filter(|token| hub.wants(&Topic::token(token).to_string()))
         .collect();
-    for token in changed {
-        if let Some(record) = reader.get::<Tokens>(&token)? {
-            let payload = json!({"total_supply": record.total_supply.to_string()});
-            hub.publish(&Topic::token(&token).to_string(), "total_supply", &payload);
-        }
+    for token in &changed {
+        publish_supply(state, reader, token)?;
+    }
+    Ok(changed)
+}
+
+/// `total_supply` of `token` as the index holds it now, to its subscribers.
+fn publish_supply(state: &AppState, reader: &Reader<'_>, token: &Address) -> StoreResult<()> {
+    let topic = Topic::token(token).to_string();
+    if let (true, Some(record)) = (state.ws.hub.wants(&topic), reader.get::<Tokens>(token)?) {
+        state.ws.hub.publish(&topic, "total_supply", &json!({"total_supply": record.total_supply.to_string()}));
     }
     Ok(())
 }
@@ -446,7 +615,38 @@ mod tests {
     use super::*;
 
     fn job(number: u64) -> BalanceJob {
-        BalanceJob { number, hash: B256::ZERO, parent_hash: B256::ZERO, timestamp: 0, addresses: Vec::new() }
+        let (hash, parent_hash) = (B256::ZERO, B256::ZERO);
+        BalanceJob { number, hash, parent_hash, timestamp: 0, addresses: Vec::new(), corrections: Vec::new() }
+    }
+
+    fn touched(addresses: &[u8]) -> Touched {
+        Touched { addresses: addresses.iter().map(|b| Address::repeat_byte(*b)).collect(), ..Touched::default() }
+    }
+
+    /// A revert hands over what that very block pushed (by height and hash), once; memory stays bounded.
+    #[test]
+    fn a_reverted_block_hands_over_what_it_pushed() {
+        let mut remembered = Remembered::default();
+        remembered.applied(10, B256::repeat_byte(10), touched(&[1, 2]));
+        remembered.applied(11, B256::repeat_byte(11), touched(&[2, 3]));
+        remembered.applied(12, B256::repeat_byte(12), Touched::default());
+        remembered.reverted(11, B256::repeat_byte(0xee));
+        assert!(remembered.reverted.is_empty(), "another branch's block 11 pushed nothing here");
+        remembered.reverted(11, B256::repeat_byte(11));
+        remembered.reverted(11, B256::repeat_byte(11));
+        remembered.reverted(10, B256::repeat_byte(10));
+        assert_eq!(remembered.reverted, touched(&[1, 2, 3]));
+        assert_eq!((remembered.blocks.len(), remembered.entries), (0, 0));
+        for n in 0..REMEMBERED_BLOCKS as u64 + 5 {
+            remembered.applied(n, B256::ZERO, touched(&[1]));
+        }
+        assert_eq!((remembered.blocks.len(), remembered.entries), (REMEMBERED_BLOCKS, REMEMBERED_BLOCKS));
+        let many = Touched {
+            addresses: (0..REMEMBERED_ENTRIES as u64).map(|n| Address::left_padding_from(&n.to_be_bytes())).collect(),
+            ..Touched::default()
+        };
+        remembered.applied(9_999, B256::ZERO, many);
+        assert_eq!((remembered.blocks.len(), remembered.entries), (1, REMEMBERED_ENTRIES), "older blocks make room");
     }
 
     #[tokio::test]
