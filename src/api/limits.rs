@@ -251,8 +251,9 @@ pub fn set_headers(headers: &mut HeaderMap, verdict: &Verdict) {
     headers.insert(HeaderName::from_static("bypass-429-option"), HeaderValue::from_static("no_bypass"));
 }
 
-/// Requests in flight per client IP, at most `per_client` each. Only clients with a request in flight are tracked
-/// (at most `max_tracked` at once), so memory is bounded by the server's own concurrency.
+/// Requests in flight (or units of another resource, such as KiB of request bodies) per client IP, at most
+/// `per_client` each. Only clients holding some are tracked (at most `max_tracked` at once), so memory is bounded
+/// by the server's own concurrency.
 #[derive(Debug)]
 pub struct ConcurrencyLimiter {
     per_client: usize,
@@ -260,10 +261,11 @@ pub struct ConcurrencyLimiter {
     in_flight: Arc<Mutex<HashMap<IpAddr, usize>>>,
 }
 
-/// One request in flight; gives its place back when dropped.
+/// One request in flight (or `units` of the resource); gives them back when dropped.
 #[derive(Debug)]
 pub struct Slot {
     ip: IpAddr,
+    units: usize,
     in_flight: Arc<Mutex<HashMap<IpAddr, usize>>>,
 }
 
@@ -275,17 +277,25 @@ impl ConcurrencyLimiter {
 
     /// A slot for `ip`, or `None` when it already has `per_client` requests in flight (or too many clients do).
     pub fn try_acquire(&self, ip: IpAddr) -> Option<Slot> {
+        self.try_acquire_many(ip, 1)
+    }
+
+    /// `units` for `ip`, or `None` when they would take it past `per_client` (or too many clients hold some).
+    pub fn try_acquire_many(&self, ip: IpAddr, units: usize) -> Option<Slot> {
         let ip = client_bucket(ip);
         let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
         if !in_flight.contains_key(&ip) && in_flight.len() >= self.max_tracked {
             return None;
         }
         let count = in_flight.entry(ip).or_insert(0);
-        if *count >= self.per_client {
+        if count.saturating_add(units) > self.per_client {
+            if *count == 0 {
+                in_flight.remove(&ip);
+            }
             return None;
         }
-        *count += 1;
-        Some(Slot { ip, in_flight: self.in_flight.clone() })
+        *count += units;
+        Some(Slot { ip, units, in_flight: self.in_flight.clone() })
     }
 
     /// Requests in flight, all clients together.
@@ -303,7 +313,7 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(count) = in_flight.get_mut(&self.ip) {
-            *count -= 1;
+            *count = count.saturating_sub(self.units);
             if *count == 0 {
                 in_flight.remove(&self.ip);
             }

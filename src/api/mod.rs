@@ -181,6 +181,8 @@ pub struct Shared {
     readers: Arc<tokio::sync::Semaphore>,
     /// One permit per KiB of the large request bodies being received ([`BODY_BUDGET`]).
     body_budget: Arc<tokio::sync::Semaphore>,
+    /// KiB of [`BODY_BUDGET`] each client holds ([`BODY_SHARE`] at most).
+    body_shares: limits::ConcurrencyLimiter,
     /// One permit per trace the API has asked the node for, REST and passthrough together ([`NODE_TRACES`]).
     node_traces: Arc<tokio::sync::Semaphore>,
     rpc: rpc::Passthrough,
@@ -289,6 +291,7 @@ impl AppState {
             ),
             readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
             body_budget: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET >> 10)),
+            body_shares: limits::ConcurrencyLimiter::new(BODY_SHARE >> 10, config.max_connections),
             node_traces: node_traces.clone(),
             rpc: rpc::Passthrough::new(config.rpc.clone(), node_traces),
             config,
@@ -509,6 +512,8 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     let started = Instant::now();
     let gzip_accepted = compress::accepts_gzip(req.headers());
     let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
+    let mut req = req;
+    req.extensions_mut().insert(ClientIp(client));
     let verdict = match auth::presented_api_key(req.headers(), req.uri().query()) {
         // A valid API key is limited by its own (larger) bucket, counted against the key, not the IP's anonymous
         // bucket; all keyed requests of one IP share one more bucket of the key's size, so keys of many free
@@ -692,6 +697,14 @@ where
 /// make the server hold their limits times its connections.
 pub const BODY_BUDGET: usize = 64 << 20;
 
+/// Most of [`BODY_BUDGET`] one client's bodies hold at once (its largest body, 10 MiB, fits).
+pub const BODY_SHARE: usize = BODY_BUDGET / 4;
+
+/// The client a request came from (as rate limiting sees it), kept in the request's extensions for the handlers
+/// that bound per-client work deep down.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientIp(pub std::net::IpAddr);
+
 /// Bodies this small are read without a reservation from [`BODY_BUDGET`].
 const SMALL_BODY: usize = 64 << 10;
 
@@ -706,10 +719,21 @@ pub(crate) async fn read_body(state: &AppState, req: Request<Incoming>, limit: u
     }
     let reserved = declared.map_or(limit, |n| n as usize);
     let kib = reserved.div_ceil(1024).min(BODY_BUDGET >> 10) as u32;
+    // One client's bodies arriving at once hold at most a quarter of the budget, so it cannot refuse everyone's.
+    let share = match req.extensions().get::<ClientIp>() {
+        Some(ClientIp(client)) if reserved > SMALL_BODY && !state.limiter.spares_peer(*client) => Some(
+            state
+                .body_shares
+                .try_acquire_many(*client, kib as usize)
+                .ok_or(ApiError::Throttled("too many large request bodies from this client at once".into()))?,
+        ),
+        _ => None,
+    };
     let _reservation = (reserved > SMALL_BODY)
         .then(|| state.body_budget.clone().try_acquire_many_owned(kib))
         .transpose()
         .map_err(|_| ApiError::Busy("too many large request bodies are being received; retry shortly"))?;
+    let _share = share;
     let collected = tokio::time::timeout(within, http_body_util::Limited::new(req.into_body(), limit).collect())
         .await
         .map_err(|_| ApiError::BodyTimeout { within })?;

@@ -516,26 +516,44 @@ async fn large_body_answer(addr: SocketAddr, head: &str) -> Option<String> {
     read.ok().map(|()| String::from_utf8_lossy(&answer).into_owned())
 }
 
-/// Large bodies that never finish hold a share of one server-wide budget, not their limit each: past it a large body
-/// is refused with 503 at once, small requests go on, and the budget returns as the connections close.
+/// Large bodies that never finish hold a share of one server-wide budget, not their limit each: one client holds at
+/// most a quarter of it (429 past that), past the whole budget a large body is refused with 503 at once, small
+/// requests go on, and the budget returns as the connections close.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unfinished_large_bodies_share_one_budget() {
     let anvil = start_anvil();
-    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    // Clients behind a trusted proxy on loopback, told apart by X-Forwarded-For.
+    let t = start_daemon(&anvil.http_url(), |c| c.api.rate_limit.trusted_proxies = vec!["127.0.0.1".parse().unwrap()])
+        .await;
     let addr = t.daemon.addr();
     let size = 10 << 20;
-    let head = format!(
-        "POST /api?module=x&action=y HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {size}\r\n\r\naaaa"
-    );
-    // A few more than fit: a probe below that gets ahead of a holder takes its room, and that holder is refused.
-    let mut holding = Vec::new();
-    for _ in 0..rockscout::api::BODY_BUDGET / size + 4 {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream.write_all(head.as_bytes()).await.unwrap();
-        holding.push(stream);
+    let head = |client: usize| {
+        format!(
+            "POST /api?module=x&action=y HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 203.0.113.{client}\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {size}\r\n\r\naaaa"
+        )
+    };
+    let hold = |client: usize| {
+        let head = head(client);
+        async move {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream.write_all(head.as_bytes()).await.unwrap();
+            stream
+        }
+    };
+    // One client's second large body at once is over its share.
+    let mut holding = vec![hold(1).await];
+    let refused = poll_until("one client's share to be taken", Duration::from_secs(20), || async {
+        large_body_answer(addr, &head(1)).await.filter(|a| a.starts_with("HTTP/1.1 429 "))
+    })
+    .await;
+    assert!(refused.contains("too many large request bodies from this client at once"), "{refused}");
+    // A few more clients than fit: a probe below that gets ahead of a holder takes its room, and that one is refused.
+    for client in 2..rockscout::api::BODY_BUDGET / size + 6 {
+        holding.push(hold(client).await);
     }
     let refused = poll_until("the budget to be taken", Duration::from_secs(20), || async {
-        large_body_answer(addr, &head).await.filter(|a| a.starts_with("HTTP/1.1 503 "))
+        large_body_answer(addr, &head(250)).await.filter(|a| a.starts_with("HTTP/1.1 503 "))
     })
     .await;
     let body: serde_json::Value = serde_json::from_str(refused.split_once("\r\n\r\n").unwrap().1).unwrap();
@@ -547,7 +565,7 @@ async fn unfinished_large_bodies_share_one_budget() {
     drop(holding);
     // A body that finds room is read (until the body timeout): no answer within the second.
     poll_until("the budget to return", Duration::from_secs(20), || async {
-        large_body_answer(addr, &head).await.is_none().then_some(())
+        large_body_answer(addr, &head(1)).await.is_none().then_some(())
     })
     .await;
     t.daemon.shutdown().await.unwrap();
