@@ -1183,6 +1183,12 @@ impl Route {
                         rpc::code::LIMIT_EXCEEDED,
                         &format!("service busy: {what}"),
                     )),
+                    Err(ApiError::Throttled(why)) => Ok(rpc::error_response(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        serde_json::Value::Null,
+                        rpc::code::LIMIT_EXCEEDED,
+                        &why,
+                    )),
                     Err(e) => Err(e),
                 }
             }
