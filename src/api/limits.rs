@@ -266,7 +266,22 @@ pub struct ConcurrencyLimiter {
 pub struct Slot {
     ip: IpAddr,
     units: usize,
+    per_client: usize,
     in_flight: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+impl Slot {
+    /// Takes `units` more for the same client, if they stay within its bound.
+    pub fn try_grow(&mut self, units: usize) -> bool {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(count) = in_flight.get_mut(&self.ip) else { return false };
+        if count.saturating_add(units) > self.per_client {
+            return false;
+        }
+        *count += units;
+        self.units += units;
+        true
+    }
 }
 
 impl ConcurrencyLimiter {
@@ -295,7 +310,12 @@ impl ConcurrencyLimiter {
             return None;
         }
         *count += units;
-        Some(Slot { ip, units, in_flight: self.in_flight.clone() })
+        Some(Slot { ip, units, per_client: self.per_client, in_flight: self.in_flight.clone() })
+    }
+
+    /// The most one client may hold.
+    pub fn per_client(&self) -> usize {
+        self.per_client
     }
 
     /// Requests in flight, all clients together.

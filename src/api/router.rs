@@ -1164,7 +1164,9 @@ impl Route {
                 };
                 let limit = state.rpc.config().max_body;
                 match read_body(state, req, limit).await {
-                    Ok(body) => Ok(state.rpc.call(&state.rpc_url, body, state.status.snapshot().node_head).await),
+                    Ok(body) => {
+                        Ok(state.rpc.call(&state.rpc_url, body, state.status.snapshot().node_head, client).await)
+                    }
                     Err(ApiError::PayloadTooLarge { limit }) => Ok(rpc::error_response(
                         StatusCode::PAYLOAD_TOO_LARGE,
                         serde_json::Value::Null,

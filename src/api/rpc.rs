@@ -509,6 +509,8 @@ enum Failure {
     Upstream(String),
     /// The explorer's byte budget for node answers is spent: 503.
     Busy(String),
+    /// The client's share of that budget is spent: 429.
+    Throttled(String),
 }
 
 impl Failure {
@@ -516,6 +518,7 @@ impl Failure {
         match self {
             Failure::Upstream(m) => (StatusCode::BAD_GATEWAY, code::UPSTREAM_UNAVAILABLE, m),
             Failure::Busy(m) => (StatusCode::SERVICE_UNAVAILABLE, code::LIMIT_EXCEEDED, m),
+            Failure::Throttled(m) => (StatusCode::TOO_MANY_REQUESTS, code::LIMIT_EXCEEDED, m),
         }
     }
 }
@@ -524,13 +527,20 @@ impl Failure {
 struct Answer {
     status: StatusCode,
     bytes: Vec<u8>,
-    permit: Option<OwnedSemaphorePermit>,
+    permit: Held,
+}
+
+/// What an answer holds of the byte budget: KiB of the whole, and the same KiB of its client's share.
+#[derive(Default)]
+struct Held {
+    budget: Option<OwnedSemaphorePermit>,
+    share: Option<super::limits::Slot>,
 }
 
 /// Bytes of an answer body that give their share of the budget back only when the body is dropped (sent).
 struct Budgeted {
     bytes: Vec<u8>,
-    _permit: Option<OwnedSemaphorePermit>,
+    _held: Held,
 }
 
 impl AsRef<[u8]> for Budgeted {
@@ -539,8 +549,8 @@ impl AsRef<[u8]> for Budgeted {
     }
 }
 
-fn budgeted(bytes: Vec<u8>, permit: Option<OwnedSemaphorePermit>) -> Bytes {
-    Bytes::from_owner(Budgeted { bytes, _permit: permit })
+fn budgeted(bytes: Vec<u8>, held: Held) -> Bytes {
+    Bytes::from_owner(Budgeted { bytes, _held: held })
 }
 
 /// The passthrough: its settings, the pooled upstream client and its bounds.
@@ -551,6 +561,8 @@ pub struct Passthrough {
     slots: ConcurrencyLimiter,
     /// Node answers held, in KiB.
     budget: Arc<Semaphore>,
+    /// KiB of `budget` each client's answers hold: a quarter of it, or one whole answer if that is more.
+    shares: ConcurrencyLimiter,
     /// One permit per trace asked of the node, shared with the REST routes that trace.
     traces: Arc<Semaphore>,
 }
@@ -566,6 +578,7 @@ impl Passthrough {
             client: reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(60)).build().unwrap_or_default(),
             slots: ConcurrencyLimiter::new(config.max_concurrent_per_client, 100_000),
             budget: Arc::new(Semaphore::new(kib)),
+            shares: ConcurrencyLimiter::new((kib / 4).max(config.max_response.div_ceil(1024)), 100_000),
             traces,
             config,
         }
@@ -606,7 +619,7 @@ impl Passthrough {
     }
 
     /// Sends `body` to the node; returns its answer, read within the per-answer limit and the shared budget.
-    async fn forward(&self, url: &str, body: Bytes) -> Result<Answer, Failure> {
+    async fn forward(&self, url: &str, body: Bytes, client: IpAddr) -> Result<Answer, Failure> {
         let timeout = self.config.upstream_timeout;
         let request = self
             .client
@@ -624,7 +637,7 @@ impl Passthrough {
         })?;
         let status = StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
         let mut bytes = Vec::new();
-        let mut permit: Option<OwnedSemaphorePermit> = None;
+        let mut held = Held::default();
         while let Some(chunk) = response
             .chunk()
             .await
@@ -633,9 +646,19 @@ impl Passthrough {
             if bytes.len() + chunk.len() > self.config.max_response {
                 return Err(Failure::Upstream(format!("the node's answer exceeds {} bytes", self.config.max_response)));
             }
-            let held = permit.as_ref().map_or(0, |p| p.num_permits());
-            let needed = (bytes.len() + chunk.len()).div_ceil(1024).saturating_sub(held);
+            let kib = held.budget.as_ref().map_or(0, |p| p.num_permits());
+            let needed = (bytes.len() + chunk.len()).div_ceil(1024).saturating_sub(kib);
             if needed > 0 {
+                let share = match held.share.as_mut() {
+                    Some(share) => share.try_grow(needed),
+                    None => self.shares.try_acquire_many(client, needed).map(|s| held.share = Some(s)).is_some(),
+                };
+                if !share {
+                    return Err(Failure::Throttled(format!(
+                        "this client holds too many node answers at once ({} bytes); try again shortly",
+                        self.shares.per_client() << 10
+                    )));
+                }
                 let more = u32::try_from(needed).ok().and_then(|n| self.budget.clone().try_acquire_many_owned(n).ok());
                 let Some(more) = more else {
                     return Err(Failure::Busy(format!(
@@ -643,19 +666,19 @@ impl Passthrough {
                         self.config.max_inflight_bytes
                     )));
                 };
-                match permit.as_mut() {
+                match held.budget.as_mut() {
                     Some(p) => p.merge(more),
-                    None => permit = Some(more),
+                    None => held.budget = Some(more),
                 }
             }
             bytes.extend_from_slice(&chunk);
         }
-        Ok(Answer { status, bytes, permit })
+        Ok(Answer { status, bytes, permit: held })
     }
 
     /// Handles one call (single request or batch) whose body is `body`; `node_head` is the node's head as the
     /// follower last saw it.
-    pub async fn call(&self, url: &str, body: Bytes, node_head: Option<u64>) -> hyper::Response<Body> {
+    pub async fn call(&self, url: &str, body: Bytes, node_head: Option<u64>, client: IpAddr) -> hyper::Response<Body> {
         let config = &self.config;
         let trimmed = body.iter().position(|b| !b.is_ascii_whitespace()).map(|i| body[i]);
         let is_batch = trimmed == Some(b'[');
@@ -681,13 +704,13 @@ impl Passthrough {
         let mut classified: Vec<Item<'_>> = items.iter().map(|raw| classify(raw, &context)).collect();
         let _traces = self.admit_traces(&mut classified);
         if is_batch {
-            self.batch(url, &body, &classified).await
+            self.batch(url, &body, &classified, client).await
         } else {
-            self.single(url, &body, &classified[0]).await
+            self.single(url, &body, &classified[0], client).await
         }
     }
 
-    async fn single(&self, url: &str, body: &Bytes, item: &Item<'_>) -> hyper::Response<Body> {
+    async fn single(&self, url: &str, body: &Bytes, item: &Item<'_>, client: IpAddr) -> hyper::Response<Body> {
         if !item.forwarded() {
             return match item.local_response() {
                 Some(value) => raw_json_response(StatusCode::OK, Bytes::from(value.to_string())),
@@ -698,7 +721,7 @@ impl Passthrough {
             Action::Forward { rewritten: Some(text), .. } => Bytes::from(text.clone()),
             _ => body.clone(),
         };
-        match self.forward(url, outgoing).await {
+        match self.forward(url, outgoing, client).await {
             Ok(answer) => {
                 if item.checks_logs() {
                     if let Some(message) = self.too_many_logs(&answer.bytes) {
@@ -716,12 +739,12 @@ impl Passthrough {
 
     /// A batch: the forwarded requests go to the node in one batch (the original bytes when all are forwarded
     /// unchanged), the rest are answered locally; the answers are returned together.
-    async fn batch(&self, url: &str, body: &Bytes, classified: &[Item<'_>]) -> hyper::Response<Body> {
+    async fn batch(&self, url: &str, body: &Bytes, classified: &[Item<'_>], client: IpAddr) -> hyper::Response<Body> {
         let forwarded: Vec<&Item<'_>> = classified.iter().filter(|i| i.forwarded()).collect();
         let checks_logs = forwarded.iter().any(|i| i.checks_logs());
         let mut responses: Vec<Box<RawValue>> = Vec::new();
         let mut status = StatusCode::OK;
-        let mut permit = None;
+        let mut permit = Held::default();
         if !forwarded.is_empty() {
             let verbatim = forwarded.len() == classified.len()
                 && forwarded.iter().all(|i| matches!(i.action, Action::Forward { rewritten: None, .. }));
@@ -731,7 +754,7 @@ impl Passthrough {
                 let parts: Vec<&str> = forwarded.iter().map(|i| i.outgoing()).collect();
                 Bytes::from(format!("[{}]", parts.join(",")))
             };
-            match self.forward(url, upstream_body).await {
+            match self.forward(url, upstream_body, client).await {
                 Ok(answer) if verbatim && !checks_logs => {
                     return raw_json_response(answer.status, budgeted(answer.bytes, answer.permit));
                 }

@@ -450,3 +450,40 @@ async fn a_page_size_with_a_plus_sign_is_read_as_the_number() {
     }
     t.daemon.shutdown().await.unwrap();
 }
+
+/// One client's node answers hold at most its share of the byte budget (a quarter of it, or one whole answer if that
+/// is more): while one of its large answers is still held (not yet sent), its next is refused with 429, another
+/// client's is answered, and the share comes back with the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_holds_at_most_its_share_of_node_answers() {
+    use http_body_util::BodyExt;
+    use rockscout::api::rpc::{Passthrough, RpcConfig};
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    // A client's share: 8 MiB, one whole answer (a quarter of the budget is 5 MiB).
+    let config = RpcConfig { max_response: 8 << 20, max_inflight_bytes: 20 << 20, ..RpcConfig::default() };
+    let passthrough = Passthrough::new(config, std::sync::Arc::new(tokio::sync::Semaphore::new(2)));
+    // A contract that returns as many zero bytes as its call data's first word says: 7 MiB of hex.
+    let returner = Address::repeat_byte(0xbe);
+    let _: Value = node.raw_request("anvil_setCode".into(), json!([returner, "0x6000356000f3"])).await.unwrap();
+    let zeros: u64 = 7 << 19;
+    let call = request(1, "eth_call", json!([{"to": returner, "data": format!("0x{zeros:064x}")}, "latest"]));
+    let url = anvil.http_url();
+    let ask = |client: &str| passthrough.call(&url, call.clone().into(), None, client.parse().unwrap());
+    let held = ask("203.0.113.1").await;
+    assert_eq!(held.status(), 200);
+    let refused = ask("203.0.113.1").await;
+    assert_eq!(refused.status(), 429);
+    let refused: Value = serde_json::from_slice(&refused.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(refused["error"]["code"], -32005, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("this client holds too many node answers"));
+    let other = ask("203.0.113.2").await;
+    assert_eq!(other.status(), 200, "another client's answer fits in the budget");
+    let body = held.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap()["result"].as_str().unwrap().len(),
+        2 + 2 * zeros as usize
+    );
+    drop(body);
+    assert_eq!(ask("203.0.113.1").await.status(), 200, "the share came back with the answer");
+}

@@ -78,7 +78,7 @@ async fn forward(method: &str, params: Vec<Value>, id: Value, state: &AppState, 
         Err(refused) => return Ok(Answer::Forwarded(refused)),
     };
     let body = bytes::Bytes::from(request.to_string());
-    let answer = state.rpc.call(&state.rpc_url, body, state.status.snapshot().node_head).await;
+    let answer = state.rpc.call(&state.rpc_url, body, state.status.snapshot().node_head, client).await;
     Ok(Answer::Forwarded(Box::new(answer)))
 }
 
