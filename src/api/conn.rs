@@ -185,12 +185,15 @@ pub struct GuardedIo<S> {
     responder: UnparsableResponder,
     /// A replacement response being written, and how much of it is written.
     replacing: Option<(Vec<u8>, usize)>,
+    /// Whether the client has sent a line end yet: hyper answers 431 to any request head that outgrows its buffer,
+    /// and one whose request line alone does so is a URI too long (414).
+    line_ended: bool,
 }
 
 impl<S> GuardedIo<S> {
     /// Wraps `inner`.
     pub fn new(inner: S, activity: Arc<Activity>, write_timeout: Duration, responder: UnparsableResponder) -> Self {
-        GuardedIo { inner, activity, write_timeout, blocked: None, responder, replacing: None }
+        GuardedIo { inner, activity, write_timeout, blocked: None, responder, replacing: None, line_ended: false }
     }
 
     /// Bytes written are progress (a flush that has nothing to do is not).
@@ -226,7 +229,10 @@ impl<S: AsyncWrite + Unpin> GuardedIo<S> {
     /// it, reporting `total` bytes written once done; `None` when the write is not such an answer.
     fn replace(&mut self, cx: &mut Context<'_>, first: &[u8], total: usize) -> Option<Poll<io::Result<usize>>> {
         if self.replacing.is_none() {
-            let status = automatic_error_status(first)?;
+            let status = match automatic_error_status(first)? {
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE if !self.line_ended => StatusCode::URI_TOO_LONG,
+                status => status,
+            };
             tracing::debug!(%status, "answering a request head that could not be parsed");
             self.replacing = Some(((self.responder)(status), 0));
         }
@@ -272,7 +278,12 @@ const CORS_MARKER: &[u8] = b"access-control-allow-origin:";
 
 impl<S: AsyncRead + Unpin> AsyncRead for GuardedIo<S> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if !self.line_ended && buf.filled()[before..].contains(&b'\n') {
+            self.line_ended = true;
+        }
+        polled
     }
 }
 
@@ -379,6 +390,39 @@ mod tests {
         assert_eq!(automatic_error_status(b"HTTP/1.1 404 Not Found\r\n\r\n"), None);
         assert_eq!(automatic_error_status(b"HTTP/1.1 200 OK\r\n\r\n"), None);
         assert_eq!(automatic_error_status(b"HTTP/1.1 400 Bad Request\r\ncontent-le"), None, "an incomplete head");
+    }
+
+    /// A request head that outgrows hyper's buffer (which hyper answers with 431) is a URI too long when its request
+    /// line alone did, and headers too large when a header did.
+    #[tokio::test]
+    async fn a_request_line_longer_than_the_buffer_is_a_uri_too_long() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let long = "a".repeat(600_000);
+        let cases = [
+            (format!("GET /{long} HTTP/1.1\r\n"), StatusCode::URI_TOO_LONG),
+            (format!("GET / HTTP/1.1\r\nx-big: {long}\r\n"), StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE),
+        ];
+        for (request, expected) in cases {
+            let (mut client, server) = tokio::io::duplex(1 << 20);
+            let responder: UnparsableResponder = Arc::new(|status: StatusCode| {
+                format!("HTTP/1.1 {} x\r\ncontent-length: 0\r\n\r\n", status.as_u16()).into_bytes()
+            });
+            let io = GuardedIo::new(server, Activity::new(), Duration::from_secs(5), responder);
+            let service = hyper::service::service_fn(|_| async {
+                Ok::<_, std::convert::Infallible>(hyper::Response::new(http_body_util::Empty::<bytes::Bytes>::new()))
+            });
+            let serving = tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(io), service),
+            );
+            client.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = Vec::new();
+            client.read_to_end(&mut answer).await.unwrap();
+            let answer = String::from_utf8_lossy(&answer);
+            assert!(answer.starts_with(&format!("HTTP/1.1 {} ", expected.as_u16())), "{expected}: {answer}");
+            assert!(serving.await.unwrap().is_err(), "hyper refused the head");
+        }
     }
 
     #[tokio::test]
