@@ -10,6 +10,22 @@ use alloy::sol_types::{SolCall, SolConstructor};
 use rockscout::dev::contracts::DemoToken;
 use serde_json::{json, Value};
 
+/// Sends the deployment of a `DemoToken` named after `symbol` with `supply` for `from`: its address (from the
+/// deployer's nonce) and the transaction.
+async fn deploy_token(
+    node: &alloy::providers::RootProvider,
+    from: Address,
+    symbol: &str,
+    supply: U256,
+) -> (Address, alloy::primitives::B256) {
+    let token = from.create(node.get_transaction_count(from).await.unwrap());
+    let mut code = DemoToken::BYTECODE.to_vec();
+    let constructor =
+        DemoToken::constructorCall { name_: symbol.into(), symbol_: symbol.into(), initialSupply: supply };
+    code.extend(constructor.abi_encode());
+    (token, deploy(node, from, &Bytes::from(code)).await)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_phoenix_client_receives_transaction_code_token_and_supply_events() {
     let anvil = start_anvil();
@@ -21,14 +37,8 @@ async fn the_phoenix_client_receives_transaction_code_token_and_supply_events() 
     let addr = t.daemon.addr();
 
     // A token deployment waits in the pool; its address follows from the deployer's nonce.
-    let nonce = node.get_transaction_count(a[0]).await.unwrap();
-    let token = a[0].create(nonce);
     let supply = U256::from(1_000_000u64);
-    let mut code = DemoToken::BYTECODE.to_vec();
-    code.extend(
-        DemoToken::constructorCall { name_: "Live".into(), symbol_: "LIVE".into(), initialSupply: supply }.abi_encode(),
-    );
-    let deployment = deploy(&node, a[0], &Bytes::from(code)).await;
+    let (token, deployment) = deploy_token(&node, a[0], "LIVE", supply).await;
     let lower = |address: Address| format!("{address:#x}");
     let (tx_topic, token_topic) = (format!("transactions:{deployment:#x}"), format!("tokens:{}", lower(token)));
     let (contract_topic, owner_topic) = (format!("addresses:{}", lower(token)), format!("addresses:{}", lower(a[0])));
@@ -93,14 +103,8 @@ async fn a_reorg_corrects_what_the_replaced_blocks_pushed() {
     let node = provider(&anvil.http_url());
     let a = anvil.addresses();
     let t = start_daemon(&anvil.http_url(), |_| {}).await;
-    let nonce = node.get_transaction_count(a[0]).await.unwrap();
-    let token = a[0].create(nonce);
     let supply = U256::from(1_000_000u64);
-    let mut code = DemoToken::BYTECODE.to_vec();
-    code.extend(
-        DemoToken::constructorCall { name_: "Fork".into(), symbol_: "FORK".into(), initialSupply: supply }.abi_encode(),
-    );
-    deploy(&node, a[0], &Bytes::from(code)).await;
+    let (token, _) = deploy_token(&node, a[0], "FORK", supply).await;
     mine(&node, 1).await;
     wait_synced(&t.daemon, &node).await;
     let lower = |address: Address| format!("{address:#x}");
