@@ -77,12 +77,14 @@ struct BalanceQueue {
 impl BalanceQueue {
     fn push(&self, job: BalanceJob) {
         let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
-        if jobs.len() >= BALANCE_QUEUE {
+        jobs.push_back(job);
+        if jobs.len() > BALANCE_QUEUE {
             if let Some(dropped) = jobs.pop_front() {
                 tracing::debug!(block = dropped.number, "balance pushes dropped: the node is behind on later blocks'");
+                let next = jobs.front_mut().expect("the queue held more than one job");
+                next.carry(dropped.addresses.into_iter().map(|(address, _)| address).chain(dropped.corrections));
             }
         }
-        jobs.push_back(job);
         drop(jobs);
         self.ready.notify_one();
     }
@@ -107,6 +109,19 @@ struct BalanceJob {
     /// Addresses whose last push came from a reverted block: their balance after this block, without a history
     /// item (the block did not change it).
     corrections: Vec<Address>,
+}
+
+impl BalanceJob {
+    /// Makes `addresses`, whose pushes of an earlier block were not sent, corrections of this one: their balance
+    /// after this block (the one they missed is stale by now).
+    fn carry(&mut self, addresses: impl IntoIterator<Item = Address>) {
+        for address in addresses {
+            let pushed = self.addresses.iter().any(|(a, _)| *a == address) || self.corrections.contains(&address);
+            if !pushed {
+                self.corrections.push(address);
+            }
+        }
+    }
 }
 
 /// Blocks whose pushes are remembered for a reorg to correct: as deep as the undo data a revert needs by default
@@ -440,11 +455,14 @@ fn publish_watchlists(state: &AppState, block: &Bundle) -> StoreResult<()> {
 /// Sends each queued block's balance pushes, in block order, until `cancel` fires. Balances are read by block hash
 /// (EIP-1898), so a block a reorg replaced meanwhile pushes nothing rather than another branch's balance.
 async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, cancel: CancellationToken) {
+    // Addresses whose push failed (the node was slow, or the block left the chain): corrected with the next block.
+    let mut missed: Vec<Address> = Vec::new();
     loop {
-        let job = tokio::select! {
+        let mut job = tokio::select! {
             _ = cancel.cancelled() => return,
             job = jobs.pop() => job,
         };
+        job.carry(missed.drain(..));
         // Every address of the block in one batch per block hash (the index's own batched balance reads).
         let addresses: Vec<Address> = job.addresses.iter().map(|(address, _)| *address).collect();
         let asked: Vec<Address> = addresses.iter().chain(&job.corrections).copied().collect();
@@ -459,6 +477,7 @@ async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, c
             Ok::<_, crate::node::NodeError>((after, before, corrected))
         };
         let Ok(Ok((after, before, corrected))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
+            missed = asked;
             continue;
         };
         let hub = &state.ws.hub;
@@ -615,8 +634,8 @@ mod tests {
     use super::*;
 
     fn job(number: u64) -> BalanceJob {
-        let (hash, parent_hash) = (B256::ZERO, B256::ZERO);
-        BalanceJob { number, hash, parent_hash, timestamp: 0, addresses: Vec::new(), corrections: Vec::new() }
+        let (hash, parent_hash, addresses) = (B256::ZERO, B256::ZERO, vec![(Address::repeat_byte(number as u8), None)]);
+        BalanceJob { number, hash, parent_hash, timestamp: 0, addresses, corrections: Vec::new() }
     }
 
     fn touched(addresses: &[u8]) -> Touched {
@@ -657,7 +676,12 @@ mod tests {
             queue.push(job(number));
         }
         let mut popped = Vec::new();
-        for _ in 0..BALANCE_QUEUE {
+        let mut first = queue.pop().await;
+        first.corrections.sort();
+        let carried: Vec<Address> = (0..3).map(Address::repeat_byte).collect();
+        assert_eq!(first.corrections, carried, "the dropped blocks' addresses are pushed with the next block");
+        popped.push(first.number);
+        for _ in 1..BALANCE_QUEUE {
             popped.push(queue.pop().await.number);
         }
         assert_eq!(popped, (3..pushed).collect::<Vec<_>>(), "the three oldest blocks are dropped, the rest in order");
