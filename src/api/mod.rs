@@ -710,38 +710,70 @@ const SMALL_BODY: usize = 64 << 10;
 
 /// Reads a request body of at most `limit` bytes (the `Content-Length` is checked first, the stream as it comes)
 /// within [`ApiConfig::body_timeout`] (a body that stops short of its length is the client's fault), inside the
-/// server's [`BODY_BUDGET`].
+/// server's [`BODY_BUDGET`]: past [`SMALL_BODY`], the bytes received so far hold their room in it, and in their
+/// client's [`BODY_SHARE`], while the body arrives. Room is taken as bytes arrive, not for a declared length, so
+/// connections that announce large bodies and send nothing hold nothing.
 pub(crate) async fn read_body(state: &AppState, req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+    use http_body_util::BodyExt;
     let within = state.config.body_timeout();
     let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::PayloadTooLarge { limit });
     }
-    let reserved = declared.map_or(limit, |n| n as usize);
-    let kib = reserved.div_ceil(1024).min(BODY_BUDGET >> 10) as u32;
-    // One client's bodies arriving at once hold at most a quarter of the budget, so it cannot refuse everyone's.
-    let share = match req.extensions().get::<ClientIp>() {
-        Some(ClientIp(client)) if reserved > SMALL_BODY && !state.limiter.spares_peer(*client) => Some(
-            state
-                .body_shares
-                .try_acquire_many(*client, kib as usize)
-                .ok_or(ApiError::Throttled("too many large request bodies from this client at once".into()))?,
-        ),
-        _ => None,
-    };
-    let _reservation = (reserved > SMALL_BODY)
-        .then(|| state.body_budget.clone().try_acquire_many_owned(kib))
-        .transpose()
-        .map_err(|_| ApiError::Busy("too many large request bodies are being received; retry shortly"))?;
-    let _share = share;
-    let collected = tokio::time::timeout(within, http_body_util::Limited::new(req.into_body(), limit).collect())
-        .await
-        .map_err(|_| ApiError::BodyTimeout { within })?;
-    match collected {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-            Err(ApiError::PayloadTooLarge { limit })
+    let client = req.extensions().get::<ClientIp>().map(|c| c.0).filter(|c| !state.limiter.spares_peer(*c));
+    let mut body = http_body_util::Limited::new(req.into_body(), limit);
+    let mut room = BodyRoom { budget: None, share: None };
+    let read = async {
+        let mut collected = bytes::BytesMut::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| match e.downcast_ref::<http_body_util::LengthLimitError>() {
+                Some(_) => ApiError::PayloadTooLarge { limit },
+                None => ApiError::BadBody(e.to_string()),
+            })?;
+            let Ok(data) = frame.into_data() else { continue };
+            let total = collected.len() + data.len();
+            if total > SMALL_BODY {
+                room.cover(state, client, total.div_ceil(1024))?;
+            }
+            collected.extend_from_slice(&data);
         }
-        Err(e) => Err(ApiError::BadBody(e.to_string())),
+        Ok(collected.freeze())
+    };
+    tokio::time::timeout(within, read).await.map_err(|_| ApiError::BodyTimeout { within })?
+}
+
+/// The room one request body holds in [`BODY_BUDGET`] and in its client's [`BODY_SHARE`], in KiB.
+struct BodyRoom {
+    budget: Option<tokio::sync::OwnedSemaphorePermit>,
+    share: Option<limits::Slot>,
+}
+
+impl BodyRoom {
+    /// Grows the room to `kib`.
+    fn cover(&mut self, state: &AppState, client: Option<std::net::IpAddr>, kib: usize) -> Result<(), ApiError> {
+        let held = self.budget.as_ref().map_or(0, |p| p.num_permits());
+        let more = kib.saturating_sub(held);
+        if more == 0 {
+            return Ok(());
+        }
+        // One client's bodies hold at most a quarter of the budget, so it cannot refuse everyone's.
+        if let Some(client) = client {
+            let shared = match self.share.as_mut() {
+                Some(share) => share.try_grow(more),
+                None => state.body_shares.try_acquire_many(client, more).map(|s| self.share = Some(s)).is_some(),
+            };
+            if !shared {
+                return Err(ApiError::Throttled("too many large request bodies from this client at once".into()));
+            }
+        }
+        let permit = u32::try_from(more).ok().and_then(|n| state.body_budget.clone().try_acquire_many_owned(n).ok());
+        let Some(permit) = permit else {
+            return Err(ApiError::Busy("too many large request bodies are being received; retry shortly"));
+        };
+        match self.budget.as_mut() {
+            Some(budget) => budget.merge(permit),
+            None => self.budget = Some(permit),
+        }
+        Ok(())
     }
 }

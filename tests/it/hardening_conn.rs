@@ -498,10 +498,12 @@ async fn a_body_shorter_than_its_length_gets_408_not_the_request_timeout() {
     t.daemon.shutdown().await.unwrap();
 }
 
-/// Sends `head` (a request with a large body not sent) on a new connection: the answer if one comes within a second.
-async fn large_body_answer(addr: SocketAddr, head: &str) -> Option<String> {
+/// Sends `head` and `sent` bytes of its body on a new connection: the answer if one comes within a second after.
+async fn large_body_answer(addr: SocketAddr, head: &str, sent: usize) -> Option<String> {
     let mut stream = TcpStream::connect(addr).await.ok()?;
     stream.write_all(head.as_bytes()).await.ok()?;
+    // The server may refuse before it has read everything.
+    let _ = stream.write_all(&vec![b'a'; sent]).await;
     let mut answer = Vec::new();
     let mut chunk = [0u8; 4096];
     let read = tokio::time::timeout(Duration::from_secs(1), async {
@@ -516,9 +518,10 @@ async fn large_body_answer(addr: SocketAddr, head: &str) -> Option<String> {
     read.ok().map(|()| String::from_utf8_lossy(&answer).into_owned())
 }
 
-/// Large bodies that never finish hold a share of one server-wide budget, not their limit each: one client holds at
-/// most a quarter of it (429 past that), past the whole budget a large body is refused with 503 at once, small
-/// requests go on, and the budget returns as the connections close.
+/// Large bodies that never finish hold room in one server-wide budget for the bytes they sent, not for their declared
+/// length: announcing bodies holds nothing, one client holds at most a quarter of the budget (429 past that), past
+/// the whole budget a large body is refused with 503, small requests go on, and the room returns as the
+/// connections close.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unfinished_large_bodies_share_one_budget() {
     let anvil = start_anvil();
@@ -530,30 +533,39 @@ async fn unfinished_large_bodies_share_one_budget() {
     let head = |client: usize| {
         format!(
             "POST /api?module=x&action=y HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 203.0.113.{client}\r\n\
-             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {size}\r\n\r\naaaa"
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {size}\r\n\r\n"
         )
     };
-    let hold = |client: usize| {
+    let hold = |client: usize, sent: usize| {
         let head = head(client);
         async move {
             let mut stream = TcpStream::connect(addr).await.unwrap();
             stream.write_all(head.as_bytes()).await.unwrap();
+            let _ = stream.write_all(&vec![b'a'; sent]).await;
             stream
         }
     };
+    // Bodies announced and not sent hold nothing: a client with more of them than the budget is served.
+    let mut announced = Vec::new();
+    for client in 100..108 {
+        announced.push(hold(client, 0).await);
+    }
+    let sent = size - 1;
+    assert_eq!(large_body_answer(addr, &head(99), sent).await, None, "read until the body timeout, not refused");
+    drop(announced);
     // One client's second large body at once is over its share.
-    let mut holding = vec![hold(1).await];
+    let mut holding = vec![hold(1, 9 << 20).await];
     let refused = poll_until("one client's share to be taken", Duration::from_secs(20), || async {
-        large_body_answer(addr, &head(1)).await.filter(|a| a.starts_with("HTTP/1.1 429 "))
+        large_body_answer(addr, &head(1), sent).await.filter(|a| a.starts_with("HTTP/1.1 429 "))
     })
     .await;
     assert!(refused.contains("too many large request bodies from this client at once"), "{refused}");
     // A few more clients than fit: a probe below that gets ahead of a holder takes its room, and that one is refused.
-    for client in 2..rockscout::api::BODY_BUDGET / size + 6 {
-        holding.push(hold(client).await);
+    for client in 2..rockscout::api::BODY_BUDGET / size + 4 {
+        holding.push(hold(client, 9 << 20).await);
     }
     let refused = poll_until("the budget to be taken", Duration::from_secs(20), || async {
-        large_body_answer(addr, &head(250)).await.filter(|a| a.starts_with("HTTP/1.1 503 "))
+        large_body_answer(addr, &head(250), sent).await.filter(|a| a.starts_with("HTTP/1.1 503 "))
     })
     .await;
     let body: serde_json::Value = serde_json::from_str(refused.split_once("\r\n\r\n").unwrap().1).unwrap();
@@ -565,7 +577,7 @@ async fn unfinished_large_bodies_share_one_budget() {
     drop(holding);
     // A body that finds room is read (until the body timeout): no answer within the second.
     poll_until("the budget to return", Duration::from_secs(20), || async {
-        large_body_answer(addr, &head(1)).await.is_none().then_some(())
+        large_body_answer(addr, &head(1), sent).await.is_none().then_some(())
     })
     .await;
     t.daemon.shutdown().await.unwrap();
