@@ -106,6 +106,7 @@ pub struct Daemon {
 impl Daemon {
     /// Opens the store, binds the listener and starts following the node.
     pub async fn start(config: &Config) -> Result<Daemon, RunError> {
+        warn_if_few_files(config);
         let store_error = |source| RunError::Store { path: config.data_dir.display().to_string(), source };
         if config.reindex {
             Store::clear_chain_data(&config.data_dir).map_err(store_error)?;
@@ -330,6 +331,29 @@ pub fn raise_open_file_limit() -> std::io::Result<u64> {
         }
     }
     Ok(limit.rlim_cur)
+}
+
+/// Descriptors kept for what is not a client connection: table files, the node's sockets, the listeners.
+const FILES_OF_OUR_OWN: u64 = 1024;
+
+/// Warns when the open file limit cannot hold every connection the server admits (HTTP and WebSocket) and its own
+/// files: past it accepts fail and the follower cannot reach the node.
+fn warn_if_few_files(config: &Config) {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes only the struct passed, which lives on this stack frame.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return;
+    }
+    let admitted = (config.api.max_connections + config.api.ws.max_connections) as u64;
+    if limit.rlim_cur < admitted + FILES_OF_OUR_OWN {
+        tracing::warn!(
+            open_files = limit.rlim_cur,
+            connections = admitted,
+            "the open file limit is below the connections the server admits (--max-connections and 10,000 \
+             WebSockets) and its own files: raise the hard limit (LimitNOFILE= in a systemd unit, ulimit -Hn) or \
+             lower --max-connections"
+        );
+    }
 }
 
 /// Runs the daemon until `cancel` fires or the follower fails.

@@ -714,4 +714,46 @@ async fn the_daemon_raises_its_open_file_limit() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(soft, expected, "soft limit raised to the hard one");
+
+    // A hard limit below the connections the server admits is named at start.
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_rockscout"));
+    command
+        .args(["run", "--rpc-url", &anvil.http_url(), "--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: as above.
+    unsafe {
+        command.pre_exec(|| {
+            let low = libc::rlimit { rlim_cur: 2048, rlim_max: 2048 };
+            match libc::setrlimit(libc::RLIMIT_NOFILE, &low) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let mut child = command.spawn().expect("the rockscout binary starts");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let warned = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.recv().await {
+            if line.contains("the open file limit is below the connections the server admits") {
+                return line;
+            }
+        }
+        String::new()
+    })
+    .await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let warned = warned.expect("a warning within 20 s");
+    assert!(warned.contains("open_files=2048") && warned.contains("connections=11024"), "{warned}");
 }
