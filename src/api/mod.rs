@@ -692,9 +692,9 @@ where
 }
 
 /// Bytes of request bodies the server receives at once, over every connection (bodies of at most
-/// [`SMALL_BODY`] are not counted): each body reserves its `Content-Length` (its limit when chunked) while it is read;
-/// a body that finds no room is refused with 503, so clients that start large bodies and never finish them cannot
-/// make the server hold their limits times its connections.
+/// [`SMALL_BODY`] are not counted): each body holds room for the bytes received so far while it is read; a body that
+/// finds no room is refused with 503, so clients that start large bodies and never finish them cannot make the server
+/// hold their limits times its connections.
 pub const BODY_BUDGET: usize = 64 << 20;
 
 /// Most of [`BODY_BUDGET`] one client's bodies hold at once (its largest body, 10 MiB, fits).

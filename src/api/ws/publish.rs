@@ -72,9 +72,24 @@ const BALANCE_QUEUE: usize = 64;
 struct BalanceQueue {
     jobs: std::sync::Mutex<std::collections::VecDeque<BalanceJob>>,
     ready: tokio::sync::Notify,
+    /// Addresses whose push failed (the node was slow, or the block left the chain): the next block's job takes
+    /// them, and a block that touches no subscribed address makes a job for them alone.
+    stranded: std::sync::Mutex<Vec<Address>>,
 }
 
 impl BalanceQueue {
+    fn strand(&self, addresses: Vec<Address>) {
+        self.stranded.lock().unwrap_or_else(|p| p.into_inner()).extend(addresses);
+    }
+
+    fn has_stranded(&self) -> bool {
+        !self.stranded.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+
+    fn take_stranded(&self) -> Vec<Address> {
+        std::mem::take(&mut *self.stranded.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     fn push(&self, job: BalanceJob) {
         let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
         jobs.push_back(job);
@@ -355,7 +370,7 @@ fn publish_block(
         balances.push((block.header.miner, None));
     }
     let touched = Touched { addresses: balances.iter().map(|(a, _)| *a).collect(), holders, supplies };
-    if !balances.is_empty() {
+    if !balances.is_empty() || balances_queue.has_stranded() {
         let job = BalanceJob {
             number,
             hash: block.header.hash,
@@ -455,14 +470,15 @@ fn publish_watchlists(state: &AppState, block: &Bundle) -> StoreResult<()> {
 /// Sends each queued block's balance pushes, in block order, until `cancel` fires. Balances are read by block hash
 /// (EIP-1898), so a block a reorg replaced meanwhile pushes nothing rather than another branch's balance.
 async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, cancel: CancellationToken) {
-    // Addresses whose push failed (the node was slow, or the block left the chain): corrected with the next block.
-    let mut missed: Vec<Address> = Vec::new();
     loop {
         let mut job = tokio::select! {
             _ = cancel.cancelled() => return,
             job = jobs.pop() => job,
         };
-        job.carry(missed.drain(..));
+        job.carry(jobs.take_stranded());
+        if job.addresses.is_empty() && job.corrections.is_empty() {
+            continue;
+        }
         // Every address of the block in one batch per block hash (the index's own batched balance reads).
         let addresses: Vec<Address> = job.addresses.iter().map(|(address, _)| *address).collect();
         let asked: Vec<Address> = addresses.iter().chain(&job.corrections).copied().collect();
@@ -477,7 +493,7 @@ async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, c
             Ok::<_, crate::node::NodeError>((after, before, corrected))
         };
         let Ok(Ok((after, before, corrected))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
-            missed = asked;
+            jobs.strand(asked);
             continue;
         };
         let hub = &state.ws.hub;
@@ -686,5 +702,10 @@ mod tests {
         }
         assert_eq!(popped, (3..pushed).collect::<Vec<_>>(), "the three oldest blocks are dropped, the rest in order");
         assert!(queue.jobs.lock().unwrap().is_empty());
+        // A failed read's addresses wait, whole, for the next job.
+        queue.strand(vec![Address::repeat_byte(7), Address::repeat_byte(8)]);
+        assert!(queue.has_stranded());
+        assert_eq!(queue.take_stranded(), vec![Address::repeat_byte(7), Address::repeat_byte(8)]);
+        assert!(!queue.has_stranded());
     }
 }
