@@ -284,6 +284,56 @@ impl Slot {
     }
 }
 
+/// Room a request holds, in units (KiB), in a server-wide budget (one semaphore permit per unit) and the same units
+/// in its client's share of that budget (a [`ConcurrencyLimiter`]); both are given back when it is dropped.
+#[derive(Debug, Default)]
+pub struct Room {
+    budget: Option<tokio::sync::OwnedSemaphorePermit>,
+    share: Option<Slot>,
+}
+
+/// Why a [`Room`] could not grow.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RoomRefused {
+    /// The client's share is spent.
+    Share,
+    /// The whole budget is spent.
+    Budget,
+}
+
+impl Room {
+    /// Grows the room to `units`: within `client`'s share of `shares` (no client: no share, as for an exempt one),
+    /// then within `budget`.
+    pub fn grow_to(
+        &mut self,
+        units: usize,
+        budget: &Arc<tokio::sync::Semaphore>,
+        shares: &ConcurrencyLimiter,
+        client: Option<IpAddr>,
+    ) -> Result<(), RoomRefused> {
+        let more = units.saturating_sub(self.budget.as_ref().map_or(0, |p| p.num_permits()));
+        if more == 0 {
+            return Ok(());
+        }
+        if let Some(client) = client {
+            let shared = match self.share.as_mut() {
+                Some(share) => share.try_grow(more),
+                None => shares.try_acquire_many(client, more).map(|s| self.share = Some(s)).is_some(),
+            };
+            if !shared {
+                return Err(RoomRefused::Share);
+            }
+        }
+        let permit = u32::try_from(more).ok().and_then(|n| budget.clone().try_acquire_many_owned(n).ok());
+        let permit = permit.ok_or(RoomRefused::Budget)?;
+        match self.budget.as_mut() {
+            Some(held) => held.merge(permit),
+            None => self.budget = Some(permit),
+        }
+        Ok(())
+    }
+}
+
 impl ConcurrencyLimiter {
     /// A limiter allowing `per_client` requests in flight per IP, tracking at most `max_tracked` IPs.
     pub fn new(per_client: usize, max_tracked: usize) -> Self {

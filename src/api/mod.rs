@@ -512,8 +512,6 @@ async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Re
     let started = Instant::now();
     let gzip_accepted = compress::accepts_gzip(req.headers());
     let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
-    let mut req = req;
-    req.extensions_mut().insert(ClientIp(client));
     let verdict = match auth::presented_api_key(req.headers(), req.uri().query()) {
         // A valid API key is limited by its own (larger) bucket, counted against the key, not the IP's anonymous
         // bucket; all keyed requests of one IP share one more bucket of the key's size, so keys of many free
@@ -700,11 +698,6 @@ pub const BODY_BUDGET: usize = 64 << 20;
 /// Most of [`BODY_BUDGET`] one client's bodies hold at once (its largest body, 10 MiB, fits).
 pub const BODY_SHARE: usize = BODY_BUDGET / 4;
 
-/// The client a request came from (as rate limiting sees it), kept in the request's extensions for the handlers
-/// that bound per-client work deep down.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ClientIp(pub std::net::IpAddr);
-
 /// Bodies this small are read without a reservation from [`BODY_BUDGET`].
 const SMALL_BODY: usize = 64 << 10;
 
@@ -713,16 +706,22 @@ const SMALL_BODY: usize = 64 << 10;
 /// server's [`BODY_BUDGET`]: past [`SMALL_BODY`], the bytes received so far hold their room in it, and in their
 /// client's [`BODY_SHARE`], while the body arrives. Room is taken as bytes arrive, not for a declared length, so
 /// connections that announce large bodies and send nothing hold nothing.
-pub(crate) async fn read_body(state: &AppState, req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(
+    state: &AppState,
+    req: Request<Incoming>,
+    limit: usize,
+    client: std::net::IpAddr,
+) -> Result<Bytes, ApiError> {
     use http_body_util::BodyExt;
     let within = state.config.body_timeout();
     let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::PayloadTooLarge { limit });
     }
-    let client = req.extensions().get::<ClientIp>().map(|c| c.0).filter(|c| !state.limiter.spares_peer(*c));
+    // One client's bodies hold at most a quarter of the budget, so it cannot refuse everyone's.
+    let client = Some(client).filter(|c| !state.limiter.spares_peer(*c));
     let mut body = http_body_util::Limited::new(req.into_body(), limit);
-    let mut room = BodyRoom { budget: None, share: None };
+    let mut room = limits::Room::default();
     let read = async {
         let mut collected = bytes::BytesMut::new();
         while let Some(frame) = body.frame().await {
@@ -733,47 +732,20 @@ pub(crate) async fn read_body(state: &AppState, req: Request<Incoming>, limit: u
             let Ok(data) = frame.into_data() else { continue };
             let total = collected.len() + data.len();
             if total > SMALL_BODY {
-                room.cover(state, client, total.div_ceil(1024))?;
+                room.grow_to(total.div_ceil(1024), &state.body_budget, &state.body_shares, client).map_err(
+                    |refused| match refused {
+                        limits::RoomRefused::Share => {
+                            ApiError::Throttled("too many large request bodies from this client at once".into())
+                        }
+                        limits::RoomRefused::Budget => {
+                            ApiError::Busy("too many large request bodies are being received; retry shortly")
+                        }
+                    },
+                )?;
             }
             collected.extend_from_slice(&data);
         }
         Ok(collected.freeze())
     };
     tokio::time::timeout(within, read).await.map_err(|_| ApiError::BodyTimeout { within })?
-}
-
-/// The room one request body holds in [`BODY_BUDGET`] and in its client's [`BODY_SHARE`], in KiB.
-struct BodyRoom {
-    budget: Option<tokio::sync::OwnedSemaphorePermit>,
-    share: Option<limits::Slot>,
-}
-
-impl BodyRoom {
-    /// Grows the room to `kib`.
-    fn cover(&mut self, state: &AppState, client: Option<std::net::IpAddr>, kib: usize) -> Result<(), ApiError> {
-        let held = self.budget.as_ref().map_or(0, |p| p.num_permits());
-        let more = kib.saturating_sub(held);
-        if more == 0 {
-            return Ok(());
-        }
-        // One client's bodies hold at most a quarter of the budget, so it cannot refuse everyone's.
-        if let Some(client) = client {
-            let shared = match self.share.as_mut() {
-                Some(share) => share.try_grow(more),
-                None => state.body_shares.try_acquire_many(client, more).map(|s| self.share = Some(s)).is_some(),
-            };
-            if !shared {
-                return Err(ApiError::Throttled("too many large request bodies from this client at once".into()));
-            }
-        }
-        let permit = u32::try_from(more).ok().and_then(|n| state.body_budget.clone().try_acquire_many_owned(n).ok());
-        let Some(permit) = permit else {
-            return Err(ApiError::Busy("too many large request bodies are being received; retry shortly"));
-        };
-        match self.budget.as_mut() {
-            Some(budget) => budget.merge(permit),
-            None => self.budget = Some(permit),
-        }
-        Ok(())
-    }
 }

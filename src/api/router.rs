@@ -1163,7 +1163,7 @@ impl Route {
                     Err(refused) => return Ok(*refused),
                 };
                 let limit = state.rpc.config().max_body;
-                match read_body(state, req, limit).await {
+                match read_body(state, req, limit, client).await {
                     Ok(body) => {
                         Ok(state.rpc.call(&state.rpc_url, body, state.status.snapshot().node_head, client).await)
                     }
@@ -1334,7 +1334,7 @@ impl Route {
             }
             Route::Account(route) => super::rest::account::serve(route, req, state, client).await,
             Route::Verify(address, via) => super::rest::verification::verify(req, state, client, address, via).await,
-            Route::QueryReadMethod(address) => smart_contracts::query_read_method(req, state, address).await,
+            Route::QueryReadMethod(address) => smart_contracts::query_read_method(req, state, client, address).await,
             Route::WatchlistTransactions { page } => {
                 let watched = super::rest::account::watched(req.headers(), state, client)?;
                 read(state, deadline, move |r| super::rest::account::watchlist_transactions(r, &watched, page, true))

@@ -11,7 +11,7 @@
 //! at most, and all node answers together hold at most a fixed byte budget.
 
 use super::body::{raw_json_response, Body};
-use super::limits::ConcurrencyLimiter;
+use super::limits::{ConcurrencyLimiter, Room, RoomRefused};
 pub(super) use alloy::transports::http::reqwest;
 use bytes::Bytes;
 use hyper::StatusCode;
@@ -527,20 +527,13 @@ impl Failure {
 struct Answer {
     status: StatusCode,
     bytes: Vec<u8>,
-    permit: Held,
-}
-
-/// What an answer holds of the byte budget: KiB of the whole, and the same KiB of its client's share.
-#[derive(Default)]
-struct Held {
-    budget: Option<OwnedSemaphorePermit>,
-    share: Option<super::limits::Slot>,
+    permit: Room,
 }
 
 /// Bytes of an answer body that give their share of the budget back only when the body is dropped (sent).
 struct Budgeted {
     bytes: Vec<u8>,
-    _held: Held,
+    _room: Room,
 }
 
 impl AsRef<[u8]> for Budgeted {
@@ -549,8 +542,8 @@ impl AsRef<[u8]> for Budgeted {
     }
 }
 
-fn budgeted(bytes: Vec<u8>, held: Held) -> Bytes {
-    Bytes::from_owner(Budgeted { bytes, _held: held })
+fn budgeted(bytes: Vec<u8>, room: Room) -> Bytes {
+    Bytes::from_owner(Budgeted { bytes, _room: room })
 }
 
 /// The passthrough: its settings, the pooled upstream client and its bounds.
@@ -637,7 +630,7 @@ impl Passthrough {
         })?;
         let status = StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
         let mut bytes = Vec::new();
-        let mut held = Held::default();
+        let mut room = Room::default();
         while let Some(chunk) = response
             .chunk()
             .await
@@ -646,34 +639,20 @@ impl Passthrough {
             if bytes.len() + chunk.len() > self.config.max_response {
                 return Err(Failure::Upstream(format!("the node's answer exceeds {} bytes", self.config.max_response)));
             }
-            let kib = held.budget.as_ref().map_or(0, |p| p.num_permits());
-            let needed = (bytes.len() + chunk.len()).div_ceil(1024).saturating_sub(kib);
-            if needed > 0 {
-                let share = match held.share.as_mut() {
-                    Some(share) => share.try_grow(needed),
-                    None => self.shares.try_acquire_many(client, needed).map(|s| held.share = Some(s)).is_some(),
-                };
-                if !share {
-                    return Err(Failure::Throttled(format!(
-                        "this client holds too many node answers at once ({} bytes); try again shortly",
-                        self.shares.per_client() << 10
-                    )));
-                }
-                let more = u32::try_from(needed).ok().and_then(|n| self.budget.clone().try_acquire_many_owned(n).ok());
-                let Some(more) = more else {
-                    return Err(Failure::Busy(format!(
-                        "the explorer holds too many node answers at once ({} bytes); try again shortly",
-                        self.config.max_inflight_bytes
-                    )));
-                };
-                match held.budget.as_mut() {
-                    Some(p) => p.merge(more),
-                    None => held.budget = Some(more),
-                }
-            }
+            let kib = (bytes.len() + chunk.len()).div_ceil(1024);
+            room.grow_to(kib, &self.budget, &self.shares, Some(client)).map_err(|refused| match refused {
+                RoomRefused::Share => Failure::Throttled(format!(
+                    "this client holds too many node answers at once ({} bytes); try again shortly",
+                    self.shares.per_client() << 10
+                )),
+                RoomRefused::Budget => Failure::Busy(format!(
+                    "the explorer holds too many node answers at once ({} bytes); try again shortly",
+                    self.config.max_inflight_bytes
+                )),
+            })?;
             bytes.extend_from_slice(&chunk);
         }
-        Ok(Answer { status, bytes, permit: held })
+        Ok(Answer { status, bytes, permit: room })
     }
 
     /// Handles one call (single request or batch) whose body is `body`; `node_head` is the node's head as the
@@ -744,7 +723,7 @@ impl Passthrough {
         let checks_logs = forwarded.iter().any(|i| i.checks_logs());
         let mut responses: Vec<Box<RawValue>> = Vec::new();
         let mut status = StatusCode::OK;
-        let mut permit = Held::default();
+        let mut permit = Room::default();
         if !forwarded.is_empty() {
             let verbatim = forwarded.len() == classified.len()
                 && forwarded.iter().all(|i| matches!(i.action, Action::Forward { rewritten: None, .. }));

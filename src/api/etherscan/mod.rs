@@ -313,7 +313,7 @@ pub async fn serve(
     let headers = req.headers().clone();
     let content_type =
         req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
-    let body = match read_body(state, req, MAX_BODY).await {
+    let body = match read_body(state, req, MAX_BODY, client).await {
         Ok(body) => body,
         Err(unread) => return refused(unread),
     };

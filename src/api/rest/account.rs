@@ -76,7 +76,7 @@ pub async fn serve(
             let body = match action {
                 ItemAction::Create | ItemAction::Update(_) => {
                     let limit = if kind == ItemKind::CustomAbi { MAX_ABI_BODY } else { MAX_BODY };
-                    Some(body_json(state, req, limit).await?)
+                    Some(body_json(state, req, limit, client).await?)
                 }
                 _ => None,
             };
@@ -150,7 +150,7 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
     // A page served over HTTPS (through a TLS proxy: this server speaks plain HTTP) gets a cookie browsers send
     // only over HTTPS.
     let secure = req.headers().get(ORIGIN).is_some_and(|o| o.as_bytes().starts_with(b"https://"));
-    let body = body_json(state, req, MAX_BODY).await?;
+    let body = body_json(state, req, MAX_BODY, client).await?;
     let field = |name: &'static str| {
         body.get(name)
             .and_then(Value::as_str)
@@ -187,13 +187,13 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
 /// The request's JSON object body. It must say it is JSON: a page on another site can make a browser send a
 /// form or plain text with the sign-in cookie, but not a JSON request without the CORS preflight this API does not
 /// grant to credentials.
-async fn body_json(state: &AppState, req: Request<Incoming>, limit: usize) -> Result<Value, ApiError> {
+async fn body_json(state: &AppState, req: Request<Incoming>, limit: usize, client: IpAddr) -> Result<Value, ApiError> {
     let declared = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let media = declared.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     if media != "application/json" && !media.ends_with("+json") {
         return Err(ApiError::invalid("body", "Expected a JSON body (Content-Type: application/json)"));
     }
-    let bytes = read_body(state, req, limit).await?;
+    let bytes = read_body(state, req, limit, client).await?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(value @ Value::Object(_)) => Ok(value),
         _ => Err(ApiError::invalid("body", "Expected a JSON object")),

@@ -474,9 +474,10 @@ struct ReadMethodRequest {
 pub async fn query_read_method(
     req: Request<Incoming>,
     state: &AppState,
+    client: std::net::IpAddr,
     address: Address,
 ) -> Result<Response<Body>, ApiError> {
-    let body = read_body(state, req, READ_METHOD_BODY_LIMIT).await?;
+    let body = read_body(state, req, READ_METHOD_BODY_LIMIT, client).await?;
     let request: ReadMethodRequest =
         serde_json::from_slice(&body).map_err(|e| ApiError::BadBody(format!("a read-method request: {e}")))?;
     let selector: [u8; 4] = alloy::hex::decode(request.method_id.trim_start_matches("0x"))

@@ -104,7 +104,7 @@ pub async fn verify(
 ) -> Result<hyper::Response<Body>, ApiError> {
     auth::require_account(req.headers(), state, client)?;
     let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-    let body = read_body(state, req, MAX_SOURCES).await?;
+    let body = read_body(state, req, MAX_SOURCES, client).await?;
     let fields = if content_type.starts_with("multipart/form-data") {
         form_fields(body, &content_type).await?
     } else {

@@ -130,9 +130,10 @@ impl BalanceJob {
     /// Makes `addresses`, whose pushes of an earlier block were not sent, corrections of this one: their balance
     /// after this block (the one they missed is stale by now).
     fn carry(&mut self, addresses: impl IntoIterator<Item = Address>) {
+        let mut pushed: std::collections::HashSet<Address> =
+            self.addresses.iter().map(|(a, _)| *a).chain(self.corrections.iter().copied()).collect();
         for address in addresses {
-            let pushed = self.addresses.iter().any(|(a, _)| *a == address) || self.corrections.contains(&address);
-            if !pushed {
+            if pushed.insert(address) {
                 self.corrections.push(address);
             }
         }
@@ -483,28 +484,24 @@ async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, c
         let addresses: Vec<Address> = job.addresses.iter().map(|(address, _)| *address).collect();
         let asked: Vec<Address> = addresses.iter().chain(&job.corrections).copied().collect();
         let fetch = async {
-            let mut after = state.node.balances_after(&asked, job.hash).await?;
+            let after = state.node.balances_after(&asked, job.hash).await?;
             let before = match (job.number, addresses.is_empty()) {
                 (_, true) => Vec::new(),
                 (0, false) => vec![U256::ZERO; addresses.len()],
                 _ => state.node.balances_after(&addresses, job.parent_hash).await?,
             };
-            let corrected = after.split_off(addresses.len().min(after.len()));
-            Ok::<_, crate::node::NodeError>((after, before, corrected))
+            Ok::<_, crate::node::NodeError>((after, before))
         };
-        let Ok(Ok((after, before, corrected))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
+        let Ok(Ok((after, before))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
             jobs.strand(asked);
             continue;
         };
         let hub = &state.ws.hub;
-        for (address, balance) in job.corrections.iter().zip(corrected) {
-            let topic = address_topic(address);
-            let (balance, number) = (balance.to_string(), job.number);
-            hub.publish(&topic, "balance", &json!({"balance": balance, "block_number": number, "exchange_rate": null}));
-            let payload = json!({"coin_balance": balance, "exchange_rate": null, "block_number": number});
-            hub.publish(&topic, "current_coin_balance", &payload);
-        }
-        for (((address, tx), after), before) in job.addresses.iter().zip(after).zip(before) {
+        // The block's addresses, then its corrections: a correction has no balance before the block, so it gets its
+        // balance and current balance and no history item.
+        let befores = before.into_iter().map(Some).chain(std::iter::repeat(None));
+        let txs = job.addresses.iter().map(|(_, tx)| *tx).chain(std::iter::repeat(None));
+        for (((address, after), before), tx) in asked.iter().zip(after).zip(befores).zip(txs) {
             let number = job.number;
             let topic = address_topic(address);
             hub.publish(
@@ -512,22 +509,24 @@ async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, c
                 "balance",
                 &json!({"balance": after.to_string(), "block_number": number, "exchange_rate": null}),
             );
-            if after != before {
-                let delta = if after >= before { (after - before).to_string() } else { format!("-{}", before - after) };
-                hub.publish(
-                    &topic,
-                    "current_coin_balance",
-                    &json!({"coin_balance": after.to_string(), "exchange_rate": null, "block_number": number}),
-                );
-                let item = json!({
-                    "transaction_hash": tx.map(|h| hash_hex(&h)),
-                    "block_number": number,
-                    "delta": delta,
-                    "value": after.to_string(),
-                    "block_timestamp": iso_timestamp(job.timestamp),
-                });
-                hub.publish(&topic, "coin_balance", &json!({"coin_balance": item}));
+            if before == Some(after) {
+                continue;
             }
+            hub.publish(
+                &topic,
+                "current_coin_balance",
+                &json!({"coin_balance": after.to_string(), "exchange_rate": null, "block_number": number}),
+            );
+            let Some(before) = before else { continue };
+            let delta = if after >= before { (after - before).to_string() } else { format!("-{}", before - after) };
+            let item = json!({
+                "transaction_hash": tx.map(|h| hash_hex(&h)),
+                "block_number": number,
+                "delta": delta,
+                "value": after.to_string(),
+                "block_timestamp": iso_timestamp(job.timestamp),
+            });
+            hub.publish(&topic, "coin_balance", &json!({"coin_balance": item}));
         }
     }
 }
