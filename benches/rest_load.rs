@@ -236,12 +236,13 @@ fn main() {
         let state = AppState::new(
             store.clone(),
             Arc::new(Status::default()),
-            node,
+            node.clone(),
             anvil.http_url(),
             rockscout::events::channel(16),
             ApiConfig::default(),
             rockscout::contracts::jobs::Verifications::new(
                 store.clone(),
+                node,
                 rockscout::contracts::verifier::Compilers::default(),
                 std::time::Duration::from_secs(60),
             )

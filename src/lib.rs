@@ -174,8 +174,9 @@ impl Daemon {
         }
         contracts::verifier::index_verified_code(&store)
             .map_err(|source| RunError::Store { path: config.data_dir.display().to_string(), source })?;
-        let verifications = contracts::jobs::Verifications::new(store.clone(), compilers, config.verify_timeout)
-            .map_err(|source| RunError::Store { path: config.data_dir.display().to_string(), source })?;
+        let verifications =
+            contracts::jobs::Verifications::new(store.clone(), node.clone(), compilers, config.verify_timeout)
+                .map_err(|source| RunError::Store { path: config.data_dir.display().to_string(), source })?;
         let state = api::AppState::new(
             store.clone(),
             status.clone(),

@@ -157,8 +157,9 @@ impl Replica {
         let events = events::channel(1024);
         let cancel = CancellationToken::new();
         let compilers = contracts::verifier::Compilers::new(config.compilers_dir.clone());
-        let verifications = contracts::jobs::Verifications::new(store.clone(), compilers, config.verify_timeout)
-            .map_err(store_error)?;
+        let verifications =
+            contracts::jobs::Verifications::new(store.clone(), node.clone(), compilers, config.verify_timeout)
+                .map_err(store_error)?;
         let mut api_config = config.api.clone();
         api_config.read_replica = true;
         let state = AppState::new(

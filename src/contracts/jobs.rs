@@ -3,7 +3,9 @@
 //! (the compiler is killed past it). A job stopped by a shutdown stays `Queued` or `Running` in the store and is
 //! re-queued at the next start; jobs that no longer fit the queue then are marked failed.
 
+use super::creation::CreationInput;
 use super::verifier::{self, Compilers, Deployed, Request};
+use crate::node::Node;
 use crate::store::records::VerifiedSource;
 use crate::store::records::{JobState, VerificationJob};
 use crate::store::tables::{Code, Contracts, VerificationJobs, VerifiedSources};
@@ -39,6 +41,8 @@ pub const RUNNING: usize = 2;
 pub const QUEUED: usize = 16;
 /// Jobs waiting or running for one contract at most, so that requests for one contract cannot fill the queue.
 pub const PER_CONTRACT: usize = 2;
+/// How long a job waits for the node's trace of a creation inside a transaction (for its init code).
+const TRACE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why a request was not queued.
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +81,8 @@ pub struct Outcome {
 #[derive(Debug)]
 pub struct Verifications {
     store: Arc<Store>,
+    /// Traces creations inside transactions, for their init code.
+    node: Node,
     compilers: Compilers,
     limit: Duration,
     next_id: AtomicU64,
@@ -95,9 +101,10 @@ fn now_ms() -> u64 {
 }
 
 impl Verifications {
-    /// A queue over `store` compiling with `compilers`, `limit` per job; pending jobs of an earlier run are
-    /// queued again (or failed when more than the queue holds).
-    pub fn new(store: Arc<Store>, compilers: Compilers, limit: Duration) -> StoreResult<Arc<Self>> {
+    /// A queue over `store` compiling with `compilers`, `limit` per job, asking `node` for the init code of contracts
+    /// created inside transactions; pending jobs of an earlier run are queued again (or failed when more than the
+    /// queue holds).
+    pub fn new(store: Arc<Store>, node: Node, compilers: Compilers, limit: Duration) -> StoreResult<Arc<Self>> {
         let (sender, receiver) = mpsc::channel(QUEUED);
         let mut last = 0;
         let mut pending = Vec::new();
@@ -110,6 +117,7 @@ impl Verifications {
         }
         let queue = Arc::new(Verifications {
             store,
+            node,
             compilers,
             limit,
             next_id: AtomicU64::new(last + 1),
@@ -209,12 +217,16 @@ impl Verifications {
         Ok(())
     }
 
-    /// The chain's code for `address` as the index has it.
-    fn deployed(&self, address: Address) -> StoreResult<Option<Deployed>> {
-        let reader = self.store.reader();
-        let Some(row) = reader.get::<Contracts>(&address)? else { return Ok(None) };
-        let Some(runtime) = reader.get::<Code>(&row.code_hash)? else { return Ok(None) };
-        let creation_input = reader.tx(row.creation_tx)?.and_then(|(_, tx)| tx.to.is_none().then_some(tx.body.input));
+    /// The chain's code for `address` as the index has it, with its creation input (from the node's trace for a
+    /// contract created inside a transaction, when the node gives it within [`TRACE_TIMEOUT`]).
+    async fn deployed(&self, address: Address) -> StoreResult<Option<Deployed>> {
+        let (runtime, creation) = {
+            let reader = self.store.reader();
+            let Some(row) = reader.get::<Contracts>(&address)? else { return Ok(None) };
+            let Some(runtime) = reader.get::<Code>(&row.code_hash)? else { return Ok(None) };
+            (runtime, CreationInput::of(&reader, row.creation_tx, address)?)
+        };
+        let creation_input = creation.resolve(&self.node, address, TRACE_TIMEOUT).await;
         Ok(Some(Deployed { runtime, creation_input }))
     }
 
@@ -222,7 +234,7 @@ impl Verifications {
         let Some(mut job) = self.job(id)? else { return Ok(()) };
         job.state = JobState::Running;
         self.put(id, &job)?;
-        let outcome = match (self.deployed(job.address)?, serde_json::from_str(&job.input)) {
+        let outcome = match (self.deployed(job.address).await?, serde_json::from_str(&job.input)) {
             (None, _) => Err("the address has no indexed contract code".to_string()),
             (_, Err(e)) => Err(format!("invalid standard JSON input: {e}")),
             (Some(deployed), Ok(input)) => {
@@ -288,6 +300,11 @@ mod tests {
     use crate::store::StoreOptions;
     use serde_json::json;
 
+    /// A node nothing listens for (these jobs have no contract code, so none is asked).
+    fn no_node() -> Node {
+        Node::new("http://127.0.0.1:9", None, Duration::from_secs(1)).unwrap()
+    }
+
     fn request() -> Request {
         Request {
             compiler_version: "0.8.37".into(),
@@ -300,7 +317,7 @@ mod tests {
     async fn the_queue_is_bounded_and_pending_jobs_survive_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path(), &StoreOptions::default()).unwrap());
-        let queue = Verifications::new(store.clone(), Compilers::default(), Duration::from_secs(1)).unwrap();
+        let queue = Verifications::new(store.clone(), no_node(), Compilers::default(), Duration::from_secs(1)).unwrap();
         let contract = |i: usize| Address::with_last_byte(i as u8);
         let ids: Vec<u64> = (0..QUEUED).map(|i| queue.submit(contract(i), &request()).unwrap()).collect();
         assert!(matches!(queue.submit(contract(QUEUED), &request()), Err(SubmitError::Full)));
@@ -312,7 +329,7 @@ mod tests {
         drop(queue);
 
         // Restarted: the 16 pending jobs are queued again (the queue is full again), ids continue.
-        let again = Verifications::new(store.clone(), Compilers::default(), Duration::from_secs(1)).unwrap();
+        let again = Verifications::new(store.clone(), no_node(), Compilers::default(), Duration::from_secs(1)).unwrap();
         assert!(matches!(again.submit(contract(QUEUED), &request()), Err(SubmitError::Full)));
         assert_eq!(again.submit(contract(3), &request()).unwrap(), ids[3], "a restored job is still that job");
         let (cancel, runner) = (CancellationToken::new(), again.clone());
@@ -343,7 +360,7 @@ mod tests {
     async fn one_contract_s_requests_share_its_jobs() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path(), &StoreOptions::default()).unwrap());
-        let queue = Verifications::new(store, Compilers::default(), Duration::from_secs(1)).unwrap();
+        let queue = Verifications::new(store, no_node(), Compilers::default(), Duration::from_secs(1)).unwrap();
         let first = queue.submit(Address::ZERO, &request()).unwrap();
         for _ in 0..QUEUED {
             assert_eq!(queue.submit(Address::ZERO, &request()).unwrap(), first);

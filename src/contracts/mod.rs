@@ -1,12 +1,14 @@
 //! What the explorer knows about contract code beyond the chain: which local build artifact a deployed contract's
 //! code matches ([`Knowledge`]), ABIs for decoding ([`abi`]), the bytecode matcher ([`matcher`]), reading Foundry
-//! and Hardhat output ([`artifacts`]) and watching it ([`watch`]), and proxy patterns ([`proxy`]).
+//! and Hardhat output ([`artifacts`]) and watching it ([`watch`]), proxy patterns ([`proxy`]), and where a contract's
+//! creation input is ([`creation`]).
 //!
 //! Matches are cached by code hash: identical code at many addresses is matched once, and a request never parses
 //! an ABI or compares code twice. A rescan of the artifact folders replaces the set and empties the cache.
 
 pub mod abi;
 pub mod artifacts;
+pub mod creation;
 pub mod jobs;
 pub mod matcher;
 pub mod proxy;

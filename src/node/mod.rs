@@ -12,7 +12,7 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use wire::{RpcBlock, RpcBlockTrace, RpcCallFrame, RpcHead, RpcPool, RpcReceipt, RpcTransaction};
+use wire::{RpcBlock, RpcBlockTrace, RpcCallFrame, RpcHead, RpcInitFrame, RpcPool, RpcReceipt, RpcTransaction};
 
 /// What an `eth_call` came to.
 #[derive(Debug, Clone)]
@@ -339,6 +339,14 @@ impl Node {
             .await
     }
 
+    /// The init code the frame of transaction `hash` that created `address` ran, from the transaction's call
+    /// trace; `None` when no frame of it created `address`.
+    pub async fn init_code(&self, hash: B256, address: Address) -> Result<Option<Bytes>, NodeError> {
+        let options = self.tracer_options("callTracer", None);
+        let root: RpcInitFrame = self.call_deep("debug_traceTransaction", serde_json::json!([hash, options])).await?;
+        Ok(root.init_code_of(address).cloned())
+    }
+
     /// A trace of one transaction with `tracer` and `config` as the node returns it (raw traces, state diffs).
     pub async fn trace_transaction_with(
         &self,
@@ -624,6 +632,29 @@ mod tests {
         let two = "a https://x.io/k1 then \"ws://y:1/k2\" end";
         assert_eq!(redact_urls(two), "a https://x.io/… then \"ws://y:1/…\" end");
         assert_eq!(redact_urls("no url here"), "no url here");
+    }
+
+    #[test]
+    fn init_code_is_the_creating_frame_s_input() {
+        let (factory, child, other) = (Address::repeat_byte(1), Address::repeat_byte(2), Address::repeat_byte(3));
+        let trace = serde_json::json!({
+            "type": "CALL", "from": Address::repeat_byte(9), "to": factory, "input": "0xaa",
+            "calls": [
+                {"type": "CREATE", "from": factory, "to": other, "input": "0x6001"},
+                {"type": "CALL", "from": factory, "to": child, "input": "0xbb"},
+                {"type": "DELEGATECALL", "from": factory, "to": factory, "input": "0xcc", "calls": [
+                    {"type": "CREATE2", "from": factory, "to": child, "input": "0x6002"}
+                ]}
+            ]
+        });
+        let root: RpcInitFrame = parse_deep(&trace.to_string()).unwrap();
+        assert_eq!(
+            root.init_code_of(child),
+            Some(&Bytes::from_static(&[0x60, 0x02])),
+            "a call to it is not its creation"
+        );
+        assert_eq!(root.init_code_of(other), Some(&Bytes::from_static(&[0x60, 0x01])));
+        assert_eq!(root.init_code_of(factory), None, "the called contract was not created here");
     }
 
     #[test]

@@ -216,6 +216,37 @@ pub struct RpcCallFrame {
     pub calls: Vec<RpcCallFrame>,
 }
 
+/// One frame of `callTracer` output as far as a creation's init code needs it.
+#[derive(Debug, Deserialize)]
+pub struct RpcInitFrame {
+    /// `CREATE`, `CREATE2`, or another kind of frame.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The created contract, for a creation.
+    #[serde(default)]
+    pub to: Option<Address>,
+    /// The init code, for a creation.
+    #[serde(default)]
+    pub input: Option<Bytes>,
+    /// Nested frames.
+    #[serde(default)]
+    pub calls: Vec<RpcInitFrame>,
+}
+
+impl RpcInitFrame {
+    /// The init code of the frame (this one or a nested one) that created `address`, depth first.
+    pub fn init_code_of(&self, address: Address) -> Option<&Bytes> {
+        let mut frames = vec![self];
+        while let Some(frame) = frames.pop() {
+            if frame.kind.starts_with("CREATE") && frame.to == Some(address) {
+                return frame.input.as_ref();
+            }
+            frames.extend(frame.calls.iter().rev());
+        }
+        None
+    }
+}
+
 /// One transaction's entry of `debug_traceBlockByNumber` with `callTracer`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]

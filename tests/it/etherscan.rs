@@ -9,7 +9,7 @@ use alloy::providers::{Provider, RootProvider};
 use alloy::rpc::types::{Block, TransactionReceipt};
 use alloy::sol_types::{SolCall, SolConstructor, SolEvent};
 use hyper::Method;
-use rockscout::dev::contracts::{Demo, DemoFactory, DemoToken};
+use rockscout::dev::contracts::{Demo, DemoChild, DemoFactory, DemoToken};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -325,6 +325,27 @@ async fn account_actions_match_the_node() {
     // The sender of the top-level call has no internal transactions of its own.
     let none = api(addr, &format!("module=account&action=txlistinternal&address={a0}")).await;
     assert_eq!(none["message"], "No internal transactions found");
+
+    // The child the factory created: its creation names the factory, the call's sender, and the init code the
+    // creating frame ran (the node's trace has it; the compiled child's creation code, as it takes no arguments).
+    let frame = trace["calls"].as_array().unwrap().iter().find(|f| f["type"] == "CREATE").expect("a CREATE frame");
+    let child = frame["to"].as_str().unwrap().to_lowercase();
+    assert_eq!(frame["input"].as_str().unwrap(), format!("{:#x}", DemoChild::BYTECODE));
+    let q = format!("module=contract&action=getcontractcreation&contractaddresses={child},{}", chain.demo);
+    let created = ok(addr, &q).await;
+    assert_eq!(created[0]["contractAddress"], child.as_str());
+    assert_eq!(created[0]["contractFactory"], lower(&chain.factory));
+    assert_eq!(created[0]["contractCreator"], lower(&chain.accounts[1]));
+    assert_eq!(created[0]["txHash"], format!("{:#x}", chain.spawn));
+    assert_eq!(created[0]["creationBytecode"], frame["input"]);
+    // A top-level creation's is the deployment's input, and it names no factory.
+    let deployment: Value = node.raw_request("eth_getTransactionByHash".into(), (chain.demo_deploy,)).await.unwrap();
+    assert_eq!(created[1]["creationBytecode"], deployment["input"]);
+    assert_eq!(created[1]["contractFactory"], "");
+    // The contract page shows the same init code.
+    let page = get(addr, &format!("/api/v2/smart-contracts/{child}")).await;
+    assert_eq!(page.status, 200);
+    assert_eq!(page.json()["creation_bytecode"], frame["input"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

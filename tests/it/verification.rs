@@ -274,6 +274,63 @@ async fn standard_input_route_verifies_and_reports_errors() {
     );
 }
 
+/// Contracts created inside transactions verify against their own creation input, not the transaction's: a Counter
+/// a constructor creates (the deployment's input is the maker's code) and one a factory call creates (the input is
+/// the call's). Both match fully, and their constructor arguments come from the init code in the node's trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contracts_created_inside_transactions_verify_with_their_own_init_code() {
+    let maker = "\ncontract CounterMaker {\n    Counter public first = new Counter(9);\n\n    \
+                 function make(uint256 start) external returns (Counter) {\n        return new Counter(start);\n    }\n}\n";
+    let input = standard_input(&counter_source(|s| s + maker));
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let t = start_daemon(&anvil.http_url(), |c| {
+        c.compilers_dir = Some(compilers_dir());
+        c.tracing = true;
+    })
+    .await;
+    let code = alloy::hex::decode(creation_hex(&input, "src/Counter.sol", "CounterMaker").await).unwrap();
+    let factory = deploy_code(&node, accounts[0], code).await;
+    let make = [&alloy::primitives::keccak256("make(uint256)")[..4], &U256::from(11).to_be_bytes::<32>()].concat();
+    call(&node, accounts[0], factory, make).await;
+    mine(&node, 1).await;
+    let (in_constructor, in_call) = (factory.create(1), factory.create(2));
+    for (child, start) in [(in_constructor, 9), (in_call, 11)] {
+        let count: U256 = node
+            .raw_request("eth_call".into(), (json!({"to": child, "data": "0x06661abd"}), "latest"))
+            .await
+            .map(|b: Bytes| U256::from_be_slice(&b))
+            .unwrap();
+        assert_eq!(count, U256::from(start), "the node has {child} counting from {start}");
+    }
+    wait_synced(&t.daemon, &node).await;
+    let addr = t.daemon.addr();
+    let token = account_token(&t, accounts[0]);
+    for (child, start) in [(in_constructor, "9"), (in_call, "11")] {
+        stored_contract(&t.daemon, child).await;
+        let body = json!({"compiler_version": "0.8.37", "contract_name": "Counter", "input": input.to_string()});
+        let path = format!("/api/v2/smart-contracts/{child}/verification/via/standard-input");
+        let started = post(addr, &path, Some(&token), "application/json", body.to_string()).await;
+        assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+        let state = poll_until("the child's verification job to end", Duration::from_secs(120), || async {
+            let reader = t.daemon.store().reader();
+            let mut jobs = reader.rows::<rockscout::store::tables::VerificationJobs>().filter_map(Result::ok);
+            jobs.find_map(|(_, job)| {
+                (job.address == child && !matches!(job.state, JobState::Queued | JobState::Running))
+                    .then_some(job.state)
+            })
+        })
+        .await;
+        assert_eq!(state, JobState::Verified, "{child}");
+        let shown = get_json(addr, &format!("/api/v2/smart-contracts/{child}")).await;
+        assert_eq!(shown["is_fully_verified"], true, "{shown}");
+        assert_eq!(shown["decoded_constructor_args"][0][0], start, "{shown}");
+        let args = U256::from(start.parse::<u64>().unwrap()).to_be_bytes::<32>();
+        assert!(shown["creation_bytecode"].as_str().unwrap().ends_with(&alloy::hex::encode(args)), "{shown}");
+    }
+}
+
 /// The reason the verification job for `address` failed, once it has (polled in the store, for `what`).
 async fn failed_job(t: &TestDaemon, address: Address, what: &str) -> String {
     poll_until(what, Duration::from_secs(120), || async {

@@ -7,6 +7,7 @@ use crate::api::rest::smart_contracts::{contract_info, matched_artifact, stored_
 use crate::api::rest::tokens::token_json;
 use crate::api::rest::transactions::Replay;
 use crate::api::AppState;
+use crate::contracts::creation::CreationInput;
 use crate::store::keys::BlockPos;
 use crate::store::records::{ContractRecord, LogRecord};
 use crate::store::tables::{Accounts, CoinBalanceNow, Logs, Tokens};
@@ -443,6 +444,9 @@ pub(super) async fn gettxreceiptstatus(params: Params, state: &AppState, deadlin
 /// Most addresses of one `getcontractcreation`.
 const CREATION_LIMIT: usize = 10;
 
+/// How long `getcontractcreation` waits for the node's traces of creations inside calls.
+const CREATION_TRACE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// `getcontractcreation`: creator, creation transaction and creation input of up to 10 contracts.
 pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
     const MISSING: &str = "Query parameter contractaddresses is required";
@@ -454,7 +458,7 @@ pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadli
         .take(CREATION_LIMIT)
         .map(|a| super::parse_address(a.trim()).ok_or_else(|| bad("Invalid address format")))
         .collect::<Result<_, _>>()?;
-    read(state, deadline, move |r| {
+    let found = read(state, deadline, move |r| {
         let mut items = Vec::new();
         for address in addresses {
             let direct = r.get::<Accounts>(&address)?.and_then(|a| a.creation);
@@ -467,20 +471,29 @@ pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadli
             };
             let Some((pos, tx)) = r.tx(tx_hash)? else { continue };
             let Some(header) = r.block(pos.block)? else { continue };
-            let tx_from = tx.from;
-            items.push(json!({
+            let input = CreationInput::of(r, tx_hash, address)?;
+            let item = json!({
                 "contractAddress": lower(&address),
-                "contractCreator": lower(&if factory.is_some() { tx_from } else { creator }),
+                "contractCreator": lower(&if factory.is_some() { tx.from } else { creator }),
                 "txHash": format!("{tx_hash:#x}"),
                 "blockNumber": pos.block.to_string(),
                 "timestamp": header.timestamp.to_string(),
                 "contractFactory": factory.as_ref().map(lower).unwrap_or_default(),
-                "creationBytecode": if factory.is_none() { json!(format!("0x{}", alloy::hex::encode(&tx.input))) } else { json!("") },
-            }));
+            });
+            items.push((address, item, input));
         }
-        Ok(Answer::Ok(Value::Array(items)))
+        Ok(items)
     })
-    .await
+    .await?;
+    // A creation inside a call has its init code in the node's trace of the transaction only; those are asked
+    // for together, each within CREATION_TRACE_TIMEOUT (an empty string when the node gives none).
+    let limit = CREATION_TRACE_TIMEOUT.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+    let items = found.into_iter().map(|(address, mut item, input)| async move {
+        let code = input.resolve(&state.node, address, limit).await;
+        item["creationBytecode"] = json!(code.map(|c| format!("{c:#x}")).unwrap_or_default());
+        item
+    });
+    Ok(Answer::Ok(Value::Array(futures_util::future::join_all(items).await)))
 }
 
 /// Etherscan's text for a contract without verified source (Foundry and Hardhat look for it).

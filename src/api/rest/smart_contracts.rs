@@ -14,6 +14,7 @@ use crate::api::json::{AddressJson, ContractInfo, Implementation};
 use crate::api::router::Page;
 use crate::api::{read_body, ApiError, AppState};
 use crate::contracts::abi::{revert_reason, value_json};
+use crate::contracts::creation::CreationInput;
 use crate::contracts::proxy::ProxyType;
 use crate::contracts::{CodeFacts, Known, MatchKind};
 use crate::node::CallOutcome;
@@ -28,7 +29,8 @@ use hyper::{Request, Response};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// How long a contract page waits for the node's code of a contract the index has not fetched yet.
+/// How long a contract page waits for the node's code of a contract the index has not fetched yet, and for its trace
+/// of a creation inside a transaction (for the init code).
 const CODE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Largest body of a read-method request.
 const READ_METHOD_BODY_LIMIT: usize = 64 * 1024;
@@ -40,11 +42,6 @@ const READ_METHOD_OUTPUT_LIMIT: usize = 256 * 1024;
 /// Languages this instance knows contracts in.
 const LANGUAGES: &[&str] = &["solidity"];
 
-/// The creation input of the contract created by transaction `tx`, when it was a top-level creation.
-fn creation_input(reader: &Reader<'_>, tx: B256) -> StoreResult<Option<Bytes>> {
-    Ok(reader.tx(tx)?.and_then(|(_, record)| record.to.is_none().then(|| record.body.input.clone())))
-}
-
 /// The facts of the contract at `address` with stored `row`: its code's facts (cached by code hash), with a
 /// source the verifier matched for this address (and this code: a reorg may put other code there) taking the
 /// place of any artifact.
@@ -52,7 +49,7 @@ fn facts(reader: &Reader<'_>, address: &Address, row: &ContractRecord) -> StoreR
     let mut facts = reader.knowledge().facts(
         row.code_hash,
         || reader.get::<Code>(&row.code_hash),
-        || creation_input(reader, row.creation_tx),
+        || CreationInput::of(reader, row.creation_tx, *address).map(CreationInput::stored),
     )?;
     let verified = reader.get::<VerifiedSources>(address)?.filter(|v| v.code_hash == row.code_hash);
     if let Some(verified) = verified.and_then(Known::from_verified) {
@@ -156,7 +153,7 @@ fn decode_constructor(known: &Known, args: &[u8]) -> Option<Value> {
     Some(Value::Array(decoded))
 }
 
-/// The contract object for `address` with runtime `code`, `creation_input` (top-level creations) and `facts`.
+/// The contract object for `address` with runtime `code`, `creation_input` and `facts`.
 fn contract_json(
     reader: &Reader<'_>,
     code: &Bytes,
@@ -267,7 +264,8 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     };
     let created = creation(&reader, &address)?;
     if let Some((row, code)) = stored.filter(|(_, code)| !code.is_empty()) {
-        let input = creation_input(&reader, row.creation_tx)?;
+        let input =
+            CreationInput::of(&reader, row.creation_tx, address)?.resolve(&state.node, address, CODE_TIMEOUT).await;
         let facts = facts(&reader, &address, &row)?;
         let json = contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, row.proxy.as_ref())?;
         return Ok(ok(&json));
@@ -295,7 +293,7 @@ async fn code_from_node(
         return Ok(None);
     }
     let input = match creation_tx {
-        Some(tx) => creation_input(reader, tx)?,
+        Some(tx) => CreationInput::of(reader, tx, address)?.resolve(&state.node, address, CODE_TIMEOUT).await,
         None => None,
     };
     let code_hash = alloy::primitives::keccak256(&code);
