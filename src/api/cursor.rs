@@ -10,7 +10,7 @@ use super::json::{checksum, hash_hex, iso_timestamp_ms, parse_iso_ms};
 use super::query::Query;
 use super::router::parse_address;
 use crate::store::keys::{
-    BlockPos, CoinRankKey, HolderRankKey, PendingKey, SearchKey, TokenRankKey, TracePos, TransferPos,
+    BlockPos, CoinRankKey, HolderRankKey, NameSearchKey, PendingKey, SearchKey, TokenRankKey, TracePos, TransferPos,
 };
 use alloy::primitives::{Address, B256, U256};
 use serde_json::{json, Map, Value};
@@ -219,8 +219,43 @@ impl Cursor for TokenCursor {
                 vec![("holders_count", json!(k.holders)), ("contract_address_hash", json!(checksum(&k.token)))]
             }
             TokenCursor::Search(k) => {
-                let name = String::from_utf8_lossy(&k.text).trim_end_matches('\0').to_owned();
-                vec![("name", json!(name)), ("contract_address_hash", json!(checksum(&k.token)))]
+                vec![("name", json!(key_text(&k.text))), ("contract_address_hash", json!(checksum(&k.token)))]
+            }
+        }
+    }
+}
+
+/// `/search` text hits: tokens first (`token_text`, `token_address_hash`: the matched name, word or symbol), then
+/// registry names (`ens_name`, `ens_node`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchCursor {
+    /// After this token search key.
+    Token(SearchKey),
+    /// After this name search key (every token hit was shown).
+    Name(NameSearchKey),
+}
+
+fn key_text(text: &[u8]) -> String {
+    String::from_utf8_lossy(text).trim_end_matches('\0').to_owned()
+}
+
+impl Cursor for SearchCursor {
+    fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
+        if let Some(token) = q.get("token_address_hash") {
+            let token = parse_address(token, "token_address_hash")?;
+            return Ok(Some(SearchCursor::Token(SearchKey::new(q.get("token_text").unwrap_or_default(), token))));
+        }
+        let Some(node) = q.get("ens_node") else { return Ok(None) };
+        let node = super::router::parse_hash(node, "ens_node")?;
+        Ok(Some(SearchCursor::Name(NameSearchKey::new(q.get("ens_name").unwrap_or_default(), node))))
+    }
+    fn to_params(&self) -> Vec<(&'static str, Value)> {
+        match self {
+            SearchCursor::Token(k) => {
+                vec![("token_text", json!(key_text(&k.text))), ("token_address_hash", json!(checksum(&k.token)))]
+            }
+            SearchCursor::Name(k) => {
+                vec![("ens_name", json!(key_text(&k.text))), ("ens_node", json!(hash_hex(&k.node)))]
             }
         }
     }
@@ -397,6 +432,9 @@ mod tests {
         round_trip(PendingCursor(PendingKey { seen_ms: 1_748_255_211_474, hash: B256::repeat_byte(1) }), &[]);
         round_trip(TokenCursor::Rank(TokenRankKey { holders: 12, token: a }), &[]);
         round_trip(TokenCursor::Search(SearchKey::new("demo token", a)), &[("q", json!("demo"))]);
+        let search = [("next_page_params_type", json!("search")), ("q", json!("dem"))];
+        round_trip(SearchCursor::Token(SearchKey::new("démo token", a)), &search);
+        round_trip(SearchCursor::Name(NameSearchKey::new("demo.sei", B256::repeat_byte(7))), &search);
         round_trip(HolderCursor { holder: a, amount: U256::MAX, id: None }, &[]);
         round_trip(HolderCursor { holder: a, amount: U256::from(5), id: Some(U256::ZERO) }, &[]);
         round_trip(HoldingCursor { token: a, id: U256::from(77) }, &[]);

@@ -229,9 +229,9 @@ async fn list(state: &AppState, deadline: Instant, route: Route) -> Result<Value
             let list = read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await?;
             Ok(tokens::with_list_metadata(state, list).await)
         }
-        Route::Search(q) => {
+        Route::Search { q, page } => {
             let name = search::named(state, &q).await;
-            read(state, deadline, move |r| search::search(r, &q, name.as_ref())).await
+            read(state, deadline, move |r| search::search(r, &q, name.as_ref(), page)).await
         }
         _ => Err(ApiError::NoRoute),
     };
@@ -366,7 +366,7 @@ async fn render(state: &AppState, ctx: Ctx, path: &str, query: Option<&str>) -> 
                 Ok(route) => list(state, deadline, route).await?,
                 Err(refused) => serde_json::json!({ "refused": refused.message() }),
             };
-            Ok(pages::search(&q, &results))
+            Ok(pages::search(&q, List { envelope: &results, query }))
         }
         _ => Err(ApiError::NoRoute),
     }

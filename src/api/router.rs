@@ -8,8 +8,8 @@
 use super::body::Body;
 use super::cursor::{
     AddressCursor, BlockCursor, CallCursor, CoinRankCursor, CollectionCursor, Cursor, HolderCursor, HoldingCursor,
-    IndexCursor, InstanceCursor, NftCursor, PendingCursor, PosCursor, ReorgCursor, TokenCursor, TraceCursor,
-    TransferCursor,
+    IndexCursor, InstanceCursor, NftCursor, PendingCursor, PosCursor, ReorgCursor, SearchCursor, TokenCursor,
+    TraceCursor, TransferCursor,
 };
 use super::error::ApiError;
 use super::json::BlockKind;
@@ -398,7 +398,7 @@ pub enum Route {
         page: Page<InstanceCursor>,
     },
     /// `GET /api/v2/search`.
-    Search(String),
+    Search { q: String, page: Page<SearchCursor> },
     /// `GET /api/v2/search/quick`.
     SearchQuick(String),
     /// `GET /api/v2/search/check-redirect`.
@@ -884,7 +884,7 @@ impl Route {
                     q.get("holder_address_hash").map(|h| parse_address(h, "holder_address_hash")).transpose()?;
                 Route::TokenInstances { token: addr(a)?, holder, page: page(q)? }
             }
-            ["search"] => Route::Search(search_query(q)?),
+            ["search"] => Route::Search { q: search_query(q)?, page: page(q)? },
             ["search", "quick"] => Route::SearchQuick(search_query(q)?),
             ["search", "check-redirect"] => Route::SearchRedirect(search_query(q)?),
             ["main-page", "blocks"] => Route::MainPageBlocks,
@@ -1048,7 +1048,7 @@ impl Route {
             Route::TokenHolders { .. } => "/api/v2/tokens/:address_hash/holders",
             Route::TokenCounters(_) => "/api/v2/tokens/:address_hash/counters",
             Route::TokenInstances { .. } => "/api/v2/tokens/:address_hash/instances",
-            Route::Search(_) => "/api/v2/search",
+            Route::Search { .. } => "/api/v2/search",
             Route::SearchQuick(_) => "/api/v2/search/quick",
             Route::SearchRedirect(_) => "/api/v2/search/check-redirect",
             Route::MainPageBlocks => "/api/v2/main-page/blocks",
@@ -1320,9 +1320,9 @@ impl Route {
                 let list = read(state, deadline, move |r| tokens::instances(r, token, holder, page)).await?;
                 Ok(tokens::with_list_metadata(state, list).await)
             }
-            Route::Search(q) => {
+            Route::Search { q, page } => {
                 let name = search::named(state, &q).await;
-                read(state, deadline, move |r| search::search(r, &q, name.as_ref())).await
+                read(state, deadline, move |r| search::search(r, &q, name.as_ref(), page)).await
             }
             Route::SearchQuick(q) => {
                 let name = search::named(state, &q).await;

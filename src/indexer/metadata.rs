@@ -40,7 +40,7 @@ const SEARCHED_WORDS: usize = 8;
 
 /// The texts a token is found by, each as the start of a query: its name, the rest of its name from each later word
 /// on (`Rock Token` is found by `token`, as Blockscout's word search finds it) and its symbol.
-fn search_texts(metadata: &TokenMetadata) -> std::collections::BTreeSet<&str> {
+pub fn search_texts(metadata: &TokenMetadata) -> std::collections::BTreeSet<&str> {
     let mut texts = std::collections::BTreeSet::new();
     if let Some(name) = metadata.name.as_deref() {
         texts.insert(name);

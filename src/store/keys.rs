@@ -514,7 +514,8 @@ impl Key for CoinRankKey {
 pub const SEARCH_TEXT: usize = 32;
 
 /// A token name or symbol for prefix search: its lowercase first 32 bytes, zero-padded, then `token20`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Ordered as encoded: text, then token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SearchKey {
     /// Lowercase text, zero-padded.
     pub text: [u8; SEARCH_TEXT],

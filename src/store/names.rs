@@ -1,7 +1,7 @@
 //! Named queries of the name tables (ids 45–49): a node's record, names by prefix, the verified primary name of
 //! addresses, and how many names point at an address.
 
-use super::keys::{search_text, NameSearchKey};
+use super::keys::{search_text, Key, NameSearchKey};
 use super::records::NameRecord;
 use super::tables::{AddressNames, NameSearch, Names, ReverseNames};
 use super::{Direction, KeyRange, Reader, StoreResult};
@@ -18,20 +18,29 @@ impl Reader<'_> {
         self.get::<Names>(&node)
     }
 
-    /// Up to `limit` named nodes whose lowercase name starts with `text`, in name order.
-    pub fn names_starting(&self, text: &str, limit: usize) -> StoreResult<Vec<(B256, NameRecord)>> {
+    /// Up to `limit` named nodes whose lowercase name starts with `text`, in name order, after `after`, with their
+    /// search keys (a cursor can continue after any of them).
+    pub fn names_starting(
+        &self,
+        text: &str,
+        after: Option<NameSearchKey>,
+        limit: usize,
+    ) -> StoreResult<Vec<(NameSearchKey, NameRecord)>> {
         let (padded, len) = search_text(text);
         if len == 0 {
             return Ok(Vec::new());
         }
+        let mut range = KeyRange::prefix(&padded[..len]);
+        if let Some(key) = after {
+            range = range.after(&key.encode());
+        }
         let mut found = Vec::new();
-        for row in self.scan::<NameSearch>(KeyRange::prefix(&padded[..len]), Direction::Forward).take(NAME_SCAN_BUDGET)
-        {
-            let (NameSearchKey { node, .. }, ()) = row?;
-            if let Some(record) = self.get::<Names>(&node)? {
+        for row in self.scan::<NameSearch>(range, Direction::Forward).take(NAME_SCAN_BUDGET) {
+            let (key, ()) = row?;
+            if let Some(record) = self.get::<Names>(&key.node)? {
                 // The key holds 32 bytes of the name: longer names are checked whole.
                 if record.name.as_deref().is_some_and(|n| n.starts_with(&text.to_lowercase())) {
-                    found.push((node, record));
+                    found.push((key, record));
                 }
             }
             if found.len() >= limit {

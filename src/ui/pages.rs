@@ -582,8 +582,9 @@ pub fn instance(ctx: Ctx, token: &Value, instance: &Value, transfers: List<'_>) 
     )
 }
 
-/// `/search-results?q=`.
-pub fn search(q: &str, results: &Value) -> Markup {
+/// `/search-results?q=`: a page of hits, with the pager.
+pub fn search(q: &str, list: List<'_>) -> Markup {
+    let results = list.envelope;
     let rows = items(results);
     layout(
         "Search",
@@ -610,6 +611,7 @@ pub fn search(q: &str, results: &Value) -> Markup {
                         }
                     }
                 }
+                (pager("/search-results", &list))
             }
         },
     )

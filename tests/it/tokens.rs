@@ -344,6 +344,21 @@ async fn token_balances_holders_and_supplies_match_the_contracts() {
     let by_word = get(addr, "/api/v2/tokens?q=tok").await;
     assert_eq!(by_word["items"].as_array().unwrap().len(), 1, "{by_word}");
     assert_eq!(by_word["items"][0]["name"], "Demo Token");
+    // "demo" finds Demo Token by its name and by its symbol (DEMO), and Demo NFT by its name: each once, in the
+    // list and in search, whatever the page size (the pages continue after the matched text).
+    for path in ["/api/v2/tokens?q=demo", "/api/v2/search?q=demo"] {
+        for size in [1, 2, 50] {
+            let found = walk(addr, &format!("{path}&items_count={size}")).await;
+            let mut hashes: Vec<&str> = found.iter().map(|t| t["address_hash"].as_str().unwrap()).collect();
+            hashes.sort();
+            let mut want = vec![erc20.to_checksum(None), erc721.to_checksum(None)];
+            want.sort();
+            assert_eq!(hashes, want, "{path} in pages of {size}: {found:?}");
+        }
+    }
+    let first = get(addr, "/api/v2/search?q=demo&items_count=1").await;
+    assert_eq!(first["next_page_params"]["next_page_params_type"], "search", "{first}");
+    assert_eq!(first["next_page_params"]["q"], "demo", "{first}");
     let search = get(addr, "/api/v2/search?q=nft").await;
     assert_eq!((&search["items"][0]["type"], &search["items"][0]["name"]), (&json!("token"), &json!("Demo NFT")));
     let search = get(addr, "/api/v2/search?q=DNFT").await;

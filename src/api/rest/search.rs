@@ -4,16 +4,19 @@
 //! indexed tip, and the indexed names starting with the query.
 
 use super::blocks::find_block;
+use super::envelope;
 use super::smart_contracts::contract_info;
-use super::tokens::{search as token_search, token_json};
+use super::tokens::{search_page as token_search, token_json};
 use crate::api::body::{ok, Body};
-use crate::api::json::{checksum, hash_hex, iso_timestamp, BlockKind, Envelope};
+use crate::api::cursor::SearchCursor;
+use crate::api::json::{checksum, hash_hex, iso_timestamp, BlockKind};
 use crate::api::names::ResolvedName;
-use crate::api::router::{parse_address, parse_hash, BlockId};
+use crate::api::router::{parse_address, parse_hash, BlockId, Page};
 use crate::api::{ApiError, AppState};
 use crate::chain::names::{looks_like_name, namehash};
 use crate::store::tables::Accounts;
 use crate::store::{Reader, StoreResult};
+use alloy::primitives::{Address, B256};
 use hyper::Response;
 use serde_json::{json, Value};
 
@@ -23,11 +26,8 @@ struct Hit {
     redirect: Option<(&'static str, String)>,
 }
 
-/// Most token hits of a text query.
-const TOKEN_HITS: usize = 50;
-
-/// Most name hits of a text query.
-const NAME_HITS: usize = 50;
+/// Most text hits of a quick search (and of what a redirect is looked for in).
+const QUICK_HITS: usize = 50;
 
 /// The whole name a query names, resolved live (none when the query is no valid name or names are off). Search is
 /// lenient: a query that is not a valid name is still searched as text.
@@ -39,12 +39,7 @@ pub async fn named(state: &AppState, q: &str) -> Option<ResolvedName> {
 }
 
 /// Blockscout's `ens_domain` item for `name`, whose address record holds `address`.
-fn name_hit(
-    reader: &Reader<'_>,
-    name: &str,
-    address: alloy::primitives::Address,
-    expires: Option<u64>,
-) -> StoreResult<Hit> {
+fn name_hit(reader: &Reader<'_>, name: &str, address: Address, expires: Option<u64>) -> StoreResult<Hit> {
     let hash = checksum(&address);
     let info = contract_info(reader, &address)?;
     let is_contract = info.is_some() || reader.get::<Accounts>(&address)?.is_some_and(|a| a.is_contract());
@@ -72,32 +67,7 @@ fn name_hit(
     })
 }
 
-/// Name hits: the whole name asked for (resolved live) first, then indexed names starting with the query.
-fn name_hits(reader: &Reader<'_>, q: &str, whole: Option<&ResolvedName>) -> StoreResult<Vec<Hit>> {
-    let mut hits = Vec::new();
-    if reader.name_registry().is_none() {
-        return Ok(hits);
-    }
-    let mut exact = None;
-    if let Some(ResolvedName { name, address: Some(address) }) = whole {
-        let node = namehash(name);
-        let expires = reader.name_record(node)?.and_then(|r| r.expires);
-        hits.push(name_hit(reader, name, *address, expires)?);
-        exact = Some(node);
-    }
-    let prefix = whole.map_or(q, |w| w.name.as_str());
-    for (node, record) in reader.names_starting(prefix, NAME_HITS)? {
-        let (Some(name), Some(address)) = (record.name, record.resolved) else { continue };
-        if Some(node) != exact {
-            let mut hit = name_hit(reader, &name, address, record.expires)?;
-            hit.redirect = None;
-            hits.push(hit);
-        }
-    }
-    Ok(hits)
-}
-
-fn token_hit(address: &alloy::primitives::Address, token: &crate::api::json::TokenJson, verified: bool) -> Hit {
+fn token_hit(address: &Address, token: &crate::api::json::TokenJson, verified: bool) -> Hit {
     let hash = checksum(address);
     let mut item = serde_json::to_value(token).expect("token serializes");
     let fields = item.as_object_mut().expect("an object");
@@ -124,60 +94,162 @@ fn token_hit(address: &alloy::primitives::Address, token: &crate::api::json::Tok
     Hit { item, redirect: None }
 }
 
-fn find(reader: &Reader<'_>, q: &str, name: Option<&ResolvedName>) -> StoreResult<Vec<Hit>> {
+/// The hits of `q` after `after`, at most `size` text hits, and where the next page continues. The first page starts
+/// with what `q` names exactly (a block, a transaction, an address and its token); a query of text (a number of three
+/// or more digits too) finds tokens, then registry names.
+fn find(
+    reader: &Reader<'_>,
+    q: &str,
+    name: Option<&ResolvedName>,
+    after: Option<SearchCursor>,
+    size: usize,
+) -> StoreResult<(Vec<Hit>, Option<SearchCursor>)> {
     let mut hits = Vec::new();
-    if !q.is_empty() && q.bytes().all(|b| b.is_ascii_digit()) {
-        if let Some((block, kind)) =
-            q.parse().ok().map(BlockId::Number).map(|id| find_block(reader, id)).transpose()?.flatten()
+    let digits = !q.is_empty() && q.bytes().all(|b| b.is_ascii_digit());
+    if digits {
+        if let Some((block, kind)) = q
+            .parse()
+            .ok()
+            .filter(|_| after.is_none())
+            .map(BlockId::Number)
+            .map(|id| find_block(reader, id))
+            .transpose()?
+            .flatten()
         {
             hits.push(block_hit(&block.hash, block.number, block.timestamp, kind));
         }
+        if q.len() < QUICK_MIN_CHARS {
+            return Ok((hits, None));
+        }
     } else if let Ok(hash) = parse_hash(q, "q") {
-        if let Some((pos, tx)) = reader.tx(hash)? {
-            let timestamp = reader.block(pos.block)?.map(|h| iso_timestamp(h.timestamp));
-            let hash = hash_hex(&tx.hash);
-            hits.push(Hit {
-                item: json!({"type": "transaction", "transaction_hash": hash, "url": format!("/tx/{hash}"), "timestamp": timestamp, "priority": 0}),
-                redirect: Some(("transaction", hash)),
-            });
+        if after.is_none() {
+            hits.extend(hash_hits(reader, hash)?);
         }
-        if let Some((block, kind)) = find_block(reader, BlockId::Hash(hash))? {
-            hits.push(block_hit(&block.hash, block.number, block.timestamp, kind));
-        }
+        return Ok((hits, None));
     } else if let Ok(address) = parse_address(q, "q") {
-        let info = contract_info(reader, &address)?;
-        let verified = info.as_ref().is_some_and(|i| i.verified);
-        if let Some(token) = token_json(reader, &address)? {
-            hits.push(token_hit(&address, &token, verified));
+        if after.is_none() {
+            hits.extend(address_hits(reader, address)?);
         }
-        let is_contract = info.is_some() || reader.get::<Accounts>(&address)?.is_some_and(|a| a.is_contract());
-        let hash = checksum(&address);
+        return Ok((hits, None));
+    }
+    let (text_hits, next) = text_hits(reader, q, name, after, size)?;
+    hits.extend(text_hits);
+    Ok((hits, next))
+}
+
+/// The transaction and the block a 32-byte hash names.
+fn hash_hits(reader: &Reader<'_>, hash: B256) -> StoreResult<Vec<Hit>> {
+    let mut hits = Vec::new();
+    if let Some((pos, tx)) = reader.tx(hash)? {
+        let timestamp = reader.block(pos.block)?.map(|h| iso_timestamp(h.timestamp));
+        let hash = hash_hex(&tx.hash);
         hits.push(Hit {
-            item: json!({
-                "type": if is_contract { "contract" } else { "address" },
-                "name": info.and_then(|i| i.name),
-                "address_hash": hash,
-                "url": format!("/address/{hash}"),
-                "is_smart_contract_verified": verified,
-                "is_smart_contract_address": is_contract,
-                "certified": false,
-                "ens_info": null,
-                "reputation": "ok",
-                "priority": 0,
-            }),
-            redirect: Some(("address", hash)),
+            item: json!({"type": "transaction", "transaction_hash": hash, "url": format!("/tx/{hash}"), "timestamp": timestamp, "priority": 0}),
+            redirect: Some(("transaction", hash)),
         });
-    } else {
-        for (address, token) in token_search(reader, q, TOKEN_HITS)? {
-            let verified = contract_info(reader, &address)?.is_some_and(|i| i.verified);
-            hits.push(token_hit(&address, &token, verified));
-        }
-        hits.extend(name_hits(reader, q, name)?);
+    }
+    if let Some((block, kind)) = find_block(reader, BlockId::Hash(hash))? {
+        hits.push(block_hit(&block.hash, block.number, block.timestamp, kind));
     }
     Ok(hits)
 }
 
-fn block_hit(hash: &alloy::primitives::B256, number: u64, timestamp: u64, kind: BlockKind) -> Hit {
+/// An address: its token, if it is one, and the address itself.
+fn address_hits(reader: &Reader<'_>, address: Address) -> StoreResult<Vec<Hit>> {
+    let mut hits = Vec::new();
+    let info = contract_info(reader, &address)?;
+    let verified = info.as_ref().is_some_and(|i| i.verified);
+    if let Some(token) = token_json(reader, &address)? {
+        hits.push(token_hit(&address, &token, verified));
+    }
+    let is_contract = info.is_some() || reader.get::<Accounts>(&address)?.is_some_and(|a| a.is_contract());
+    let hash = checksum(&address);
+    hits.push(Hit {
+        item: json!({
+            "type": if is_contract { "contract" } else { "address" },
+            "name": info.and_then(|i| i.name),
+            "address_hash": hash,
+            "url": format!("/address/{hash}"),
+            "is_smart_contract_verified": verified,
+            "is_smart_contract_address": is_contract,
+            "certified": false,
+            "ens_info": null,
+            "reputation": "ok",
+            "priority": 0,
+        }),
+        redirect: Some(("address", hash)),
+    });
+    Ok(hits)
+}
+
+/// Up to `size` text hits after `after`: tokens whose name, a later word of it or symbol starts with `q` (each
+/// token once), then registry names: the whole name asked for (resolved live) first, then the indexed names starting
+/// with the query.
+fn text_hits(
+    reader: &Reader<'_>,
+    q: &str,
+    whole: Option<&ResolvedName>,
+    after: Option<SearchCursor>,
+    size: usize,
+) -> StoreResult<(Vec<Hit>, Option<SearchCursor>)> {
+    let mut hits = Vec::new();
+    if q.is_empty() {
+        return Ok((hits, None));
+    }
+    let names_after = match after {
+        Some(SearchCursor::Name(key)) => Some(key),
+        after => {
+            let tokens_after = match after {
+                Some(SearchCursor::Token(key)) => Some(key),
+                _ => None,
+            };
+            let rows = token_search(reader, q, tokens_after, size, |_| true)?;
+            for (key, ()) in &rows.items {
+                if let Some(token) = token_json(reader, &key.token)? {
+                    let verified = contract_info(reader, &key.token)?.is_some_and(|i| i.verified);
+                    hits.push(token_hit(&key.token, &token, verified));
+                }
+            }
+            let last = rows.items.last().map(|(key, ())| SearchCursor::Token(*key));
+            match rows.next {
+                Some(next) => return Ok((hits, Some(SearchCursor::Token(next)))),
+                // A full page of tokens continues with the names on the next page, when there are any.
+                None if rows.items.len() >= size => {
+                    let names = whole.is_some() || !reader.names_starting(q, None, 1)?.is_empty();
+                    return Ok((hits, last.filter(|_| names && reader.name_registry().is_some())));
+                }
+                None => None,
+            }
+        }
+    };
+    if reader.name_registry().is_none() {
+        return Ok((hits, None));
+    }
+    let exact = whole.filter(|w| w.address.is_some()).map(|w| namehash(&w.name));
+    if let (Some(ResolvedName { name, address: Some(address) }), None) = (whole, names_after) {
+        let expires = reader.name_record(namehash(name))?.and_then(|r| r.expires);
+        hits.push(name_hit(reader, name, *address, expires)?);
+    }
+    let prefix = whole.map_or(q, |w| w.name.as_str());
+    let room = size.saturating_sub(hits.len());
+    let mut shown = None;
+    for (key, record) in reader.names_starting(prefix, names_after, room + 2)? {
+        let (Some(name), Some(address)) = (record.name, record.resolved) else { continue };
+        if Some(key.node) == exact {
+            continue;
+        }
+        if hits.len() >= size {
+            return Ok((hits, shown.map(SearchCursor::Name)));
+        }
+        let mut hit = name_hit(reader, &name, address, record.expires)?;
+        hit.redirect = None;
+        hits.push(hit);
+        shown = Some(key);
+    }
+    Ok((hits, None))
+}
+
+fn block_hit(hash: &B256, number: u64, timestamp: u64, kind: BlockKind) -> Hit {
     let hash = hash_hex(hash);
     Hit {
         item: json!({
@@ -193,19 +265,25 @@ fn block_hit(hash: &alloy::primitives::B256, number: u64, timestamp: u64, kind: 
     }
 }
 
-/// `GET /api/v2/search?q=`.
-pub fn search(reader: &Reader<'_>, q: &str, name: Option<&ResolvedName>) -> Result<Response<Body>, ApiError> {
-    let hits = find(reader, q, name)?;
-    Ok(ok(&Envelope { items: hits.into_iter().map(|h| h.item).collect(), next_page_params: None }))
+/// `GET /api/v2/search?q=`: a page of hits; the next continues after the last text hit shown.
+pub fn search(
+    reader: &Reader<'_>,
+    q: &str,
+    name: Option<&ResolvedName>,
+    page: Page<SearchCursor>,
+) -> Result<Response<Body>, ApiError> {
+    let (hits, next) = find(reader, q, name, page.after, page.size)?;
+    let echo = [("next_page_params_type", json!("search")), ("q", json!(q))];
+    Ok(ok(&envelope(hits.into_iter().map(|h| h.item).collect(), next, page.size, &echo)))
 }
 
-/// `GET /api/v2/search/quick?q=`: the same hits as a bare array.
+/// `GET /api/v2/search/quick?q=`: the first page's hits as a bare array.
 pub fn quick(reader: &Reader<'_>, q: &str, name: Option<&ResolvedName>) -> Result<Response<Body>, ApiError> {
     // The header's search box asks as the user types: under three characters there is nothing to suggest yet.
     if q.trim().chars().count() < QUICK_MIN_CHARS {
         return Ok(ok(&json!([])));
     }
-    let hits = find(reader, q, name)?;
+    let (hits, _) = find(reader, q, name, None, QUICK_HITS)?;
     Ok(ok(&hits.into_iter().map(|h| h.item).collect::<Vec<_>>()))
 }
 
@@ -214,7 +292,7 @@ const QUICK_MIN_CHARS: usize = 3;
 
 /// `GET /api/v2/search/check-redirect?q=`: where an exact match leads.
 pub fn redirect(reader: &Reader<'_>, q: &str, name: Option<&ResolvedName>) -> Result<Response<Body>, ApiError> {
-    let hits = find(reader, q, name)?;
+    let (hits, _) = find(reader, q, name, None, QUICK_HITS)?;
     Ok(ok(&match hits.into_iter().find_map(|h| h.redirect) {
         Some((kind, parameter)) => json!({"redirect": true, "type": kind, "parameter": parameter}),
         None => json!({"redirect": false, "type": null, "parameter": null}),

@@ -10,7 +10,8 @@ use crate::api::json::{AddressJson, TokenJson, TransferJson};
 use crate::api::nft_metadata::{self, InstanceMetadata};
 use crate::api::router::{Direction as Filter, Page};
 use crate::api::{ApiError, AppState};
-use crate::store::keys::{BalanceKey, BlockPos, HolderKey, InstanceKey, TransferPos};
+use crate::indexer::metadata::search_texts;
+use crate::store::keys::{search_text, BalanceKey, BlockPos, HolderKey, InstanceKey, SearchKey, TransferPos};
 use crate::store::records::{direction, InstanceRecord, TokenKind, TokenRecord, TokenTransferRecord, TxRecord};
 use crate::store::tables::{
     NftInstances, TokenBalances, TokenHolders, TokenMetadatas, Tokens, Transactions, Transfers,
@@ -154,13 +155,7 @@ pub fn list(
                 Some(TokenCursor::Search(key)) => Some(key),
                 _ => None,
             };
-            let mut seen = BTreeSet::new();
-            let rows = take_page(reader.token_search(q, after), page.size, |key, ()| {
-                if seen.contains(&key.token) || !reader.get::<Tokens>(&key.token)?.is_some_and(|r| wanted(&r)) {
-                    return Ok(false);
-                }
-                Ok(seen.insert(key.token))
-            })?;
+            let rows = search_page(reader, q, after, page.size, |r| wanted(r))?;
             for (key, ()) in &rows.items {
                 items.extend(token_json(reader, &key.token)?);
             }
@@ -170,25 +165,29 @@ pub fn list(
     Ok(ok(&envelope))
 }
 
-/// Tokens whose name or symbol starts with `q` (for search), at most `limit`.
-pub fn search(reader: &Reader<'_>, q: &str, limit: usize) -> StoreResult<Vec<(Address, TokenJson)>> {
-    if q.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut found = Vec::new();
-    let mut seen = BTreeSet::new();
-    for row in reader.token_search(q, None).take(SCAN_BUDGET) {
-        let (key, ()) = row?;
-        if seen.insert(key.token) {
-            if let Some(json) = token_json(reader, &key.token)? {
-                found.push((key.token, json));
-            }
+/// Tokens whose name, a later word of their name, or symbol starts with `q`, in search-key order after `after`: up
+/// to `size` of those `wanted` keeps. A token `q` finds by several texts is listed once, at the first of them, on
+/// whichever page that falls.
+pub fn search_page(
+    reader: &Reader<'_>,
+    q: &str,
+    after: Option<SearchKey>,
+    size: usize,
+    wanted: impl Fn(&TokenRecord) -> bool,
+) -> StoreResult<PageRows<SearchKey, ()>> {
+    let (prefix, len) = search_text(q);
+    take_page(reader.token_search(q, after), size, |key, ()| {
+        if !reader.get::<Tokens>(&key.token)?.is_some_and(|r| wanted(&r)) {
+            return Ok(false);
         }
-        if found.len() >= limit {
-            break;
-        }
-    }
-    Ok(found)
+        let Some(metadata) = reader.get::<TokenMetadatas>(&key.token)? else { return Ok(false) };
+        let first = search_texts(&metadata)
+            .into_iter()
+            .map(|text| SearchKey::new(text, key.token))
+            .filter(|k| k.text[..len] == prefix[..len])
+            .min();
+        Ok(first == Some(*key))
+    })
 }
 
 /// `GET /api/v2/tokens/:a`.

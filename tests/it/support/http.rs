@@ -91,7 +91,8 @@ pub async fn walk(addr: SocketAddr, path: &str) -> Vec<serde_json::Value> {
         items.extend(page["items"].as_array().expect("items").iter().cloned());
         let Some(next) = page["next_page_params"].as_object() else { return items };
         let sep = if path.contains('?') { '&' } else { '?' };
-        let query: Vec<String> = next.iter().map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"'))).collect();
+        let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+        let query: Vec<String> = next.iter().map(|(k, v)| format!("{k}={}", percent_encode(&text(v)))).collect();
         url = format!("{path}{sep}{}", query.join("&"));
     }
     panic!("pagination of {path} did not end");
