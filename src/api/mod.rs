@@ -317,6 +317,30 @@ impl AppState {
         Ok(self.node.trace_transaction_with(hash, tracer, config).await?)
     }
 
+    /// The creation inputs of `creations` ([`crate::contracts::creation::inputs`]) within `limit`, the traces they
+    /// need counted among the [`NODE_TRACES`] at once (waited for within `limit`; `None` for those when no place
+    /// comes free).
+    pub async fn creation_inputs(
+        &self,
+        creations: Vec<(Address, crate::contracts::creation::CreationInput)>,
+        limit: std::time::Duration,
+    ) -> Vec<Option<alloy::primitives::Bytes>> {
+        use crate::contracts::creation::{inputs, CreationInput};
+        let started = tokio::time::Instant::now();
+        let _permit = if creations.iter().any(|(_, c)| matches!(c, CreationInput::Traced(_))) {
+            match tokio::time::timeout(limit, self.node_traces.acquire()).await {
+                Ok(Ok(permit)) => Some(permit),
+                _ => {
+                    let stored = creations.into_iter().map(|(_, c)| c.stored());
+                    return stored.collect();
+                }
+            }
+        } else {
+            None
+        };
+        inputs(&self.node, creations, limit.saturating_sub(started.elapsed())).await
+    }
+
     /// Balance and code presence of `address` after the indexed tip `tip` (block 0 before any block is indexed),
     /// from the node, cached per tip.
     pub async fn account_state(&self, address: Address, tip: Option<Tip>) -> Result<OnChain, NodeError> {

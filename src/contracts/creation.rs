@@ -5,6 +5,7 @@
 use crate::node::Node;
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::{Address, Bytes, B256};
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 /// Where the creation input of one contract is.
@@ -38,21 +39,57 @@ impl CreationInput {
             _ => None,
         }
     }
+}
 
-    /// The input, from the node's trace for a creation inside a transaction; `None` when it is unknown, or the node
-    /// does not trace the transaction within `limit`.
-    pub async fn resolve(self, node: &Node, address: Address, limit: Duration) -> Option<Bytes> {
-        match self {
-            CreationInput::Stored(input) => Some(input),
-            CreationInput::Traced(tx) => match tokio::time::timeout(limit, node.init_code(tx, address)).await {
-                Ok(Ok(input)) => input,
-                Ok(Err(e)) => {
-                    tracing::debug!(%tx, %address, error = %e, "no init code from the node's trace");
-                    None
-                }
-                Err(_) => None,
-            },
-            CreationInput::Unknown => None,
+/// Whether the constructor arguments `args` a verified source holds are those of the contract's current creation
+/// `input` (a reorg can put another creation of the same code at the address); with the input unknown, taken so.
+pub fn args_belong(args: &[u8], input: Option<&Bytes>) -> bool {
+    input.is_none_or(|input| input.ends_with(args))
+}
+
+/// The creation inputs of `creations` (contract and where its input is), in order: stored ones as they are, the
+/// others from the node's trace of their transaction, each transaction traced once and all of them within `limit`;
+/// `None` where the input is unknown or the node gave no trace in time.
+pub async fn inputs(node: &Node, creations: Vec<(Address, CreationInput)>, limit: Duration) -> Vec<Option<Bytes>> {
+    let deadline = tokio::time::Instant::now() + limit;
+    let traced: BTreeSet<B256> = creations
+        .iter()
+        .filter_map(|(_, input)| match input {
+            CreationInput::Traced(tx) => Some(*tx),
+            _ => None,
+        })
+        .collect();
+    let traces = futures_util::future::join_all(traced.into_iter().map(|tx| async move {
+        match tokio::time::timeout_at(deadline, node.creation_trace(tx, limit)).await {
+            Ok(Ok(trace)) => Some((tx, trace)),
+            Ok(Err(e)) => {
+                tracing::debug!(%tx, error = %e, "no trace of a creating transaction");
+                None
+            }
+            Err(_) => None,
         }
+    }));
+    let traces: HashMap<B256, _> = traces.await.into_iter().flatten().collect();
+    creations
+        .into_iter()
+        .map(|(address, input)| match input {
+            CreationInput::Stored(input) => Some(input),
+            CreationInput::Traced(tx) => traces.get(&tx).and_then(|trace| trace.init_code_of(address).cloned()),
+            CreationInput::Unknown => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_belong_to_an_input_that_ends_with_them() {
+        let args = [0u8, 0, 0, 9];
+        let code = |tail: &[u8]| Bytes::from([&[0x60, 0x80][..], tail].concat());
+        assert!(args_belong(&args, Some(&code(&args))));
+        assert!(!args_belong(&args, Some(&code(&[0, 0, 0, 8]))), "another creation's arguments");
+        assert!(args_belong(&args, None), "an unknown input cannot tell");
     }
 }

@@ -3,7 +3,7 @@
 //! (the compiler is killed past it). A job stopped by a shutdown stays `Queued` or `Running` in the store and is
 //! re-queued at the next start; jobs that no longer fit the queue then are marked failed.
 
-use super::creation::CreationInput;
+use super::creation::{self, CreationInput};
 use super::verifier::{self, Compilers, Deployed, Request};
 use crate::node::Node;
 use crate::store::records::VerifiedSource;
@@ -43,6 +43,11 @@ pub const QUEUED: usize = 16;
 pub const PER_CONTRACT: usize = 2;
 /// How long a job waits for the node's trace of a creation inside a transaction (for its init code).
 const TRACE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The reason of a job for an address without indexed code.
+const NO_CODE: &str = "the address has no indexed contract code";
+/// The reason of a job for a contract created inside a transaction the node gave no trace of.
+const NO_TRACE: &str = "the node gave no trace of the transaction that created this contract (its creation input, \
+                        with the constructor arguments, is only there); try again when the node answers";
 
 /// Why a request was not queued.
 #[derive(Debug, thiserror::Error)]
@@ -218,16 +223,26 @@ impl Verifications {
     }
 
     /// The chain's code for `address` as the index has it, with its creation input (from the node's trace for a
-    /// contract created inside a transaction, when the node gives it within [`TRACE_TIMEOUT`]).
-    async fn deployed(&self, address: Address) -> StoreResult<Option<Deployed>> {
+    /// contract created inside a transaction); why it cannot be compared when the index has no code for it, or
+    /// the node gives no trace within [`TRACE_TIMEOUT`] (a match of the runtime code alone would be stored as
+    /// final, without the constructor arguments).
+    async fn deployed(&self, address: Address) -> StoreResult<Result<Deployed, String>> {
         let (runtime, creation) = {
             let reader = self.store.reader();
-            let Some(row) = reader.get::<Contracts>(&address)? else { return Ok(None) };
-            let Some(runtime) = reader.get::<Code>(&row.code_hash)? else { return Ok(None) };
-            (runtime, CreationInput::of(&reader, row.creation_tx, address)?)
+            let code = match reader.get::<Contracts>(&address)? {
+                Some(row) => reader.get::<Code>(&row.code_hash)?.map(|code| (code, row.creation_tx)),
+                None => None,
+            };
+            let Some((runtime, tx)) = code else { return Ok(Err(NO_CODE.into())) };
+            (runtime, CreationInput::of(&reader, tx, address)?)
         };
-        let creation_input = creation.resolve(&self.node, address, TRACE_TIMEOUT).await;
-        Ok(Some(Deployed { runtime, creation_input }))
+        let inside = matches!(creation, CreationInput::Traced(_));
+        let creation_input =
+            creation::inputs(&self.node, vec![(address, creation)], TRACE_TIMEOUT).await.pop().flatten();
+        if inside && creation_input.is_none() {
+            return Ok(Err(NO_TRACE.into()));
+        }
+        Ok(Ok(Deployed { runtime, creation_input }))
     }
 
     async fn run_job(&self, id: u64) -> StoreResult<()> {
@@ -235,9 +250,9 @@ impl Verifications {
         job.state = JobState::Running;
         self.put(id, &job)?;
         let outcome = match (self.deployed(job.address).await?, serde_json::from_str(&job.input)) {
-            (None, _) => Err("the address has no indexed contract code".to_string()),
+            (Err(reason), _) => Err(reason),
             (_, Err(e)) => Err(format!("invalid standard JSON input: {e}")),
-            (Some(deployed), Ok(input)) => {
+            (Ok(deployed), Ok(input)) => {
                 let request = Request {
                     compiler_version: job.compiler_version.clone(),
                     contract_name: job.contract_name.clone(),

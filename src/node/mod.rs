@@ -339,12 +339,12 @@ impl Node {
             .await
     }
 
-    /// The init code the frame of transaction `hash` that created `address` ran, from the transaction's call
-    /// trace; `None` when no frame of it created `address`.
-    pub async fn init_code(&self, hash: B256, address: Address) -> Result<Option<Bytes>, NodeError> {
-        let options = self.tracer_options("callTracer", None);
-        let root: RpcInitFrame = self.call_deep("debug_traceTransaction", serde_json::json!([hash, options])).await?;
-        Ok(root.init_code_of(address).cloned())
+    /// The call trace of transaction `hash` as far as creations' init code needs it; the node is asked to give up
+    /// after `limit` (a node that honours the tracer's timeout).
+    pub async fn creation_trace(&self, hash: B256, limit: Duration) -> Result<RpcInitFrame, NodeError> {
+        let mut options = self.tracer_options("callTracer", None);
+        options["timeout"] = serde_json::json!(format!("{}ms", limit.as_millis()));
+        self.call_deep("debug_traceTransaction", serde_json::json!([hash, options])).await
     }
 
     /// A trace of one transaction with `tracer` and `config` as the node returns it (raw traces, state diffs).

@@ -228,22 +228,32 @@ pub struct RpcInitFrame {
     /// The init code, for a creation.
     #[serde(default)]
     pub input: Option<Bytes>,
+    /// Error, if the frame failed.
+    #[serde(default)]
+    pub error: Option<String>,
     /// Nested frames.
     #[serde(default)]
     pub calls: Vec<RpcInitFrame>,
 }
 
 impl RpcInitFrame {
-    /// The init code of the frame (this one or a nested one) that created `address`, depth first.
+    /// The init code of the frame that created `address`: the last creation of it whose effects stand (neither it
+    /// nor a frame above it failed; a creation a reverted call undid leaves the address to a later one), else the
+    /// last attempt.
     pub fn init_code_of(&self, address: Address) -> Option<&Bytes> {
-        let mut frames = vec![self];
-        while let Some(frame) = frames.pop() {
+        let (mut standing, mut attempted) = (None, None);
+        let mut frames = vec![(self, false)];
+        while let Some((frame, failed_above)) = frames.pop() {
+            let failed = failed_above || frame.error.is_some();
             if frame.kind.starts_with("CREATE") && frame.to == Some(address) {
-                return frame.input.as_ref();
+                attempted = frame.input.as_ref();
+                if !failed {
+                    standing = frame.input.as_ref();
+                }
             }
-            frames.extend(frame.calls.iter().rev());
+            frames.extend(frame.calls.iter().rev().map(|call| (call, failed)));
         }
-        None
+        standing.or(attempted)
     }
 }
 

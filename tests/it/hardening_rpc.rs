@@ -33,12 +33,12 @@ fn request(id: u64, method: &str, params: Value) -> String {
 }
 
 /// Pauses a node process (SIGSTOP) until dropped (SIGCONT), so a failing test never leaves it stopped.
-struct Paused(u32);
+pub(crate) struct Paused(u32);
 
 impl Paused {
     /// Stops the node and returns once every one of its threads is stopped: `kill` returns when the signal is
     /// sent, and a thread still running can answer a request that arrives in that moment.
-    fn new(anvil: &Anvil) -> Paused {
+    pub(crate) fn new(anvil: &Anvil) -> Paused {
         let pid = anvil.pid();
         signal(pid, "-STOP");
         let paused = Paused(pid);

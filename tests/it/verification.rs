@@ -275,12 +275,17 @@ async fn standard_input_route_verifies_and_reports_errors() {
 }
 
 /// Contracts created inside transactions verify against their own creation input, not the transaction's: a Counter
-/// a constructor creates (the deployment's input is the maker's code) and one a factory call creates (the input is
-/// the call's). Both match fully, and their constructor arguments come from the init code in the node's trace.
+/// a constructor creates (the deployment's input is the maker's code), one a factory call creates (the input is the
+/// call's), and one created after a reverted call undid a creation at the same address (the undone one's input is
+/// not it). They match fully, with the constructor arguments from the init code in the node's trace. While the node
+/// gives no trace, a job fails with the reason instead of storing a match without arguments, and can be sent again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contracts_created_inside_transactions_verify_with_their_own_init_code() {
     let maker = "\ncontract CounterMaker {\n    Counter public first = new Counter(9);\n\n    \
-                 function make(uint256 start) external returns (Counter) {\n        return new Counter(start);\n    }\n}\n";
+                 function make(uint256 start) external returns (Counter) {\n        return new Counter(start);\n    }\n\n    \
+                 function undone(uint256 start) external {\n        new Counter(start);\n        revert(\"undone\");\n    }\n\n    \
+                 function retry(uint256 start) external returns (Counter) {\n        try this.undone(1) {} catch {}\n        \
+                 return new Counter(start);\n    }\n}\n";
     let input = standard_input(&counter_source(|s| s + maker));
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
@@ -292,11 +297,14 @@ async fn contracts_created_inside_transactions_verify_with_their_own_init_code()
     .await;
     let code = alloy::hex::decode(creation_hex(&input, "src/Counter.sol", "CounterMaker").await).unwrap();
     let factory = deploy_code(&node, accounts[0], code).await;
-    let make = [&alloy::primitives::keccak256("make(uint256)")[..4], &U256::from(11).to_be_bytes::<32>()].concat();
-    call(&node, accounts[0], factory, make).await;
+    let with_start = |signature: &str, start: u64| {
+        [&alloy::primitives::keccak256(signature)[..4], &U256::from(start).to_be_bytes::<32>()[..]].concat()
+    };
+    call(&node, accounts[0], factory, with_start("make(uint256)", 11)).await;
+    call(&node, accounts[0], factory, with_start("retry(uint256)", 13)).await;
     mine(&node, 1).await;
-    let (in_constructor, in_call) = (factory.create(1), factory.create(2));
-    for (child, start) in [(in_constructor, 9), (in_call, 11)] {
+    let children = [(factory.create(1), 9), (factory.create(2), 11), (factory.create(3), 13)];
+    for (child, start) in children {
         let count: U256 = node
             .raw_request("eth_call".into(), (json!({"to": child, "data": "0x06661abd"}), "latest"))
             .await
@@ -307,28 +315,48 @@ async fn contracts_created_inside_transactions_verify_with_their_own_init_code()
     wait_synced(&t.daemon, &node).await;
     let addr = t.daemon.addr();
     let token = account_token(&t, accounts[0]);
-    for (child, start) in [(in_constructor, "9"), (in_call, "11")] {
-        stored_contract(&t.daemon, child).await;
+    let submit = |child: Address| {
         let body = json!({"compiler_version": "0.8.37", "contract_name": "Counter", "input": input.to_string()});
-        let path = format!("/api/v2/smart-contracts/{child}/verification/via/standard-input");
-        let started = post(addr, &path, Some(&token), "application/json", body.to_string()).await;
-        assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
-        let state = poll_until("the child's verification job to end", Duration::from_secs(120), || async {
-            let reader = t.daemon.store().reader();
-            let mut jobs = reader.rows::<rockscout::store::tables::VerificationJobs>().filter_map(Result::ok);
-            jobs.find_map(|(_, job)| {
-                (job.address == child && !matches!(job.state, JobState::Queued | JobState::Running))
-                    .then_some(job.state)
-            })
-        })
-        .await;
-        assert_eq!(state, JobState::Verified, "{child}");
+        let (path, token) = (format!("/api/v2/smart-contracts/{child}/verification/via/standard-input"), &token);
+        async move {
+            let started = post(addr, &path, Some(token), "application/json", body.to_string()).await;
+            assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+        }
+    };
+    for (child, _) in children {
+        stored_contract(&t.daemon, child).await;
+    }
+    let (stalled, _) = children[2];
+    {
+        let _paused = crate::hardening_rpc::Paused::new(&anvil);
+        submit(stalled).await;
+        let JobState::Failed(reason) = ended_job(&t, stalled).await else {
+            panic!("a job without the node's trace ended")
+        };
+        assert!(reason.contains("no trace"), "{reason}");
+    }
+    for (child, start) in children {
+        submit(child).await;
+        assert_eq!(ended_job(&t, child).await, JobState::Verified, "{child}");
         let shown = get_json(addr, &format!("/api/v2/smart-contracts/{child}")).await;
         assert_eq!(shown["is_fully_verified"], true, "{shown}");
-        assert_eq!(shown["decoded_constructor_args"][0][0], start, "{shown}");
-        let args = U256::from(start.parse::<u64>().unwrap()).to_be_bytes::<32>();
-        assert!(shown["creation_bytecode"].as_str().unwrap().ends_with(&alloy::hex::encode(args)), "{shown}");
+        assert_eq!(shown["decoded_constructor_args"][0][0], start.to_string(), "{shown}");
+        let args = alloy::hex::encode(U256::from(start).to_be_bytes::<32>());
+        assert!(shown["creation_bytecode"].as_str().unwrap().ends_with(&args), "{shown}");
+        let q = format!("/api?module=contract&action=getsourcecode&address={child}");
+        assert_eq!(get_json(addr, &q).await["result"][0]["ConstructorArguments"], args, "{child}");
     }
+}
+
+/// The state of the newest verification job for `address` once it has ended.
+async fn ended_job(t: &TestDaemon, address: Address) -> JobState {
+    poll_until("the verification job to end", Duration::from_secs(120), || async {
+        let reader = t.daemon.store().reader();
+        let jobs = reader.rows::<rockscout::store::tables::VerificationJobs>().filter_map(Result::ok);
+        let newest = jobs.filter(|(_, job)| job.address == address).last().map(|(_, job)| job.state);
+        newest.filter(|state| !matches!(state, JobState::Queued | JobState::Running))
+    })
+    .await
 }
 
 /// The reason the verification job for `address` failed, once it has (polled in the store, for `what`).

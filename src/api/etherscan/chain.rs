@@ -7,10 +7,10 @@ use crate::api::rest::smart_contracts::{contract_info, matched_artifact, stored_
 use crate::api::rest::tokens::token_json;
 use crate::api::rest::transactions::Replay;
 use crate::api::AppState;
-use crate::contracts::creation::CreationInput;
+use crate::contracts::creation::{args_belong, CreationInput};
 use crate::store::keys::BlockPos;
 use crate::store::records::{ContractRecord, LogRecord};
-use crate::store::tables::{Accounts, CoinBalanceNow, Logs, Tokens};
+use crate::store::tables::{Accounts, CoinBalanceNow, Contracts as ContractRows, Logs, Tokens};
 use crate::store::{Order, Reader, StoreResult};
 use alloy::primitives::{Address, B256, U256};
 use serde_json::{json, Value};
@@ -485,15 +485,16 @@ pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadli
         Ok(items)
     })
     .await?;
-    // A creation inside a call has its init code in the node's trace of the transaction only; those are asked
-    // for together, each within CREATION_TRACE_TIMEOUT (an empty string when the node gives none).
+    // A creation inside a call has its init code in the node's trace of the transaction only: each transaction is
+    // traced once, all within CREATION_TRACE_TIMEOUT (an empty string where the node gives none).
     let limit = CREATION_TRACE_TIMEOUT.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
-    let items = found.into_iter().map(|(address, mut item, input)| async move {
-        let code = input.resolve(&state.node, address, limit).await;
+    let creations = found.iter().map(|(address, _, input)| (*address, input.clone())).collect();
+    let codes = state.creation_inputs(creations, limit).await;
+    let items = found.into_iter().zip(codes).map(|((_, mut item, _), code)| {
         item["creationBytecode"] = json!(code.map(|c| format!("{c:#x}")).unwrap_or_default());
         item
     });
-    Ok(Answer::Ok(Value::Array(futures_util::future::join_all(items).await)))
+    Ok(Answer::Ok(Value::Array(items.collect())))
 }
 
 /// Etherscan's text for a contract without verified source (Foundry and Hardhat look for it).
@@ -581,27 +582,30 @@ fn source_code(sources: &[(String, String)], settings: Option<&Value>) -> String
 /// "not verified" record that Etherscan clients parse.
 pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
     let address = params.address("address", "Query parameter address is required", "Invalid address hash")?;
-    read(state, deadline, move |r| {
+    let (mut answer, args) = read(state, deadline, move |r| {
         let info = contract_info(r, &address)?;
         let implementation = info.as_ref().and_then(|i| i.implementations.first()).map(|i| lower(&i.address));
         let proxy = if implementation.is_some() { "1" } else { "0" };
         let Some(known) = matched_artifact(r, &address)? else {
-            return Ok(Answer::Ok(json!([{
-                "Address": lower(&address),
-                "SourceCode": "",
-                "ABI": NOT_VERIFIED,
-                "ContractName": "",
-                "CompilerVersion": "",
-                "OptimizationUsed": "",
-                "Runs": "",
-                "ConstructorArguments": "",
-                "EVMVersion": "",
-                "Library": "",
-                "LicenseType": "",
-                "Proxy": proxy,
-                "Implementation": implementation.unwrap_or_default(),
-                "SwarmSource": "",
-            }])));
+            return Ok((
+                Answer::Ok(json!([{
+                    "Address": lower(&address),
+                    "SourceCode": "",
+                    "ABI": NOT_VERIFIED,
+                    "ContractName": "",
+                    "CompilerVersion": "",
+                    "OptimizationUsed": "",
+                    "Runs": "",
+                    "ConstructorArguments": "",
+                    "EVMVersion": "",
+                    "Library": "",
+                    "LicenseType": "",
+                    "Proxy": proxy,
+                    "Implementation": implementation.unwrap_or_default(),
+                    "SwarmSource": "",
+                }])),
+                None,
+            ));
         };
         let artifact = &known.artifact;
         let (optimized, runs) = artifact.optimization();
@@ -614,7 +618,14 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
                 format!("{}:{}", l["name"].as_str().unwrap_or_default(), l["address_hash"].as_str().unwrap_or_default())
             })
             .collect();
-        Ok(Answer::Ok(json!([{
+        // Arguments to check against the current creation (a reorg can put another creation of this code here).
+        let args = match (known.verified_constructor_args(), r.get::<ContractRows>(&address)?) {
+            (Some(args), Some(row)) if !args.is_empty() => {
+                Some((alloy::primitives::Bytes::clone(args), CreationInput::of(r, row.creation_tx, address)?))
+            }
+            _ => None,
+        };
+        let answer = Answer::Ok(json!([{
             "Address": lower(&address),
             // A verified source's settings are its input's; a local artifact's come from metadata, in another form.
             "SourceCode": source_code(&artifact.sources, known.verified.as_ref().and(artifact.settings.as_ref())),
@@ -633,9 +644,17 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
             "FileName": artifact.file_path.clone().unwrap_or_default(),
             "MatchType": format!("{:?}", known.kind).to_lowercase(),
             "VerificationSource": known.source_label(),
-        }])))
+        }]));
+        Ok((answer, args))
     })
-    .await
+    .await?;
+    if let (Some((args, creation)), Answer::Ok(result)) = (args, &mut answer) {
+        let input = state.creation_inputs(vec![(address, creation)], CREATION_TRACE_TIMEOUT).await.pop().flatten();
+        if !args_belong(&args, input.as_ref()) {
+            result[0]["ConstructorArguments"] = json!("");
+        }
+    }
+    Ok(answer)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::api::json::{AddressJson, ContractInfo, Implementation};
 use crate::api::router::Page;
 use crate::api::{read_body, ApiError, AppState};
 use crate::contracts::abi::{revert_reason, value_json};
-use crate::contracts::creation::CreationInput;
+use crate::contracts::creation::{args_belong, CreationInput};
 use crate::contracts::proxy::ProxyType;
 use crate::contracts::{CodeFacts, Known, MatchKind};
 use crate::node::CallOutcome;
@@ -167,7 +167,9 @@ fn contract_json(
     let artifact = known.map(|k| &k.artifact);
     let verified = known.and_then(|k| k.verified.as_ref());
     let args = match (artifact.and_then(|a| a.creation.as_ref()), creation_input) {
-        _ if verified.is_some() => known.and_then(Known::verified_constructor_args).cloned(),
+        _ if verified.is_some() => {
+            known.and_then(Known::verified_constructor_args).filter(|a| args_belong(a, creation_input)).cloned()
+        }
         (Some(compiled), Some(input)) => compiled.matches_creation(input).map(|(_, args)| Bytes::copy_from_slice(args)),
         _ => None,
     };
@@ -264,8 +266,8 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     };
     let created = creation(&reader, &address)?;
     if let Some((row, code)) = stored.filter(|(_, code)| !code.is_empty()) {
-        let input =
-            CreationInput::of(&reader, row.creation_tx, address)?.resolve(&state.node, address, CODE_TIMEOUT).await;
+        let creation = CreationInput::of(&reader, row.creation_tx, address)?;
+        let input = state.creation_inputs(vec![(address, creation)], CODE_TIMEOUT).await.pop().flatten();
         let facts = facts(&reader, &address, &row)?;
         let json = contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, row.proxy.as_ref())?;
         return Ok(ok(&json));
@@ -293,7 +295,10 @@ async fn code_from_node(
         return Ok(None);
     }
     let input = match creation_tx {
-        Some(tx) => CreationInput::of(reader, tx, address)?.resolve(&state.node, address, CODE_TIMEOUT).await,
+        Some(tx) => {
+            let creation = CreationInput::of(reader, tx, address)?;
+            state.creation_inputs(vec![(address, creation)], CODE_TIMEOUT).await.pop().flatten()
+        }
         None => None,
     };
     let code_hash = alloy::primitives::keccak256(&code);
