@@ -453,11 +453,9 @@ pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadli
     let raw = params
         .get("contractaddresses")
         .ok_or_else(|| Refusal::Answer(Answer::NotOk(MISSING.into(), json!(MISSING))))?;
-    let addresses: Vec<Address> = raw
-        .split(',')
-        .take(CREATION_LIMIT)
-        .map(|a| super::parse_address(a.trim()).ok_or_else(|| bad("Invalid address format")))
-        .collect::<Result<_, _>>()?;
+    // As Blockscout: the first ten entries, of which those that are no address are left out like unknown ones.
+    let addresses: Vec<Address> =
+        raw.split(',').take(CREATION_LIMIT).filter_map(|a| super::parse_address(a.trim())).collect();
     let found = read(state, deadline, move |r| {
         let mut items = Vec::new();
         for address in addresses {
