@@ -348,6 +348,10 @@ async fn account_actions_match_the_node() {
     let page = get(addr, &format!("/api/v2/smart-contracts/{child}")).await;
     assert_eq!(page.status, 200);
     assert_eq!(page.json()["creation_bytecode"], frame["input"]);
+    // Its constructor takes no arguments: none shown, decoded or not (Blockscout's nulls).
+    let page = page.json();
+    assert_eq!((&page["constructor_args"], &page["decoded_constructor_args"]), (&Value::Null, &Value::Null), "{page}");
+    assert_eq!(page["name"], "DemoChild", "the child matches its build artifact");
 }
 
 #[tokio::test(flavor = "multi_thread")]

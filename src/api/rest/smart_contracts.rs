@@ -228,7 +228,7 @@ fn contract_json(
         "additional_sources": additional_sources,
         "external_libraries": known.map(|_| external_libraries(artifact.and_then(|a| a.settings.as_ref()))),
         "constructor_args": args.as_ref().filter(|a| !a.is_empty()).map(|a| format!("{a:#x}")),
-        "decoded_constructor_args": known.zip(args.as_ref()).and_then(|(k, a)| decode_constructor(k, a)),
+        "decoded_constructor_args": known.zip(args.as_ref().filter(|a| !a.is_empty())).and_then(|(k, a)| decode_constructor(k, a)),
         "has_constructor_args": args.as_ref().map(|a| !a.is_empty()),
         "verified_at": verified.map(|v| crate::api::json::iso_timestamp(v.verified_at)),
         "sourcify_repo_url": Value::Null,
