@@ -319,6 +319,36 @@ async fn a_reorg_that_removes_a_registration_removes_the_name() {
     assert_eq!(name_tables(&t), before, "every name table is as before the registration");
     // alice.dev, registered before the snapshot, stays.
     assert_eq!(search_names(addr, "alice.dev").await, vec![("alice.dev".into(), checksum(signers[0].address()))]);
+
+    // Search pages: two tokens and three names start with "al"; whatever the page size, the pages give the tokens,
+    // then the names in name order, each once.
+    for label in ["alicia", "alex"] {
+        register(&anvil.http_url(), &service, erin, label, &signers).await.unwrap();
+    }
+    for symbol in ["ALTB", "ALTA"] {
+        crate::parity_events::deploy_token(&node, erin, symbol, U256::from(1)).await;
+        mine(&node, 1).await;
+    }
+    wait_synced(&t.daemon, &node).await;
+    poll_until("the tokens' metadata", std::time::Duration::from_secs(30), || async {
+        (http::get_json(addr, "/api/v2/tokens?q=alt").await["items"].as_array()?.len() == 2).then_some(())
+    })
+    .await;
+    let want = ["token ALTA", "token ALTB", "ens_domain alex.dev", "ens_domain alice.dev", "ens_domain alicia.dev"];
+    for size in [1, 2, 3, 50] {
+        let hits = http::walk(addr, &format!("/api/v2/search?q=al&items_count={size}")).await;
+        let got: Vec<String> = hits
+            .iter()
+            .map(|h| {
+                format!(
+                    "{} {}",
+                    h["type"].as_str().unwrap(),
+                    h["name"].as_str().or(h["ens_info"]["name"].as_str()).unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "pages of {size}");
+    }
 }
 
 /// `rockscout dev` names its first accounts from the start: `alice.dev` is the first dev account, forward and

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 /// Sends the deployment of a `DemoToken` named after `symbol` with `supply` for `from`: its address (from the
 /// deployer's nonce) and the transaction.
-async fn deploy_token(
+pub(crate) async fn deploy_token(
     node: &alloy::providers::RootProvider,
     from: Address,
     symbol: &str,
