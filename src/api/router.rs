@@ -25,6 +25,8 @@ use std::net::IpAddr;
 
 /// Default page size (the seed's 25).
 pub const DEFAULT_PAGE: usize = 25;
+/// Hits per `/search` page without `items_count`.
+const SEARCH_PAGE: usize = 50;
 /// Largest page size.
 pub const MAX_PAGE: usize = 100;
 
@@ -884,7 +886,11 @@ impl Route {
                     q.get("holder_address_hash").map(|h| parse_address(h, "holder_address_hash")).transpose()?;
                 Route::TokenInstances { token: addr(a)?, holder, page: page(q)? }
             }
-            ["search"] => Route::Search { q: search_query(q)?, page: page(q)? },
+            ["search"] => {
+                // Blockscout's search pages hold 50 hits.
+                let size = if q.get("items_count").is_some() { page_size(q)? } else { SEARCH_PAGE };
+                Route::Search { q: search_query(q)?, page: Page { size, after: SearchCursor::from_query(q)? } }
+            }
             ["search", "quick"] => Route::SearchQuick(search_query(q)?),
             ["search", "check-redirect"] => Route::SearchRedirect(search_query(q)?),
             ["main-page", "blocks"] => Route::MainPageBlocks,

@@ -18,8 +18,8 @@ impl Reader<'_> {
         self.get::<Names>(&node)
     }
 
-    /// Up to `limit` named nodes whose lowercase name starts with `text`, in name order, after `after`, with their
-    /// search keys (a cursor can continue after any of them).
+    /// Up to `limit` named nodes whose lowercase name starts with `text` and whose address record is set, in name
+    /// order, after `after`, with their search keys (a cursor can continue after any of them).
     pub fn names_starting(
         &self,
         text: &str,
@@ -39,7 +39,8 @@ impl Reader<'_> {
             let (key, ()) = row?;
             if let Some(record) = self.get::<Names>(&key.node)? {
                 // The key holds 32 bytes of the name: longer names are checked whole.
-                if record.name.as_deref().is_some_and(|n| n.starts_with(&text.to_lowercase())) {
+                let starts = record.name.as_deref().is_some_and(|n| n.starts_with(&text.to_lowercase()));
+                if starts && record.resolved.is_some() {
                     found.push((key, record));
                 }
             }

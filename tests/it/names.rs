@@ -320,20 +320,36 @@ async fn a_reorg_that_removes_a_registration_removes_the_name() {
     // alice.dev, registered before the snapshot, stays.
     assert_eq!(search_names(addr, "alice.dev").await, vec![("alice.dev".into(), checksum(signers[0].address()))]);
 
-    // Search pages: two tokens and three names start with "al"; whatever the page size, the pages give the tokens,
-    // then the names in name order, each once.
-    for label in ["alicia", "alex"] {
+    // Search pages: two tokens and three names start with "al", and three names without an address record (not
+    // shown) sort before them; whatever the page size, the pages give the tokens, then the names in name order,
+    // each once.
+    for label in ["alicia", "alex", "alan", "alana", "alanb"] {
         register(&anvil.http_url(), &service, erin, label, &signers).await.unwrap();
     }
-    for symbol in ["ALTB", "ALTA"] {
+    let resolver = service.resolver;
+    for unset in ["alan.dev", "alana.dev", "alanb.dev"] {
+        send_as(&anvil, &signers[4], |p| async move {
+            *NameResolver::new(resolver, p).setAddr(namehash(unset), Address::ZERO).send().await.unwrap().tx_hash()
+        })
+        .await;
+    }
+    let long = "Long token name that goes on and on";
+    for symbol in ["ALTB", "ALTA", &format!("{long} one"), &format!("{long} two")] {
         crate::parity_events::deploy_token(&node, erin, symbol, U256::from(1)).await;
         mine(&node, 1).await;
     }
     wait_synced(&t.daemon, &node).await;
     poll_until("the tokens' metadata", std::time::Duration::from_secs(30), || async {
-        (http::get_json(addr, "/api/v2/tokens?q=alt").await["items"].as_array()?.len() == 2).then_some(())
+        let (alt, long) =
+            (http::get_json(addr, "/api/v2/tokens?q=alt").await, http::get_json(addr, "/api/v2/tokens?q=long").await);
+        (alt["items"].as_array()?.len() == 2 && long["items"].as_array()?.len() == 2).then_some(())
     })
     .await;
+    // A query past the 32 bytes a search key holds is compared whole.
+    for (q, found) in [(format!("{long} one"), 1), (long.to_owned(), 2)] {
+        let hits = http::get_json(addr, &format!("/api/v2/search?q={}", percent_encode(&q))).await;
+        assert_eq!(hits["items"].as_array().unwrap().len(), found, "{q}: {hits}");
+    }
     let want = ["token ALTA", "token ALTB", "ens_domain alex.dev", "ens_domain alice.dev", "ens_domain alicia.dev"];
     for size in [1, 2, 3, 50] {
         let hits = http::walk(addr, &format!("/api/v2/search?q=al&items_count={size}")).await;

@@ -359,6 +359,10 @@ async fn token_balances_holders_and_supplies_match_the_contracts() {
     let first = get(addr, "/api/v2/search?q=demo&items_count=1").await;
     assert_eq!(first["next_page_params"]["next_page_params_type"], "search", "{first}");
     assert_eq!(first["next_page_params"]["q"], "demo", "{first}");
+    assert_eq!(first["next_page_params"]["items_count"], "1", "Blockscout's search cursor holds strings: {first}");
+    // The list's next page keeps its type filter.
+    let typed = get(addr, "/api/v2/tokens?q=demo&type=ERC-20,ERC-721&items_count=1").await;
+    assert_eq!(typed["next_page_params"]["type"], "ERC-20,ERC-721", "{typed}");
     let search = get(addr, "/api/v2/search?q=nft").await;
     assert_eq!((&search["items"][0]["type"], &search["items"][0]["name"]), (&json!("token"), &json!("Demo NFT")));
     let search = get(addr, "/api/v2/search?q=DNFT").await;

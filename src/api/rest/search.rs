@@ -274,7 +274,14 @@ pub fn search(
 ) -> Result<Response<Body>, ApiError> {
     let (hits, next) = find(reader, q, name, page.after, page.size)?;
     let echo = [("next_page_params_type", json!("search")), ("q", json!(q))];
-    Ok(ok(&envelope(hits.into_iter().map(|h| h.item).collect(), next, page.size, &echo)))
+    let mut list = envelope(hits.into_iter().map(|h| h.item).collect(), next, page.size, &echo);
+    // Blockscout's search cursor holds strings only.
+    for value in list.next_page_params.iter_mut().flat_map(|params| params.values_mut()) {
+        if !value.is_string() {
+            *value = json!(value.to_string());
+        }
+    }
+    Ok(ok(&list))
 }
 
 /// `GET /api/v2/search/quick?q=`: the first page's hits as a bare array.

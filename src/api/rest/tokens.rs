@@ -11,7 +11,7 @@ use crate::api::nft_metadata::{self, InstanceMetadata};
 use crate::api::router::{Direction as Filter, Page};
 use crate::api::{ApiError, AppState};
 use crate::indexer::metadata::search_texts;
-use crate::store::keys::{search_text, BalanceKey, BlockPos, HolderKey, InstanceKey, SearchKey, TransferPos};
+use crate::store::keys::{BalanceKey, BlockPos, HolderKey, InstanceKey, SearchKey, TransferPos};
 use crate::store::records::{direction, InstanceRecord, TokenKind, TokenRecord, TokenTransferRecord, TxRecord};
 use crate::store::tables::{
     NftInstances, TokenBalances, TokenHolders, TokenMetadatas, Tokens, Transactions, Transfers,
@@ -148,7 +148,7 @@ pub fn list(
             for (key, ()) in &rows.items {
                 items.extend(token_json(reader, &key.token)?);
             }
-            envelope(items, rows.next.map(TokenCursor::Rank), page.size, &[])
+            envelope(items, rows.next.map(TokenCursor::Rank), page.size, &type_echo(kinds))
         }
         Some(q) => {
             let after = match page.after {
@@ -159,7 +159,9 @@ pub fn list(
             for (key, ()) in &rows.items {
                 items.extend(token_json(reader, &key.token)?);
             }
-            envelope(items, rows.next.map(TokenCursor::Search), page.size, &[("q", json!(q))])
+            let mut echo = type_echo(kinds);
+            echo.push(("q", json!(q)));
+            envelope(items, rows.next.map(TokenCursor::Search), page.size, &echo)
         }
     };
     Ok(ok(&envelope))
@@ -167,7 +169,7 @@ pub fn list(
 
 /// Tokens whose name, a later word of their name, or symbol starts with `q`, in search-key order after `after`: up
 /// to `size` of those `wanted` keeps. A token `q` finds by several texts is listed once, at the first of them, on
-/// whichever page that falls.
+/// whichever page that falls; texts are compared whole (a key holds their first 32 bytes).
 pub fn search_page(
     reader: &Reader<'_>,
     q: &str,
@@ -175,16 +177,16 @@ pub fn search_page(
     size: usize,
     wanted: impl Fn(&TokenRecord) -> bool,
 ) -> StoreResult<PageRows<SearchKey, ()>> {
-    let (prefix, len) = search_text(q);
-    take_page(reader.token_search(q, after), size, |key, ()| {
+    let q = q.to_lowercase();
+    take_page(reader.token_search(&q, after), size, |key, ()| {
         if !reader.get::<Tokens>(&key.token)?.is_some_and(|r| wanted(&r)) {
             return Ok(false);
         }
         let Some(metadata) = reader.get::<TokenMetadatas>(&key.token)? else { return Ok(false) };
         let first = search_texts(&metadata)
             .into_iter()
+            .filter(|text| text.to_lowercase().starts_with(&q))
             .map(|text| SearchKey::new(text, key.token))
-            .filter(|k| k.text[..len] == prefix[..len])
             .min();
         Ok(first == Some(*key))
     })
