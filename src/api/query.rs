@@ -66,6 +66,12 @@ impl Query {
         Query { pairs }
     }
 
+    /// Whether `key` is in the query at all, whatever its value (Blockscout's cursors hold keys whose value is
+    /// `null`).
+    pub fn has(&self, key: &str) -> bool {
+        self.pairs.iter().any(|(k, _)| k == key)
+    }
+
     /// The first value of `key`, treating `""` and `"null"` as absent.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty() && *v != "null")

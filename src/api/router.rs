@@ -211,6 +211,9 @@ pub enum Route {
     Stats,
     /// A list whose `type` filter names only standards the index never holds (ERC-404…): an empty page.
     NoItems,
+    /// `GET /api/v2/withdrawals`, `/blocks/:b/withdrawals`, `/addresses/:a/withdrawals`: beacon-chain
+    /// withdrawals, which this chain has none of: an empty page.
+    Withdrawals,
     /// `GET /api/v2/blocks`.
     Blocks {
         /// `type`.
@@ -810,8 +813,14 @@ impl Route {
             ["transactions", hash, "internal-transactions"] => {
                 Route::TransactionInternal { hash: tx(hash)?, page: page(q)? }
             }
+            // Blockscout's cursor here is `items_count` (the rows shown so far) next to a `state_changes` key; without
+            // that key `items_count` is no cursor and the list starts at its first row.
             ["transactions", hash, "state-changes"] => {
-                let offset = q.u64("items_count")?.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+                let offset = if q.has("state_changes") {
+                    q.u64("items_count")?.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+                } else {
+                    0
+                };
                 Route::StateChanges { hash: tx(hash)?, offset }
             }
             ["transactions", hash, "raw-trace"] => Route::RawTrace(tx(hash)?),
@@ -939,6 +948,15 @@ impl Route {
             ["tokens", a, "instances", id, "holders"] => {
                 Route::TokenInstanceHolders { token: addr(a)?, id: token_id(id)?, page: page(q)? }
             }
+            ["withdrawals"] => Route::Withdrawals,
+            ["blocks", id, "withdrawals"] => {
+                parse_block_id(id)?;
+                Route::Withdrawals
+            }
+            ["addresses", a, "withdrawals"] => {
+                addr(a)?;
+                Route::Withdrawals
+            }
             ["token-transfers"] => {
                 let page = page(q)?;
                 match token_kinds(q)? {
@@ -1024,6 +1042,7 @@ impl Route {
             Route::Socket => "/socket/v2/websocket",
             Route::Stats => "/api/v2/stats",
             Route::NoItems => "/api/v2 (a type filter of standards never indexed)",
+            Route::Withdrawals => "/api/v2/withdrawals (none on this chain)",
             Route::Blocks { .. } => "/api/v2/blocks",
             Route::Block(_) => "/api/v2/blocks/:number_or_hash",
             Route::BlockTransactions { .. } => "/api/v2/blocks/:number_or_hash/transactions",
@@ -1223,7 +1242,7 @@ impl Route {
             Route::SmartContracts { q, language, page } => {
                 read(state, deadline, move |r| smart_contracts::list(r, q, language, page)).await
             }
-            Route::NoItems => Ok(super::body::json_response(
+            Route::NoItems | Route::Withdrawals => Ok(super::body::json_response(
                 StatusCode::OK,
                 &serde_json::json!({"items": [], "next_page_params": null}),
             )),
@@ -1407,6 +1426,9 @@ mod tests {
                 Err(ApiError::MethodNotAllowed { allow: "GET" }),
             ),
             (Method::GET, "/api/v2/token-transfers?type=ERC-404".into(), Ok(Route::NoItems)),
+            (Method::GET, "/api/v2/withdrawals".into(), Ok(Route::Withdrawals)),
+            (Method::GET, format!("/api/v2/blocks/{hash}/withdrawals"), Ok(Route::Withdrawals)),
+            (Method::GET, format!("/api/v2/addresses/{address}/withdrawals"), Ok(Route::Withdrawals)),
             (Method::GET, "/api/v2/transactions/stats".into(), Ok(Route::TransactionStats)),
             (Method::GET, "/api/v2/stats/charts/market".into(), Ok(Route::MarketChart)),
             (Method::GET, "/api/v2/stats".into(), Ok(Route::Stats)),
@@ -1509,7 +1531,12 @@ mod tests {
                     page: Page { size: 10, after: Some(CallCursor(TracePos { block: 0, tx: 0, index: 3 })) },
                 },
             ),
-            (format!("/api/v2/transactions/{hash}/state-changes?items_count=50"), Route::StateChanges { hash: h, offset: 50 }),
+            (
+                format!("/api/v2/transactions/{hash}/state-changes?items_count=50&state_changes=null"),
+                Route::StateChanges { hash: h, offset: 50 },
+            ),
+            // Without Blockscout's `state_changes` key, `items_count` is no cursor.
+            (format!("/api/v2/transactions/{hash}/state-changes?items_count=7"), Route::StateChanges { hash: h, offset: 0 }),
             (format!("/api/v2/transactions/{hash}/raw-trace"), Route::RawTrace(h)),
             (
                 format!("/api/v2/internal-transactions?transaction_hash={hash}"),

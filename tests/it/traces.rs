@@ -405,6 +405,9 @@ async fn internal_transactions_match_the_node_and_reorg_away() {
 
     // State changes: balances before and after, as the node has them (a[5] and a[7] only move in block 4).
     let changes = walk(addr, &format!("/api/v2/transactions/{relay:#x}/state-changes")).await;
+    // A page size alone is no cursor (Blockscout's cursor is `items_count` next to `state_changes`): the first page.
+    let sized = get(addr, &format!("/api/v2/transactions/{relay:#x}/state-changes?items_count=1")).await;
+    assert_eq!(sized["items"].as_array().unwrap(), &changes, "{sized}");
     let coin = changes.iter().find(|c| c["address"]["hash"] == json!(a[5].to_checksum(None))).expect("receiver");
     assert_eq!(coin["type"], json!("coin"));
     assert_eq!(coin["balance_before"], json!(balance_at(&node, a[5], 3).await.to_string()));
