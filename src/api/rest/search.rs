@@ -14,6 +14,7 @@ use crate::api::names::ResolvedName;
 use crate::api::router::{parse_address, parse_hash, BlockId, Page};
 use crate::api::{ApiError, AppState};
 use crate::chain::names::{looks_like_name, namehash};
+use crate::store::keys::NameSearchKey;
 use crate::store::tables::Accounts;
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::{Address, B256};
@@ -196,6 +197,9 @@ fn text_hits(
     if q.is_empty() {
         return Ok((hits, None));
     }
+    // The whole name asked for, when it resolves, and the prefix the other names are looked up by.
+    let exact = whole.filter(|w| w.address.is_some()).map(|w| namehash(&w.name));
+    let prefix = whole.map_or(q, |w| w.name.as_str());
     let names_after = match after {
         Some(SearchCursor::Name(key)) => Some(key),
         after => {
@@ -215,8 +219,10 @@ fn text_hits(
                 Some(next) => return Ok((hits, Some(SearchCursor::Token(next)))),
                 // A full page of tokens continues with the names on the next page, when there are any.
                 None if rows.items.len() >= size => {
-                    let names = whole.is_some() || !reader.names_starting(q, None, 1)?.is_empty();
-                    return Ok((hits, last.filter(|_| names && reader.name_registry().is_some())));
+                    let names = reader.name_registry().is_some()
+                        && (exact.is_some()
+                            || reader.names_starting(prefix, None, 2)?.iter().any(|(k, _)| Some(k.node) != exact));
+                    return Ok((hits, last.filter(|_| names)));
                 }
                 None => None,
             }
@@ -225,12 +231,10 @@ fn text_hits(
     if reader.name_registry().is_none() {
         return Ok((hits, None));
     }
-    let exact = whole.filter(|w| w.address.is_some()).map(|w| namehash(&w.name));
     if let (Some(ResolvedName { name, address: Some(address) }), None) = (whole, names_after) {
         let expires = reader.name_record(namehash(name))?.and_then(|r| r.expires);
         hits.push(name_hit(reader, name, *address, expires)?);
     }
-    let prefix = whole.map_or(q, |w| w.name.as_str());
     let room = size.saturating_sub(hits.len());
     let mut shown = None;
     for (key, record) in reader.names_starting(prefix, names_after, room + 2)? {
@@ -239,7 +243,9 @@ fn text_hits(
             continue;
         }
         if hits.len() >= size {
-            return Ok((hits, shown.map(SearchCursor::Name)));
+            // A page the whole name filled continues with the first of the others: from before every key.
+            let after = shown.unwrap_or_else(|| NameSearchKey::new(prefix, B256::ZERO));
+            return Ok((hits, Some(SearchCursor::Name(after))));
         }
         let mut hit = name_hit(reader, &name, address, record.expires)?;
         hit.redirect = None;
