@@ -341,6 +341,16 @@ impl AppState {
         inputs(&self.node, creations, limit.saturating_sub(started.elapsed())).await
     }
 
+    /// The creation input of one contract, as [`AppState::creation_inputs`] gives it.
+    pub async fn creation_input(
+        &self,
+        address: Address,
+        creation: crate::contracts::creation::CreationInput,
+        limit: std::time::Duration,
+    ) -> Option<alloy::primitives::Bytes> {
+        self.creation_inputs(vec![(address, creation)], limit).await.pop().flatten()
+    }
+
     /// Balance and code presence of `address` after the indexed tip `tip` (block 0 before any block is indexed),
     /// from the node, cached per tip.
     pub async fn account_state(&self, address: Address, tip: Option<Tip>) -> Result<OnChain, NodeError> {

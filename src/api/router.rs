@@ -70,16 +70,16 @@ pub struct Page<C> {
     pub after: Option<C>,
 }
 
-fn page_size(q: &Query) -> Result<usize, ApiError> {
+fn page_size(q: &Query, default: usize) -> Result<usize, ApiError> {
     match q.u64("items_count")? {
-        None => Ok(DEFAULT_PAGE),
+        None => Ok(default),
         Some(n) if (1..=MAX_PAGE as u64).contains(&n) => Ok(n as usize),
         Some(_) => Err(ApiError::invalid("items_count", format!("Invalid value: must be between 1 and {MAX_PAGE}"))),
     }
 }
 
 fn page<C: Cursor>(q: &Query) -> Result<Page<C>, ApiError> {
-    Ok(Page { size: page_size(q)?, after: C::from_query(q)? })
+    Ok(Page { size: page_size(q, DEFAULT_PAGE)?, after: C::from_query(q)? })
 }
 
 /// Parses a 32-byte `0x` hash.
@@ -897,8 +897,8 @@ impl Route {
             }
             ["search"] => {
                 // Blockscout's search pages hold 50 hits.
-                let size = if q.get("items_count").is_some() { page_size(q)? } else { SEARCH_PAGE };
-                Route::Search { q: search_query(q)?, page: Page { size, after: SearchCursor::from_query(q)? } }
+                let page = Page { size: page_size(q, SEARCH_PAGE)?, after: SearchCursor::from_query(q)? };
+                Route::Search { q: search_query(q)?, page }
             }
             ["search", "quick"] => Route::SearchQuick(search_query(q)?),
             ["search", "check-redirect"] => Route::SearchRedirect(search_query(q)?),

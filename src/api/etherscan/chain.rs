@@ -647,7 +647,7 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
     })
     .await?;
     if let (Some((args, creation)), Answer::Ok(result)) = (args, &mut answer) {
-        let input = state.creation_inputs(vec![(address, creation)], CREATION_TRACE_TIMEOUT).await.pop().flatten();
+        let input = state.creation_input(address, creation, CREATION_TRACE_TIMEOUT).await;
         if !args_belong(&args, input.as_ref()) {
             result[0]["ConstructorArguments"] = json!("");
         }

@@ -267,7 +267,7 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     let created = creation(&reader, &address)?;
     if let Some((row, code)) = stored.filter(|(_, code)| !code.is_empty()) {
         let creation = CreationInput::of(&reader, row.creation_tx, address)?;
-        let input = state.creation_inputs(vec![(address, creation)], CODE_TIMEOUT).await.pop().flatten();
+        let input = state.creation_input(address, creation, CODE_TIMEOUT).await;
         let facts = facts(&reader, &address, &row)?;
         let json = contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, row.proxy.as_ref())?;
         return Ok(ok(&json));
@@ -297,7 +297,7 @@ async fn code_from_node(
     let input = match creation_tx {
         Some(tx) => {
             let creation = CreationInput::of(reader, tx, address)?;
-            state.creation_inputs(vec![(address, creation)], CODE_TIMEOUT).await.pop().flatten()
+            state.creation_input(address, creation, CODE_TIMEOUT).await
         }
         None => None,
     };
