@@ -19,27 +19,38 @@ impl Reader<'_> {
     }
 
     /// Up to `limit` named nodes whose lowercase name starts with `text` and whose address record is set, in name
-    /// order, after `after`, with their search keys (a cursor can continue after any of them).
+    /// order, after `after`, with their search keys (a cursor can continue after any of them). When the scan's
+    /// budget ran out before `limit` were found and before the names ended, the last key it examined: the search
+    /// continues after it.
     pub fn names_starting(
         &self,
         text: &str,
         after: Option<NameSearchKey>,
         limit: usize,
-    ) -> StoreResult<Vec<(NameSearchKey, NameRecord)>> {
+    ) -> StoreResult<(Vec<(NameSearchKey, NameRecord)>, Option<NameSearchKey>)> {
         let (padded, len) = search_text(text);
         if len == 0 {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         }
         let mut range = KeyRange::prefix(&padded[..len]);
         if let Some(key) = after {
             range = range.after(&key.encode());
         }
+        let lowercase = text.to_lowercase();
         let mut found = Vec::new();
-        for row in self.scan::<NameSearch>(range, Direction::Forward).take(NAME_SCAN_BUDGET) {
+        let mut examined = 0;
+        let mut last = None;
+        for row in self.scan::<NameSearch>(range, Direction::Forward) {
             let (key, ()) = row?;
+            if examined == NAME_SCAN_BUDGET {
+                // More rows than the budget: the search continues after the last one examined.
+                return Ok((found, last));
+            }
+            examined += 1;
+            last = Some(key);
             if let Some(record) = self.get::<Names>(&key.node)? {
                 // The key holds 32 bytes of the name: longer names are checked whole.
-                let starts = record.name.as_deref().is_some_and(|n| n.starts_with(&text.to_lowercase()));
+                let starts = record.name.as_deref().is_some_and(|n| n.starts_with(&lowercase));
                 if starts && record.resolved.is_some() {
                     found.push((key, record));
                 }
@@ -48,7 +59,7 @@ impl Reader<'_> {
                 break;
             }
         }
-        Ok(found)
+        Ok((found, None))
     }
 
     /// How many names' address records hold `address` (counted up to a bound).
@@ -87,5 +98,58 @@ impl Reader<'_> {
             }
         }
         Ok(names)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Durability, Store, StoreOptions};
+
+    fn record(name: &str, resolved: Option<Address>) -> NameRecord {
+        NameRecord {
+            name: Some(name.to_owned()),
+            owner: Address::repeat_byte(1),
+            resolver: Address::repeat_byte(2),
+            resolved,
+            expires: None,
+            reverse_of: None,
+            first_block: 0,
+        }
+    }
+
+    /// More names without an address record than one scan examines, then one with it: a search comes back with
+    /// where it stopped, and the next one from there finds the name.
+    #[test]
+    fn a_prefix_search_past_its_budget_says_where_it_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let mut batch = store.batch();
+        let mut names: Vec<(String, Option<Address>)> =
+            (0..NAME_SCAN_BUDGET + 5).map(|i| (format!("spam{i:05}.dev"), None)).collect();
+        names.push(("spam99999.dev".into(), Some(Address::repeat_byte(9))));
+        for (name, resolved) in &names {
+            let node = namehash(name);
+            batch.put::<NameSearch>(&NameSearchKey::new(name, node), &()).unwrap();
+            batch.put::<Names>(&node, &record(name, *resolved)).unwrap();
+        }
+        store.write(batch, Durability::Buffered).unwrap();
+        let reader = store.reader();
+
+        let (found, stopped) = reader.names_starting("spam", None, 10).unwrap();
+        assert!(found.is_empty());
+        let stopped = stopped.expect("the budget ran out before the names ended");
+        assert_eq!(
+            stopped,
+            NameSearchKey::new(&names[NAME_SCAN_BUDGET - 1].0, namehash(&names[NAME_SCAN_BUDGET - 1].0))
+        );
+        let (found, stopped) = reader.names_starting("spam", Some(stopped), 10).unwrap();
+        let shown: Vec<_> = found.iter().map(|(_, r)| r.name.clone().unwrap()).collect();
+        assert_eq!(shown, ["spam99999.dev"]);
+        assert_eq!(stopped, None, "the names ended within the budget");
+
+        // A search that finds what it asked for within the budget gives no place to go on from.
+        let (found, stopped) = reader.names_starting("spam9", None, 1).unwrap();
+        assert_eq!((found.len(), stopped), (1, None));
     }
 }

@@ -365,6 +365,49 @@ async fn a_reorg_that_removes_a_registration_removes_the_name() {
             .collect();
         assert_eq!(got, want, "pages of {size}");
     }
+
+    // A number of three digits names a block and tokens: the block takes one of the first page's places.
+    node.raw_request::<_, Value>("anvil_mine".into(), json!([100])).await.unwrap();
+    for symbol in ["100b", "100a"] {
+        crate::parity_events::deploy_token(&node, erin, symbol, U256::from(1)).await;
+        mine(&node, 1).await;
+    }
+    wait_synced(&t.daemon, &node).await;
+    poll_until("the numbered tokens' metadata", std::time::Duration::from_secs(30), || async {
+        (http::get_json(addr, "/api/v2/tokens?q=100").await["items"].as_array()?.len() == 2).then_some(())
+    })
+    .await;
+    let first = http::get_json(addr, "/api/v2/search?q=100&items_count=2").await;
+    assert_eq!(first["items"].as_array().unwrap().len(), 2, "{first}");
+    let walked: Vec<String> = http::walk(addr, "/api/v2/search?q=100&items_count=2")
+        .await
+        .iter()
+        .map(|h| match h["block_number"].as_u64() {
+            Some(number) => format!("block {number}"),
+            None => format!("{} {}", h["type"].as_str().unwrap(), h["symbol"].as_str().unwrap()),
+        })
+        .collect();
+    assert_eq!(walked, ["block 100", "token 100a", "token 100b"]);
+
+    // Fifty tokens named like alice.dev fill the first page of hits: the name itself still leads the redirect and
+    // is among the quick hits.
+    let alice = checksum(signers[0].address());
+    for _ in 0..50 {
+        crate::parity_events::deploy_token(&node, erin, "alice.dev", U256::from(1)).await;
+    }
+    mine(&node, 50).await;
+    wait_synced(&t.daemon, &node).await;
+    poll_until("fifty alice.dev tokens", std::time::Duration::from_secs(60), || async {
+        let found = http::get_json(addr, "/api/v2/search?q=alice.dev").await;
+        let tokens = found["items"].as_array()?.iter().filter(|h| h["type"] == "token").count();
+        (tokens == 50).then_some(())
+    })
+    .await;
+    let redirect = http::get_json(addr, "/api/v2/search/check-redirect?q=alice.dev").await;
+    assert_eq!(redirect, json!({"redirect": true, "type": "address", "parameter": alice}));
+    let quick = http::get_json(addr, "/api/v2/search/quick?q=alice.dev").await;
+    assert_eq!(quick.as_array().unwrap().len(), 50, "{quick}");
+    assert_eq!(ens_items(&quick), vec![("alice.dev".into(), alice.clone())]);
 }
 
 /// `rockscout dev` names its first accounts from the start: `alice.dev` is the first dev account, forward and

@@ -133,7 +133,9 @@ fn find(
         }
         return Ok((hits, None));
     }
-    let (text_hits, next) = text_hits(reader, q, name, after, size)?;
+    // The block a number names takes a place of the page (keeping at least one for the text).
+    let room = size.saturating_sub(hits.len()).max(1);
+    let (text_hits, next) = text_hits(reader, q, name, after, room)?;
     hits.extend(text_hits);
     Ok((hits, next))
 }
@@ -220,8 +222,11 @@ fn text_hits(
                 // A full page of tokens continues with the names on the next page, when there are any.
                 None if rows.items.len() >= size => {
                     let names = reader.name_registry().is_some()
-                        && (exact.is_some()
-                            || reader.names_starting(prefix, None, 2)?.iter().any(|(k, _)| Some(k.node) != exact));
+                        && (exact.is_some() || {
+                            // A probe that ran out of budget cannot tell: the next page looks.
+                            let (found, unfinished) = reader.names_starting(prefix, None, 2)?;
+                            unfinished.is_some() || found.iter().any(|(k, _)| Some(k.node) != exact)
+                        });
                     return Ok((hits, last.filter(|_| names)));
                 }
                 None => None,
@@ -231,13 +236,13 @@ fn text_hits(
     if reader.name_registry().is_none() {
         return Ok((hits, None));
     }
-    if let (Some(ResolvedName { name, address: Some(address) }), None) = (whole, names_after) {
-        let expires = reader.name_record(namehash(name))?.and_then(|r| r.expires);
-        hits.push(name_hit(reader, name, *address, expires)?);
+    if let (Some(whole), None) = (whole, names_after) {
+        hits.extend(whole_name_hit(reader, whole)?);
     }
     let room = size.saturating_sub(hits.len());
     let mut shown = None;
-    for (key, record) in reader.names_starting(prefix, names_after, room + 2)? {
+    let (found, unfinished) = reader.names_starting(prefix, names_after, room + 2)?;
+    for (key, record) in found {
         let (Some(name), Some(address)) = (record.name, record.resolved) else { continue };
         if Some(key.node) == exact {
             continue;
@@ -252,7 +257,28 @@ fn text_hits(
         hits.push(hit);
         shown = Some(key);
     }
-    Ok((hits, None))
+    // The scan's budget ran out: the next page goes on from where it stopped (a short page, never a lost name).
+    Ok((hits, unfinished.map(SearchCursor::Name)))
+}
+
+/// The hit of the whole name asked for, when it resolves to an address.
+fn whole_name_hit(reader: &Reader<'_>, whole: &ResolvedName) -> StoreResult<Option<Hit>> {
+    let Some(address) = whole.address else { return Ok(None) };
+    let expires = reader.name_record(namehash(&whole.name))?.and_then(|r| r.expires);
+    Ok(Some(name_hit(reader, &whole.name, address, expires)?))
+}
+
+/// The first page's hits for the quick search and the redirect check, with the whole name asked for among them
+/// even when more tokens match than the page holds (it would come after them).
+fn first_hits(reader: &Reader<'_>, q: &str, name: Option<&ResolvedName>) -> StoreResult<Vec<Hit>> {
+    let (mut hits, _) = find(reader, q, name, None, QUICK_HITS)?;
+    if let Some(whole) = name.map(|w| whole_name_hit(reader, w)).transpose()?.flatten() {
+        if !hits.iter().any(|h| h.item == whole.item) {
+            hits.truncate(QUICK_HITS - 1);
+            hits.push(whole);
+        }
+    }
+    Ok(hits)
 }
 
 fn block_hit(hash: &B256, number: u64, timestamp: u64, kind: BlockKind) -> Hit {
@@ -296,7 +322,7 @@ pub fn quick(reader: &Reader<'_>, q: &str, name: Option<&ResolvedName>) -> Resul
     if q.trim().chars().count() < QUICK_MIN_CHARS {
         return Ok(ok(&json!([])));
     }
-    let (hits, _) = find(reader, q, name, None, QUICK_HITS)?;
+    let hits = first_hits(reader, q, name)?;
     Ok(ok(&hits.into_iter().map(|h| h.item).collect::<Vec<_>>()))
 }
 
@@ -305,7 +331,7 @@ const QUICK_MIN_CHARS: usize = 3;
 
 /// `GET /api/v2/search/check-redirect?q=`: where an exact match leads.
 pub fn redirect(reader: &Reader<'_>, q: &str, name: Option<&ResolvedName>) -> Result<Response<Body>, ApiError> {
-    let (hits, _) = find(reader, q, name, None, QUICK_HITS)?;
+    let hits = first_hits(reader, q, name)?;
     Ok(ok(&match hits.into_iter().find_map(|h| h.redirect) {
         Some((kind, parameter)) => json!({"redirect": true, "type": kind, "parameter": parameter}),
         None => json!({"redirect": false, "type": null, "parameter": null}),
