@@ -183,7 +183,8 @@ pub struct Shared {
     body_budget: Arc<tokio::sync::Semaphore>,
     /// KiB of [`BODY_BUDGET`] each client holds ([`BODY_SHARE`] at most).
     body_shares: limits::ConcurrencyLimiter,
-    /// One permit per trace the API has asked the node for, REST and passthrough together ([`NODE_TRACES`]).
+    /// One permit per trace the API has asked the node for, REST, passthrough and verification together
+    /// ([`crate::contracts::creation::NODE_TRACES`]).
     node_traces: Arc<tokio::sync::Semaphore>,
     rpc: rpc::Passthrough,
     stats: Mutex<Option<Arc<ChainStats>>>,
@@ -229,12 +230,6 @@ const ON_CHAIN_CACHE_LIMIT: usize = 10_000;
 /// Store-reading handlers running at once on the blocking pool; further requests wait (within their deadline).
 const STORE_READERS: usize = 8;
 
-/// Traces the API asks the node for at once (`raw-trace`, `state-changes`, and `debug_trace*` through `/api/eth`),
-/// all clients together: a trace of a large transaction costs the node seconds (anvil minutes, as it ignores the
-/// tracer's `timeout`), and a dozen at once left it unable to answer the indexer. Further requests are refused
-/// (503, or a JSON-RPC error) until one ends.
-const NODE_TRACES: usize = 2;
-
 /// Cheap handle on [`Shared`].
 #[derive(Debug, Clone)]
 pub struct AppState(Arc<Shared>);
@@ -260,7 +255,7 @@ impl AppState {
             burst: rest::csv::EXPORTS_BURST,
             ..config.rate_limit.clone()
         });
-        let node_traces = Arc::new(tokio::sync::Semaphore::new(NODE_TRACES));
+        let node_traces = verifications.traces().permits();
         AppState(Arc::new(Shared {
             accounts: Arc::new(crate::account::Accounts::new(store.clone())),
             auth,
@@ -303,7 +298,8 @@ impl AppState {
         }))
     }
 
-    /// The node's trace of transaction `hash` with `tracer` and `config`, within [`NODE_TRACES`] at once.
+    /// The node's trace of transaction `hash` with `tracer` and `config`, within the places for node traces
+    /// ([`crate::contracts::creation::NODE_TRACES`]).
     pub async fn node_trace(
         &self,
         hash: alloy::primitives::B256,
@@ -317,28 +313,13 @@ impl AppState {
         Ok(self.node.trace_transaction_with(hash, tracer, config).await?)
     }
 
-    /// The creation inputs of `creations` ([`crate::contracts::creation::inputs`]) within `limit`, the traces they
-    /// need counted among the [`NODE_TRACES`] at once (waited for within `limit`; `None` for those when no place
-    /// comes free).
+    /// The creation inputs of `creations` within `limit` ([`crate::contracts::creation::CreationTraces::inputs`]).
     pub async fn creation_inputs(
         &self,
         creations: Vec<(Address, crate::contracts::creation::CreationInput)>,
         limit: std::time::Duration,
     ) -> Vec<Option<alloy::primitives::Bytes>> {
-        use crate::contracts::creation::{inputs, CreationInput};
-        let started = tokio::time::Instant::now();
-        let _permit = if creations.iter().any(|(_, c)| matches!(c, CreationInput::Traced(_))) {
-            match tokio::time::timeout(limit, self.node_traces.acquire()).await {
-                Ok(Ok(permit)) => Some(permit),
-                _ => {
-                    let stored = creations.into_iter().map(|(_, c)| c.stored());
-                    return stored.collect();
-                }
-            }
-        } else {
-            None
-        };
-        inputs(&self.node, creations, limit.saturating_sub(started.elapsed())).await
+        self.verifications.traces().inputs(creations, limit).await
     }
 
     /// The creation input of one contract, as [`AppState::creation_inputs`] gives it.

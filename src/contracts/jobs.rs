@@ -3,7 +3,7 @@
 //! (the compiler is killed past it). A job stopped by a shutdown stays `Queued` or `Running` in the store and is
 //! re-queued at the next start; jobs that no longer fit the queue then are marked failed.
 
-use super::creation::{self, CreationInput};
+use super::creation::{CreationInput, CreationTraces};
 use super::verifier::{self, Compilers, Deployed, Request};
 use crate::node::Node;
 use crate::store::records::VerifiedSource;
@@ -86,8 +86,8 @@ pub struct Outcome {
 #[derive(Debug)]
 pub struct Verifications {
     store: Arc<Store>,
-    /// Traces creations inside transactions, for their init code.
-    node: Node,
+    /// Traces creations inside transactions, for their init code (in the places the API's traces share).
+    traces: CreationTraces,
     compilers: Compilers,
     limit: Duration,
     next_id: AtomicU64,
@@ -122,7 +122,7 @@ impl Verifications {
         }
         let queue = Arc::new(Verifications {
             store,
-            node,
+            traces: CreationTraces::new(node),
             compilers,
             limit,
             next_id: AtomicU64::new(last + 1),
@@ -226,6 +226,11 @@ impl Verifications {
     /// contract created inside a transaction); why it cannot be compared when the index has no code for it, or
     /// the node gives no trace within [`TRACE_TIMEOUT`] (a match of the runtime code alone would be stored as
     /// final, without the constructor arguments).
+    /// The node traces for creation inputs, shared with the API.
+    pub fn traces(&self) -> &CreationTraces {
+        &self.traces
+    }
+
     async fn deployed(&self, address: Address) -> StoreResult<Result<Deployed, String>> {
         let (runtime, creation) = {
             let reader = self.store.reader();
@@ -237,8 +242,7 @@ impl Verifications {
             (runtime, CreationInput::of(&reader, tx, address)?)
         };
         let inside = matches!(creation, CreationInput::Traced(_));
-        let creation_input =
-            creation::inputs(&self.node, vec![(address, creation)], TRACE_TIMEOUT).await.pop().flatten();
+        let creation_input = self.traces.inputs(vec![(address, creation)], TRACE_TIMEOUT).await.pop().flatten();
         if inside && creation_input.is_none() {
             return Ok(Err(NO_TRACE.into()));
         }

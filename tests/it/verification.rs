@@ -302,6 +302,7 @@ async fn contracts_created_inside_transactions_verify_with_their_own_init_code()
     };
     call(&node, accounts[0], factory, with_start("make(uint256)", 11)).await;
     call(&node, accounts[0], factory, with_start("retry(uint256)", 13)).await;
+    let unseen = call(&node, accounts[0], factory, with_start("make(uint256)", 15)).await;
     mine(&node, 1).await;
     let children = [(factory.create(1), 9), (factory.create(2), 11), (factory.create(3), 13)];
     for (child, start) in children {
@@ -346,6 +347,36 @@ async fn contracts_created_inside_transactions_verify_with_their_own_init_code()
         let q = format!("/api?module=contract&action=getsourcecode&address={child}");
         assert_eq!(get_json(addr, &q).await["result"][0]["ConstructorArguments"], args, "{child}");
     }
+
+    // A creation input once traced is kept: with the node stopped the page still shows it.
+    let creation_bytecode = |child: Address| async move {
+        get_json(addr, &format!("/api/v2/smart-contracts/{child}")).await["creation_bytecode"].clone()
+    };
+    let unseen_child = factory.create(4);
+    let args = |start: u64| alloy::hex::encode(U256::from(start).to_be_bytes::<32>());
+    {
+        let _paused = crate::hardening_rpc::Paused::new(&anvil);
+        let shown = creation_bytecode(children[1].0).await;
+        assert!(shown.as_str().unwrap().ends_with(&args(11)), "{shown}");
+        // Two pages of a child never traced give up waiting, and their traces keep both places until the node
+        // answers: a raw trace is refused meanwhile rather than stacked on the stopped node.
+        let (first, second) = tokio::join!(creation_bytecode(unseen_child), creation_bytecode(unseen_child));
+        assert_eq!((first, second), (Value::Null, Value::Null));
+        let refused = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            crate::support::http::get(addr, &format!("/api/v2/transactions/{unseen:#x}/raw-trace")),
+        )
+        .await
+        .expect("a refusal, not a wait on the stopped node");
+        assert_eq!(refused.status, 503, "{}", String::from_utf8_lossy(&refused.body));
+    }
+    poll_until("the traces of the stopped node's places", std::time::Duration::from_secs(30), || async {
+        let shown = creation_bytecode(unseen_child).await;
+        shown.as_str().is_some_and(|code| code.ends_with(&args(15))).then_some(())
+    })
+    .await;
+    let raw = get_json(addr, &format!("/api/v2/transactions/{unseen:#x}/raw-trace")).await;
+    assert!(raw.is_array(), "the places came free: {raw}");
 }
 
 /// The state of the newest verification job for `address` once it has ended.
