@@ -9,6 +9,9 @@ use crate::chain::names::namehash;
 use alloy::primitives::{Address, B256};
 use std::collections::HashMap;
 
+/// Names found by [`Reader::names_starting`], with the key to continue after when its scan ran out of budget.
+pub type NamesStarting = (Vec<(NameSearchKey, NameRecord)>, Option<NameSearchKey>);
+
 /// Most rows examined by one prefix search or one count.
 const NAME_SCAN_BUDGET: usize = 1_000;
 
@@ -22,12 +25,7 @@ impl Reader<'_> {
     /// order, after `after`, with their search keys (a cursor can continue after any of them). When the scan's
     /// budget ran out before `limit` were found and before the names ended, the last key it examined: the search
     /// continues after it.
-    pub fn names_starting(
-        &self,
-        text: &str,
-        after: Option<NameSearchKey>,
-        limit: usize,
-    ) -> StoreResult<(Vec<(NameSearchKey, NameRecord)>, Option<NameSearchKey>)> {
+    pub fn names_starting(&self, text: &str, after: Option<NameSearchKey>, limit: usize) -> StoreResult<NamesStarting> {
         let (padded, len) = search_text(text);
         if len == 0 {
             return Ok((Vec::new(), None));
@@ -38,15 +36,13 @@ impl Reader<'_> {
         }
         let lowercase = text.to_lowercase();
         let mut found = Vec::new();
-        let mut examined = 0;
         let mut last = None;
-        for row in self.scan::<NameSearch>(range, Direction::Forward) {
+        for (examined, row) in self.scan::<NameSearch>(range, Direction::Forward).enumerate() {
             let (key, ()) = row?;
             if examined == NAME_SCAN_BUDGET {
                 // More rows than the budget: the search continues after the last one examined.
                 return Ok((found, last));
             }
-            examined += 1;
             last = Some(key);
             if let Some(record) = self.get::<Names>(&key.node)? {
                 // The key holds 32 bytes of the name: longer names are checked whole.
