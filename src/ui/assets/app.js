@@ -243,10 +243,16 @@ Phoenix.prototype.join = function (topic) {
     return row;
   }
 
-  // The counters of the tiles, from /stats (at most once per second).
+  // The counters of the tiles, from /stats (at most once per second; a block within that second is counted by one
+  // reload at its end, so the tiles never stay behind the last block of a burst).
   var tilesAsked = 0;
+  var tilesLater = null;
   function reloadTiles() {
-    if (Date.now() - tilesAsked < 1000) return;
+    var wait = tilesAsked + 1000 - Date.now();
+    if (wait > 0) {
+      if (!tilesLater) tilesLater = setTimeout(function () { tilesLater = null; reloadTiles(); }, wait);
+      return;
+    }
     tilesAsked = Date.now();
     fetch("/api/v2/stats")
       .then(function (r) { return r.ok ? r.json() : null; })
