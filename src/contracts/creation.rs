@@ -100,11 +100,17 @@ impl CreationTraces {
     /// `None` where the input is unknown, or no place came free or the node gave no trace in time.
     pub async fn inputs(&self, creations: Vec<(Address, CreationInput)>, limit: Duration) -> Vec<Option<Bytes>> {
         let deadline = tokio::time::Instant::now() + limit;
+        let mut known: HashMap<(B256, Address), Option<Bytes>> = HashMap::new();
         let mut wanted: BTreeMap<B256, BTreeSet<Address>> = BTreeMap::new();
         for (address, input) in &creations {
             if let CreationInput::Traced(tx) = input {
-                if self.found.get(&(*tx, *address)).is_none() {
-                    wanted.entry(*tx).or_default().insert(*address);
+                match self.found.get(&(*tx, *address)) {
+                    Some(input) => {
+                        known.insert((*tx, *address), input);
+                    }
+                    None => {
+                        wanted.entry(*tx).or_default().insert(*address);
+                    }
                 }
             }
         }
@@ -113,18 +119,14 @@ impl CreationTraces {
             let trace = tokio::spawn(self.clone().trace(tx, addresses, deadline, limit));
             async move { tokio::time::timeout_at(deadline, trace).await.ok().and_then(Result::ok).flatten() }
         });
-        let mut traced: HashMap<(B256, Address), Option<Bytes>> = HashMap::new();
         for (tx, found) in futures_util::future::join_all(traces).await.into_iter().flatten() {
-            traced.extend(found.into_iter().map(|(address, input)| ((tx, address), input)));
+            known.extend(found.into_iter().map(|(address, input)| ((tx, address), input)));
         }
         creations
             .into_iter()
             .map(|(address, input)| match input {
                 CreationInput::Stored(input) => Some(input),
-                CreationInput::Traced(tx) => match traced.remove(&(tx, address)) {
-                    Some(input) => input,
-                    None => self.found.get(&(tx, address)).flatten(),
-                },
+                CreationInput::Traced(tx) => known.get(&(tx, address)).cloned().flatten(),
                 CreationInput::Unknown => None,
             })
             .collect()

@@ -272,11 +272,11 @@ fn whole_name_hit(reader: &Reader<'_>, whole: &ResolvedName) -> StoreResult<Opti
 /// even when more tokens match than the page holds (it would come after them).
 fn first_hits(reader: &Reader<'_>, q: &str, name: Option<&ResolvedName>) -> StoreResult<Vec<Hit>> {
     let (mut hits, _) = find(reader, q, name, None, QUICK_HITS)?;
-    if let Some(whole) = name.map(|w| whole_name_hit(reader, w)).transpose()?.flatten() {
-        if !hits.iter().any(|h| h.item == whole.item) {
-            hits.truncate(QUICK_HITS - 1);
-            hits.push(whole);
-        }
+    // Only the whole name's hit carries its name (the others under the prefix skip it): read it only when missing.
+    let missing = name.filter(|w| !hits.iter().any(|h| h.item["ens_info"]["name"] == w.name.as_str()));
+    if let Some(whole) = missing.map(|w| whole_name_hit(reader, w)).transpose()?.flatten() {
+        hits.truncate(QUICK_HITS - 1);
+        hits.push(whole);
     }
     Ok(hits)
 }
