@@ -30,6 +30,7 @@ pub mod names;
 pub mod nft_metadata;
 mod pages;
 pub(crate) mod query;
+mod request_body;
 mod rest;
 mod router;
 pub mod rpc;
@@ -50,12 +51,12 @@ use alloy::primitives::{Address, U256};
 use body::{json_response, Body};
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_LENGTH};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use limits::{RateLimitConfig, RateLimiter, Verdict};
+use request_body::RequestBody;
 use rest::stats::ChainStats;
 use rpc::RpcConfig;
 use std::collections::HashMap;
@@ -431,7 +432,7 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
             let (state, activity) = (state.clone(), activity.clone());
             hyper::service::service_fn(move |req| {
                 let busy = activity.busy();
-                let response = handle(req, state.clone(), peer);
+                let response = handle(RequestBody::wrap(req), state.clone(), peer);
                 async move { Ok::<_, Infallible>(response.await?.map(|body| conn::TrackedBody::new(body, busy))) }
             })
         };
@@ -509,7 +510,7 @@ fn add_cors(response: &mut Response<Body>) {
 }
 
 /// The answer to a CORS preflight.
-fn preflight(req: &Request<Incoming>) -> Response<Body> {
+fn preflight(req: &Request<RequestBody>) -> Response<Body> {
     let mut response = Response::new(Body::default());
     *response.status_mut() = StatusCode::NO_CONTENT;
     let headers = response.headers_mut();
@@ -523,7 +524,7 @@ fn preflight(req: &Request<Incoming>) -> Response<Body> {
     response
 }
 
-async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Result<Response<Body>, Infallible> {
+async fn handle(req: Request<RequestBody>, state: AppState, peer: SocketAddr) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
     let gzip_accepted = compress::accepts_gzip(req.headers());
     let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
@@ -723,7 +724,7 @@ const SMALL_BODY: usize = 64 << 10;
 /// connections that announce large bodies and send nothing hold nothing.
 pub(crate) async fn read_body(
     state: &AppState,
-    req: Request<Incoming>,
+    req: Request<RequestBody>,
     limit: usize,
     client: std::net::IpAddr,
 ) -> Result<Bytes, ApiError> {
@@ -735,17 +736,17 @@ pub(crate) async fn read_body(
     }
     // One client's bodies hold at most a quarter of the budget, so it cannot refuse everyone's.
     let client = Some(client).filter(|c| !state.limiter.spares_peer(*c));
-    let mut body = http_body_util::Limited::new(req.into_body(), limit);
+    let mut body = req.into_body();
     let mut room = limits::Room::default();
     let read = async {
         let mut collected = bytes::BytesMut::new();
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| match e.downcast_ref::<http_body_util::LengthLimitError>() {
-                Some(_) => ApiError::PayloadTooLarge { limit },
-                None => ApiError::BadBody(e.to_string()),
-            })?;
+            let frame = frame.map_err(|e| ApiError::BadBody(e.to_string()))?;
             let Ok(data) = frame.into_data() else { continue };
             let total = collected.len() + data.len();
+            if total > limit {
+                return Err(ApiError::PayloadTooLarge { limit });
+            }
             if total > SMALL_BODY {
                 room.grow_to(total.div_ceil(1024), &state.body_budget, &state.body_shares, client).map_err(
                     |refused| match refused {
@@ -762,5 +763,10 @@ pub(crate) async fn read_body(
         }
         Ok(collected.freeze())
     };
-    tokio::time::timeout(within, read).await.map_err(|_| ApiError::BodyTimeout { within })?
+    let read = tokio::time::timeout(within, read).await;
+    // A client too slow to send its body within the time is not waited for again.
+    read.map_err(|_| {
+        body.abandon();
+        ApiError::BodyTimeout { within }
+    })?
 }

@@ -16,10 +16,10 @@ use super::json::BlockKind;
 use super::methods::selectors_for;
 use super::query::{percent_decode, Query};
 use super::{blocking_read as read, read_body, AppState};
+use crate::api::request_body::RequestBody;
 use crate::chain::{TxType, TxTypes};
 use crate::store::records::{CallKind, ItemKind, TokenKind};
 use alloy::primitives::{Address, B256, U256};
-use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use std::net::IpAddr;
 
@@ -1170,7 +1170,7 @@ impl Route {
     /// the blocking pool under the request's deadline; single objects are a few point reads and stay inline.
     pub async fn dispatch(
         self,
-        req: Request<Incoming>,
+        req: Request<RequestBody>,
         state: &AppState,
         client: IpAddr,
     ) -> Result<Response<Body>, ApiError> {

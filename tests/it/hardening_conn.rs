@@ -1,7 +1,8 @@
 //! Connection and WebSocket hardening: idle connections in every state are cut so new clients get a slot, a
-//! client that never reads loses its slot, shutdown does not wait for idle HTTP/2 connections, and the
-//! WebSocket bounds whole messages, answers pings at once, closes protocol errors with 1002/1007 and bounds
-//! topics. WebSocket frames are written by hand over a raw TCP stream to send what real clients never do.
+//! client that never reads loses its slot, shutdown does not wait for idle HTTP/2 connections, a refused request
+//! body is read to its end so its client reads the answer, and the WebSocket bounds whole messages, answers pings at
+//! once, closes protocol errors with 1002/1007 and bounds topics. WebSocket frames are written by hand over a raw
+//! TCP stream to send what real clients never do.
 
 use crate::support::ws::WsClient;
 use crate::support::*;
@@ -756,4 +757,96 @@ async fn the_daemon_raises_its_open_file_limit() {
     child.wait().unwrap();
     let warned = warned.expect("a warning within 20 s");
     assert!(warned.contains("open_files=2048") && warned.contains("connections=11024"), "{warned}");
+}
+
+/// Writes `head` and then all of `body`, as clients that read only once they have sent everything do, then reads
+/// one whole response (its head and `Content-Length` bytes); `Err` names what failed.
+async fn send_all_then_read(stream: &mut TcpStream, head: &str, body: &[u8]) -> Result<String, String> {
+    stream.write_all(head.as_bytes()).await.map_err(|e| format!("writing the head: {e}"))?;
+    stream.write_all(body).await.map_err(|e| format!("writing the body: {e}"))?;
+    read_response(stream).await
+}
+
+async fn read_response(stream: &mut TcpStream) -> Result<String, String> {
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let read = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let text = String::from_utf8_lossy(&answer).into_owned();
+            if let Some((head, rest)) = text.split_once("\r\n\r\n") {
+                let length = head
+                    .lines()
+                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(|n| n.parse::<usize>()))
+                    .and_then(Result::ok);
+                if length.is_some_and(|n| rest.len() >= n) {
+                    return Ok(text);
+                }
+            }
+            match stream.read(&mut chunk).await {
+                Ok(0) => return Err(format!("closed after {:?}", String::from_utf8_lossy(&answer))),
+                Err(e) => return Err(format!("reading: {e} after {:?}", String::from_utf8_lossy(&answer))),
+                Ok(n) => answer.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await;
+    read.map_err(|_| "no whole answer within 10 s".to_string())?
+}
+
+/// A body the server refuses (over its limit, or sent to a route that takes none) is still read to its end, so a
+/// client that writes all of it before reading gets the JSON answer instead of a reset connection, and can go on
+/// using the connection; a client that waits for `100 Continue` is answered without sending anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_body_is_read_to_its_end_so_the_client_gets_the_answer() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let large = vec![b'a'; 30 << 20];
+    let cases = [
+        ("/api/eth", "application/json", 413, "request body too large"),
+        ("/api?module=contract&action=verifysourcecode", "application/x-www-form-urlencoded", 413, "too large"),
+        ("/api/v2/blocks", "application/json", 405, "Method not allowed"),
+    ];
+    for (path, content_type, status, message) in cases {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+            large.len()
+        );
+        let answer = send_all_then_read(&mut stream, &head, &large).await.unwrap_or_else(|e| panic!("{path}: {e}"));
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{path}: {head}");
+        let body: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"));
+        let said = body["message"].as_str().or(body["error"]["message"].as_str()).unwrap_or_default();
+        assert!(said.contains(message), "{path}: {body}");
+        // The connection was read to the end of the refused body, so it serves the next request.
+        let next = "GET /api/v2/config/backend-version HTTP/1.1\r\nHost: x\r\n\r\n";
+        let again = send_all_then_read(&mut stream, next, b"").await.unwrap_or_else(|e| panic!("{path}, next: {e}"));
+        assert!(again.starts_with("HTTP/1.1 200 "), "{path}, next: {again}");
+    }
+
+    // Over the limit in chunks (no declared length): refused once the limit is passed, read to the end.
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head =
+        "POST /api/eth HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let piece = [b'a'; 1 << 16];
+    let mut chunked = Vec::new();
+    for _ in 0..48 {
+        chunked.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        chunked.extend_from_slice(&piece);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let answer = send_all_then_read(&mut stream, head, &chunked).await.unwrap_or_else(|e| panic!("chunked: {e}"));
+    assert!(answer.starts_with("HTTP/1.1 413 "), "chunked: {answer}");
+
+    // A client that waits for 100 Continue is refused on the declared length and never asked for the body.
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /api/eth HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+        large.len()
+    );
+    let answer = send_all_then_read(&mut stream, &head, b"").await.unwrap_or_else(|e| panic!("100-continue: {e}"));
+    assert!(answer.starts_with("HTTP/1.1 413 "), "no 100 Continue, the refusal at once: {answer}");
+    t.daemon.shutdown().await.unwrap();
 }

@@ -16,9 +16,9 @@ use super::error::ApiError;
 use super::query::Query;
 use super::router::Direction;
 use super::{blocking_read, read_body, AppState};
+use crate::api::request_body::RequestBody;
 use crate::store::{Order, Reader, StoreError};
 use alloy::primitives::{Address, B256};
-use hyper::body::Incoming;
 use hyper::header::CONTENT_TYPE;
 use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Value};
@@ -304,7 +304,7 @@ pub fn refused(error: ApiError) -> Response<Body> {
 
 /// Serves one request to `/api`.
 pub async fn serve(
-    req: Request<Incoming>,
+    req: Request<RequestBody>,
     state: &AppState,
     deadline: tokio::time::Instant,
     client: std::net::IpAddr,

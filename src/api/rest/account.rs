@@ -8,6 +8,7 @@ use crate::api::auth::{require_account, COOKIE_NAME};
 use crate::api::body::{json_response, ok, Body};
 use crate::api::cursor::PosCursor;
 use crate::api::json::{checksum, hash_hex, AddressJson};
+use crate::api::request_body::RequestBody;
 use crate::api::router::Page;
 use crate::api::router::{parse_address, parse_hash, AccountRoute, ItemAction, ItemRef};
 use crate::api::{read_body, ApiError, AppState};
@@ -18,7 +19,6 @@ use crate::store::tables::Transactions;
 use crate::store::tables::{ApiKeys, CoinBalanceNow};
 use crate::store::{Order, Reader};
 use alloy::primitives::Address;
-use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE, HOST, ORIGIN, SET_COOKIE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Value};
@@ -45,7 +45,7 @@ impl From<AccountError> for ApiError {
 /// Serves one account route.
 pub async fn serve(
     route: AccountRoute,
-    req: Request<Incoming>,
+    req: Request<RequestBody>,
     state: &AppState,
     client: IpAddr,
 ) -> Result<Response<Body>, ApiError> {
@@ -99,7 +99,7 @@ fn user_info(account: Address) -> Value {
 
 fn siwe_message(
     state: &AppState,
-    req: &Request<Incoming>,
+    req: &Request<RequestBody>,
     client: IpAddr,
     address: Address,
 ) -> Result<Response<Body>, ApiError> {
@@ -142,7 +142,7 @@ fn is_loopback_host(host: &str) -> bool {
     name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) -> Result<Response<Body>, ApiError> {
+async fn authenticate(state: &AppState, req: Request<RequestBody>, client: IpAddr) -> Result<Response<Body>, ApiError> {
     let now = std::time::Instant::now();
     if let Some(seconds) = state.auth.failures.locked_for(client, now) {
         return Err(ApiError::AuthBudget(seconds));
@@ -187,7 +187,12 @@ async fn authenticate(state: &AppState, req: Request<Incoming>, client: IpAddr) 
 /// The request's JSON object body. It must say it is JSON: a page on another site can make a browser send a
 /// form or plain text with the sign-in cookie, but not a JSON request without the CORS preflight this API does not
 /// grant to credentials.
-async fn body_json(state: &AppState, req: Request<Incoming>, limit: usize, client: IpAddr) -> Result<Value, ApiError> {
+async fn body_json(
+    state: &AppState,
+    req: Request<RequestBody>,
+    limit: usize,
+    client: IpAddr,
+) -> Result<Value, ApiError> {
     let declared = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let media = declared.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     if media != "application/json" && !media.ends_with("+json") {

@@ -11,6 +11,7 @@ use super::{envelope, take_page};
 use crate::api::body::{ok, Body};
 use crate::api::cursor::AddressCursor;
 use crate::api::json::{AddressJson, ContractInfo, Implementation};
+use crate::api::request_body::RequestBody;
 use crate::api::router::Page;
 use crate::api::{read_body, ApiError, AppState};
 use crate::contracts::abi::{revert_reason, value_json};
@@ -24,7 +25,6 @@ use crate::store::tables::{Accounts, Code, Contracts as ContractRows, Headers, V
 use crate::store::{Reader, StoreResult};
 use alloy::dyn_abi::{DynSolType, DynSolValue, JsonAbiExt, Specifier};
 use alloy::primitives::{Address, Bytes, B256, KECCAK256_EMPTY};
-use hyper::body::Incoming;
 use hyper::{Request, Response};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -475,7 +475,7 @@ struct ReadMethodRequest {
 /// "output": [{"type", "value"}]}}`, or `{"is_error": true, "result": {"message", "raw", "decoded"}}` when the call
 /// reverts.
 pub async fn query_read_method(
-    req: Request<Incoming>,
+    req: Request<RequestBody>,
     state: &AppState,
     client: std::net::IpAddr,
     address: Address,

@@ -6,13 +6,13 @@
 //! topic how it ended.
 
 use crate::api::body::{ok, Body};
+use crate::api::request_body::RequestBody;
 use crate::api::{auth, read_body, ApiError, AppState};
 use crate::contracts::jobs::SubmitError;
 use crate::contracts::verifier::{self, Request};
 use crate::store::tables::{Code, Contracts, VerifiedSources};
 use alloy::primitives::Address;
 use bytes::Bytes;
-use hyper::body::Incoming;
 use hyper::header::CONTENT_TYPE;
 use serde_json::{json, Value};
 use std::net::IpAddr;
@@ -96,7 +96,7 @@ impl Via {
 
 /// `POST …/verification/via/<method>`.
 pub async fn verify(
-    req: hyper::Request<Incoming>,
+    req: hyper::Request<RequestBody>,
     state: &AppState,
     client: IpAddr,
     address: Address,

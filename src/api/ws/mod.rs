@@ -15,8 +15,8 @@ pub mod topic;
 
 use super::body::Body;
 use super::{ApiError, AppState};
+use crate::api::request_body::RequestBody;
 use fastwebsockets::{Frame, Payload, WebSocketError, WebSocketRead};
-use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use hyper::{Request, Response, StatusCode};
 use protocol::Channels;
@@ -84,7 +84,7 @@ fn same_origin(headers: &hyper::HeaderMap, public_host: Option<&str>) -> bool {
 
 /// Answers the upgrade request of `GET /socket/v2/websocket` and starts the connection's tasks.
 pub fn upgrade(
-    mut req: Request<Incoming>,
+    mut req: Request<RequestBody>,
     state: &AppState,
     client: std::net::IpAddr,
 ) -> Result<Response<Body>, ApiError> {
