@@ -332,7 +332,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedIo<S> {
 pub enum Ended {
     /// The client closed it, it was upgraded, or it failed.
     Finished,
-    /// Closed after the idle timeout.
+    /// Closed after the idle timeout (an HTTP/2 client told so by a GOAWAY first).
     Idle,
     /// Closed because its responses made no progress for the write timeout.
     Stalled,
@@ -342,8 +342,12 @@ pub enum Ended {
     Forced,
 }
 
+/// How long an idle connection's graceful close may take (an HTTP/2 GOAWAY written) before it is dropped.
+const IDLE_GOODBYE: Duration = Duration::from_secs(1);
+
 /// Serves `connection` until it ends, it has been idle for `idle_timeout`, its responses made no progress for
-/// `write_timeout`, or the server shuts down (`shutdown`: close once idle; `force`: close now).
+/// `write_timeout`, or the server shuts down (`shutdown`: close once idle; `force`: close now). An idle connection
+/// is closed gracefully, so an HTTP/2 client learns by a GOAWAY that it must open a new one.
 pub async fn drive<C>(
     connection: C,
     activity: &Activity,
@@ -364,7 +368,11 @@ where
     };
     tokio::select! {
         result = connection.as_mut() => finished(result),
-        _ = activity.idle_for(idle_timeout) => Ended::Idle,
+        _ = activity.idle_for(idle_timeout) => {
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(IDLE_GOODBYE, connection.as_mut()).await;
+            Ended::Idle
+        }
         _ = activity.stalled_for(write_timeout) => Ended::Stalled,
         _ = shutdown.cancelled() => {
             connection.as_mut().graceful_shutdown();

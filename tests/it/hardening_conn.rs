@@ -48,14 +48,24 @@ async fn silent_partial_and_idle_h2c_connections_are_closed_so_new_clients_are_s
     // Every slot is taken: the fifth client is served once the idle connections are cut.
     let served = tokio::time::timeout(Duration::from_secs(20), http::get(addr, "/api/v2/config/backend-version")).await;
     assert_eq!(served.expect("a new client is served once idle connections are closed").status, 200);
-    for (stream, what) in [
-        (&mut silent, "silent"),
-        (&mut partial_preface, "partial preface"),
-        (&mut idle_h2c, "idle h2c"),
-        (&mut trickle, "1-byte"),
-    ] {
+    for (stream, what) in [(&mut silent, "silent"), (&mut partial_preface, "partial preface"), (&mut trickle, "1-byte")]
+    {
         closed_by_server(stream, Duration::from_secs(10), what).await;
     }
+    // The idle HTTP/2 client is told to go away (GOAWAY, no error) before its connection closes.
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), idle_h2c.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the server closed the idle h2c connection");
+    let mut frames = Vec::new();
+    let mut at = usize::from(u16::from_be_bytes([head[1], head[2]])) + usize::from(head[0]) * 65536;
+    while at + 9 <= rest.len() {
+        let length = usize::from(rest[at]) * 65536 + usize::from(u16::from_be_bytes([rest[at + 1], rest[at + 2]]));
+        frames.push((rest[at + 3], rest.get(at + 9..at + 9 + length).map(<[u8]>::to_vec)));
+        at += 9 + length;
+    }
+    let goaway = frames.iter().find(|(kind, _)| *kind == 0x7).unwrap_or_else(|| panic!("a GOAWAY among {frames:?}"));
+    let payload = goaway.1.as_ref().expect("the whole GOAWAY frame");
+    assert_eq!(&payload[4..8], &[0, 0, 0, 0], "GOAWAY with NO_ERROR");
     t.daemon.shutdown().await.unwrap();
 }
 
