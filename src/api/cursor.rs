@@ -112,6 +112,55 @@ impl Cursor for PosCursor {
     }
 }
 
+/// What an address's transactions can be sorted by besides their position; its name is the cursor's field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxAmount {
+    /// The ether sent (`value`).
+    Value,
+    /// Gas used times the effective gas price (`fee`).
+    Fee,
+}
+
+impl TxAmount {
+    /// The query field (`sort=` and the cursor's).
+    pub fn name(self) -> &'static str {
+        match self {
+            TxAmount::Value => "value",
+            TxAmount::Fee => "fee",
+        }
+    }
+}
+
+/// An address's transactions sorted by an amount: `value` or `fee`, then `block_number` and `index`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmountCursor {
+    /// What the list is sorted by.
+    pub by: TxAmount,
+    /// The last item's amount.
+    pub amount: U256,
+    /// The last item's position (ties of the amount).
+    pub pos: BlockPos,
+}
+
+impl Cursor for AmountCursor {
+    fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
+        let (by, amount) = match (decimal(q, "value")?, decimal(q, "fee")?) {
+            (None, None) => return Ok(None),
+            (Some(amount), _) => (TxAmount::Value, amount),
+            (None, Some(amount)) => (TxAmount::Fee, amount),
+        };
+        let block = q
+            .u64("block_number")?
+            .ok_or_else(|| ApiError::invalid("block_number", format!("Invalid value: required with {}", by.name())))?;
+        Ok(Some(AmountCursor { by, amount, pos: BlockPos { block, index: small(q, "index")?.unwrap_or(0) } }))
+    }
+    fn to_params(&self) -> Vec<(&'static str, Value)> {
+        let mut fields = vec![(self.by.name(), json!(self.amount.to_string()))];
+        fields.extend(PosCursor(self.pos).to_params());
+        fields
+    }
+}
+
 /// Lists inside one block or transaction (a block's transactions, a transaction's logs): the `index`, with the
 /// `block_number` context Blockscout also sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -436,6 +485,9 @@ mod tests {
         round_trip(SearchCursor::Token(SearchKey::new("démo token", a)), &search);
         round_trip(SearchCursor::Name(NameSearchKey::new("demo.sei", B256::repeat_byte(7))), &search);
         round_trip(HolderCursor { holder: a, amount: U256::MAX, id: None }, &[]);
+        let pos = BlockPos { block: 7, index: 3 };
+        round_trip(AmountCursor { by: TxAmount::Value, amount: U256::MAX, pos }, &[]);
+        round_trip(AmountCursor { by: TxAmount::Fee, amount: U256::ZERO, pos }, &[]);
         round_trip(HolderCursor { holder: a, amount: U256::from(5), id: Some(U256::ZERO) }, &[]);
         round_trip(HoldingCursor { token: a, id: U256::from(77) }, &[]);
         round_trip(InstanceCursor(U256::from(10).pow(U256::from(70))), &[]);

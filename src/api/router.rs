@@ -7,9 +7,9 @@
 
 use super::body::Body;
 use super::cursor::{
-    AddressCursor, BlockCursor, CallCursor, CoinRankCursor, CollectionCursor, Cursor, HolderCursor, HoldingCursor,
-    IndexCursor, InstanceCursor, NftCursor, PendingCursor, PosCursor, ReorgCursor, SearchCursor, TokenCursor,
-    TraceCursor, TransferCursor,
+    AddressCursor, AmountCursor, BlockCursor, CallCursor, CoinRankCursor, CollectionCursor, Cursor, HolderCursor,
+    HoldingCursor, IndexCursor, InstanceCursor, NftCursor, PendingCursor, PosCursor, ReorgCursor, SearchCursor,
+    TokenCursor, TraceCursor, TransferCursor, TxAmount,
 };
 use super::error::ApiError;
 use super::json::BlockKind;
@@ -296,6 +296,19 @@ pub enum Route {
         ascending: bool,
         /// Size and cursor.
         page: Page<PosCursor>,
+    },
+    /// `GET /api/v2/addresses/:a/transactions?sort=value|fee&order=`.
+    AddressTransactionsByAmount {
+        /// The address.
+        address: Address,
+        /// `filter=to|from`.
+        direction: Option<Direction>,
+        /// `sort=`.
+        by: TxAmount,
+        /// `order=asc` (smallest first).
+        ascending: bool,
+        /// Size and cursor.
+        page: Page<AmountCursor>,
     },
     /// `GET /api/v2/addresses/:a/logs`.
     AddressLogs {
@@ -837,15 +850,20 @@ impl Route {
             ["addresses", a] => Route::Address(addr(a)?),
             ["addresses", a, "transactions"] => {
                 let direction = direction(q)?;
-                match q.get("sort") {
-                    None | Some("block_number") => {}
-                    Some("value") | Some("fee") => {
-                        return Err(ApiError::invalid("sort", "Sorting by value or fee is not supported"))
-                    }
+                let by = match q.get("sort") {
+                    None | Some("block_number") => None,
+                    Some("value") => Some(TxAmount::Value),
+                    Some("fee") => Some(TxAmount::Fee),
                     Some(_) => return Err(ApiError::invalid("sort", "Invalid value for enum")),
+                };
+                let (address, ascending) = (addr(a)?, ascending(q)?);
+                match by {
+                    // As in Blockscout, a sort applies together with its order.
+                    Some(by) if q.get("order").is_some() => {
+                        Route::AddressTransactionsByAmount { address, direction, by, ascending, page: page(q)? }
+                    }
+                    _ => Route::AddressTransactions { address, direction, ascending, page: page(q)? },
                 }
-                let ascending = ascending(q)?;
-                Route::AddressTransactions { address: addr(a)?, direction, ascending, page: page(q)? }
             }
             ["addresses", a, "logs"] => {
                 let topic = q.get("topic").map(|t| parse_hash(t, "topic")).transpose()?;
@@ -1058,7 +1076,9 @@ impl Route {
             Route::RawTrace(_) => "/api/v2/transactions/:hash/raw-trace",
             Route::InternalTransactions { .. } => "/api/v2/internal-transactions",
             Route::Address(_) => "/api/v2/addresses/:address_hash",
-            Route::AddressTransactions { .. } => "/api/v2/addresses/:address_hash/transactions",
+            Route::AddressTransactions { .. } | Route::AddressTransactionsByAmount { .. } => {
+                "/api/v2/addresses/:address_hash/transactions"
+            }
             Route::AddressLogs { .. } => "/api/v2/addresses/:address_hash/logs",
             Route::AddressCounters(_) => "/api/v2/addresses/:address_hash/counters",
             Route::AddressTabsCounters(_) => "/api/v2/addresses/:address_hash/tabs-counters",
@@ -1308,6 +1328,12 @@ impl Route {
             }
             Route::AddressTransactions { address, direction, ascending, page } => {
                 read(state, deadline, move |r| addresses::transactions(r, address, direction, ascending, page)).await
+            }
+            Route::AddressTransactionsByAmount { address, direction, by, ascending, page } => {
+                let sorted = move |r: &crate::store::Reader<'_>| {
+                    addresses::transactions_by(r, address, direction, by, ascending, page)
+                };
+                read(state, deadline, sorted).await
             }
             Route::AddressLogs { address, topic, page } => {
                 read(state, deadline, move |r| addresses::logs(r, address, topic, page)).await

@@ -268,6 +268,28 @@ async fn rest_values_match_the_node_and_lists_page_exactly() {
                 .map(|t| t["hash"].as_str().unwrap().to_owned())
                 .collect();
         assert_eq!(oldest_first, history.iter().rev().cloned().collect::<Vec<_>>());
+        // Sorted by value or fee (the frontend's column sort): the node's amounts, ties by position.
+        let mut amounts = Vec::new();
+        for tx in c.txs.iter().filter(|t| hashes.contains(&t.hash)) {
+            let value = node.get_transaction_by_hash(tx.hash).await.unwrap().unwrap().value();
+            let receipt = node.get_transaction_receipt(tx.hash).await.unwrap().unwrap();
+            let fee = U256::from(receipt.gas_used()) * U256::from(receipt.effective_gas_price());
+            amounts.push((value, fee, tx.block, tx.index, format!("{:#x}", tx.hash)));
+        }
+        for (sort, order) in [("value", "desc"), ("value", "asc"), ("fee", "desc"), ("fee", "asc")] {
+            let path = format!("/api/v2/addresses/{address}/transactions?sort={sort}&order={order}&items_count=2");
+            let got: Vec<String> =
+                walk(addr, &path).await.iter().map(|t| t["hash"].as_str().unwrap().to_owned()).collect();
+            let mut want = amounts.clone();
+            want.sort_by_key(|(value, fee, block, index, _)| {
+                (if sort == "value" { *value } else { *fee }, *block, *index)
+            });
+            if order == "desc" {
+                want.reverse();
+            }
+            let want: Vec<String> = want.into_iter().map(|(.., hash)| hash).collect();
+            assert_eq!(got, want, "{path}");
+        }
     }
     // Coin balance history: each value is the node's balance after that block.
     let sender = accounts[0];

@@ -3,7 +3,7 @@
 
 use super::{envelope, take_page, tx_envelope, PageRows};
 use crate::api::body::{ok, Body};
-use crate::api::cursor::{BlockCursor, CoinRankCursor, PosCursor};
+use crate::api::cursor::{AmountCursor, BlockCursor, CoinRankCursor, PosCursor, TxAmount};
 use crate::api::json::{checksum, hash_hex, iso_date, iso_timestamp, signed_change, AddressJson, LogJson};
 use crate::api::router::{Direction as Filter, Page};
 use crate::api::{ApiError, AppState};
@@ -95,11 +95,7 @@ pub fn transactions(
     page: Page<PosCursor>,
 ) -> Result<Response<Body>, ApiError> {
     let order = if ascending { Order::OldestFirst } else { Order::NewestFirst };
-    let wanted = match filter {
-        None => role::FROM | role::TO | role::CREATED,
-        Some(Filter::To) => role::TO | role::CREATED,
-        Some(Filter::From) => role::FROM,
-    };
+    let wanted = wanted_roles(filter);
     let scan = reader.address_txs(address, page.after.map(|c| c.0), order);
     let rows = take_page(scan, page.size, |_, roles| Ok(roles & wanted != 0))?;
     let positions: Vec<BlockPos> = rows.items.iter().map(|(k, _)| k.pos).collect();
@@ -114,6 +110,83 @@ pub fn transactions(
         extra.push(("order", json!("asc")));
     }
     Ok(ok(&tx_envelope(reader, page_rows, page.size, &extra)?))
+}
+
+/// Most transactions of one address (in the direction asked for) that a list sorted by value or fee reads and
+/// sorts for each page; an address with more is refused with 422.
+pub const SORTED_TXS_LIMIT: usize = 10_000;
+
+/// `GET /api/v2/addresses/:a/transactions?sort=value|fee&order=`: the address's transactions sorted by the
+/// amount, ties by position (in the same order). No index is kept by amount: every page reads and sorts the
+/// address's whole list, at most [`SORTED_TXS_LIMIT`] transactions.
+pub fn transactions_by(
+    reader: &Reader<'_>,
+    address: Address,
+    filter: Option<Filter>,
+    by: TxAmount,
+    ascending: bool,
+    page: Page<AmountCursor>,
+) -> Result<Response<Body>, ApiError> {
+    if page.after.is_some_and(|c| c.by != by) {
+        return Err(ApiError::invalid(by.name(), format!("Invalid value: the list is sorted by {}", by.name())));
+    }
+    let wanted = wanted_roles(filter);
+    let mut positions = Vec::new();
+    for row in reader.address_txs(address, None, Order::NewestFirst) {
+        let (key, roles) = row?;
+        if roles & wanted == 0 {
+            continue;
+        }
+        if positions.len() == SORTED_TXS_LIMIT {
+            let detail = format!(
+                "Sorting by {} is supported for addresses with at most {SORTED_TXS_LIMIT} transactions; sort by \
+                 block_number",
+                by.name()
+            );
+            return Err(ApiError::invalid("sort", detail));
+        }
+        positions.push(key.pos);
+    }
+    let txs = reader.multi_get::<Transactions>(&positions)?;
+    let amount = |tx: &TxRecord| match by {
+        TxAmount::Value => tx.body.value,
+        TxAmount::Fee => tx.fee(),
+    };
+    let mut rows: Vec<(U256, BlockPos, TxRecord)> =
+        positions.into_iter().zip(txs).filter_map(|(pos, tx)| tx.map(|tx| (amount(&tx), pos, tx))).collect();
+    let order = |amount: U256, pos: BlockPos| (amount, pos.block, pos.index);
+    rows.sort_unstable_by_key(|(amount, pos, _)| order(*amount, *pos));
+    if !ascending {
+        rows.reverse();
+    }
+    let start = page.after.map_or(0, |c| {
+        let after = order(c.amount, c.pos);
+        rows.partition_point(|(amount, pos, _)| {
+            let at = order(*amount, *pos);
+            if ascending {
+                at <= after
+            } else {
+                at >= after
+            }
+        })
+    });
+    let mut shown: Vec<(BlockPos, TxRecord)> =
+        rows.into_iter().skip(start).take(page.size + 1).map(|(_, pos, tx)| (pos, tx)).collect();
+    let more = shown.len() > page.size;
+    shown.truncate(page.size);
+    let next = shown.last().filter(|_| more).map(|(pos, tx)| AmountCursor { by, amount: amount(tx), pos: *pos });
+    let extra: Vec<_> =
+        filter.map(|f| ("filter", json!(if f == Filter::To { "to" } else { "from" }))).into_iter().collect();
+    Ok(ok(&envelope(super::tx_items(reader, &shown)?, next, page.size, &extra)))
+}
+
+/// The roles in an address's transaction index that a `filter` lists.
+fn wanted_roles(filter: Option<Filter>) -> u8 {
+    match filter {
+        None => role::FROM | role::TO | role::CREATED,
+        Some(Filter::To) => role::TO | role::CREATED,
+        Some(Filter::From) => role::FROM,
+    }
 }
 
 /// `GET /api/v2/addresses/:a/logs`, optionally only logs carrying `topic`.
