@@ -429,6 +429,12 @@ pub enum Route {
     IndexingStatus,
     /// `GET /api/v2/config/backend-version`.
     BackendVersion,
+    /// `GET /api/v2/config/backend`: the backend's non-secret settings (no chain type).
+    BackendConfig,
+    /// `GET /api/v2/config/db-background-migrations`: migrations still running (none: the store has none).
+    BackgroundMigrations,
+    /// `GET /api/v2/withdrawals/counters`: zero, as the chain has no beacon-chain withdrawals.
+    WithdrawalCounters,
     /// `GET /api/v2/smart-contracts/:a`.
     SmartContract(Address),
     /// `GET /api/v2/smart-contracts`: contracts with known source.
@@ -897,7 +903,8 @@ impl Route {
                 // holder order.
                 let by_holders = match q.get("sort") {
                     None | Some("") | Some("fiat_value") | Some("circulating_market_cap") => false,
-                    Some("holders_count") => true,
+                    // `holder_count`: the spelling of Blockscout and its frontend before 7.0.
+                    Some("holders_count") | Some("holder_count") => true,
                     Some(_) => return Err(ApiError::invalid("sort", "Invalid value for enum")),
                 };
                 let fewest_first = by_holders && ascending(q)?;
@@ -925,6 +932,8 @@ impl Route {
             ["main-page", "transactions", "watchlist"] => Route::MainPageWatchlistTransactions,
             ["main-page", "indexing-status"] => Route::IndexingStatus,
             ["config", "backend-version"] => Route::BackendVersion,
+            ["config", "backend"] => Route::BackendConfig,
+            ["config", "db-background-migrations"] => Route::BackgroundMigrations,
             ["config", "smart-contracts", "languages"] => Route::ContractLanguages,
             ["smart-contracts"] => {
                 let text = match q.get("q") {
@@ -967,6 +976,7 @@ impl Route {
                 Route::TokenInstanceHolders { token: addr(a)?, id: token_id(id)?, page: page(q)? }
             }
             ["withdrawals"] => Route::Withdrawals,
+            ["withdrawals", "counters"] => Route::WithdrawalCounters,
             ["blocks", id, "withdrawals"] => {
                 parse_block_id(id)?;
                 Route::Withdrawals
@@ -1100,6 +1110,9 @@ impl Route {
             Route::MainPageTransactions => "/api/v2/main-page/transactions",
             Route::IndexingStatus => "/api/v2/main-page/indexing-status",
             Route::BackendVersion => "/api/v2/config/backend-version",
+            Route::BackendConfig => "/api/v2/config/backend",
+            Route::BackgroundMigrations => "/api/v2/config/db-background-migrations",
+            Route::WithdrawalCounters => "/api/v2/withdrawals/counters",
             Route::TransactionsChart => "/api/v2/stats/charts/transactions",
             Route::WatchlistTransactions { .. } => "/api/v2/transactions/watchlist",
             Route::MainPageWatchlistTransactions => "/api/v2/main-page/transactions/watchlist",
@@ -1255,6 +1268,9 @@ impl Route {
             Route::Csv(export, params) => super::rest::csv::export(state, client, export, params).await,
             Route::IndexingStatus => Ok(stats::indexing_status(state)),
             Route::BackendVersion => Ok(stats::backend_version()),
+            Route::BackendConfig => Ok(stats::backend_config()),
+            Route::BackgroundMigrations => Ok(stats::background_migrations()),
+            Route::WithdrawalCounters => Ok(stats::withdrawal_counters()),
             Route::SmartContract(address) => smart_contracts::detail(state, address).await,
             Route::VerificationConfig => Ok(smart_contracts::verification_config(state).await),
             Route::ContractLanguages => Ok(smart_contracts::languages()),

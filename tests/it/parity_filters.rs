@@ -314,6 +314,17 @@ async fn csv_exports_stream_blockscout_columns_with_node_values_escaped_and_rate
     })
     .await;
     assert_eq!(get(addr, "/api/v2/config/csv-export").await, json!({"limit": 10000, "async_enabled": false}));
+    // The frontend's other configuration and counter reads: a plain EVM chain, no migrations, no withdrawals.
+    assert_eq!(
+        get(addr, "/api/v2/config/backend").await,
+        json!({"chain_type": null, "openapi_spec_folder_name": null})
+    );
+    assert_eq!(get(addr, "/api/v2/config/db-background-migrations").await, json!({"migrations": []}));
+    assert_eq!(get(addr, "/api/v2/withdrawals").await["items"], json!([]));
+    assert_eq!(
+        get(addr, "/api/v2/withdrawals/counters").await,
+        json!({"withdrawals_count": "0", "withdrawals_sum": "0"})
+    );
 
     // Transactions of a[0]: every transaction it sent (its nonce), newest first, values as the node has them.
     let rows = csv(addr, &format!("/api/v2/addresses/{}/transactions/csv", a[0])).await;

@@ -331,6 +331,9 @@ async fn token_balances_holders_and_supplies_match_the_contracts() {
     assert_eq!(ascending, reversed, "fewest holders first is the same order reversed, across pages");
     most_first.reverse();
     assert_eq!(holders(&fewest), most_first);
+    // The spelling of older frontends.
+    let old_spelling = walk(addr, "/api/v2/tokens?items_count=3&sort=holder_count&order=asc").await;
+    assert_eq!(old_spelling.iter().map(key).collect::<Vec<_>>(), ascending);
     assert_eq!(http::get(addr, "/api/v2/tokens?sort=name").await.status, 422);
     let nfts = get(addr, "/api/v2/tokens?type=ERC-721,ERC-1155").await;
     let kinds: BTreeSet<String> =

@@ -205,6 +205,22 @@ pub fn backend_version() -> Response<Body> {
     ok(&json!({"backend_version": format!("rockscout v{}", env!("CARGO_PKG_VERSION"))}))
 }
 
+/// `GET /api/v2/config/backend`: no chain type (a plain EVM chain) and no OpenAPI folder of one.
+pub fn backend_config() -> Response<Body> {
+    ok(&json!({"chain_type": null, "openapi_spec_folder_name": null}))
+}
+
+/// `GET /api/v2/config/db-background-migrations`: none, as the store has no background migrations (a data directory
+/// of another schema version is refused at start-up).
+pub fn background_migrations() -> Response<Body> {
+    ok(&json!({"migrations": []}))
+}
+
+/// `GET /api/v2/withdrawals/counters`: the chain has no beacon-chain withdrawals (as `/api/v2/withdrawals`).
+pub fn withdrawal_counters() -> Response<Body> {
+    ok(&json!({"withdrawals_count": "0", "withdrawals_sum": "0"}))
+}
+
 /// Days in the transactions chart.
 const CHART_DAYS: u32 = 30;
 
