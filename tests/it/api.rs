@@ -430,6 +430,7 @@ async fn bad_input_gets_the_right_status_and_body() {
     wait_synced(&t.daemon, &node).await;
     let addr = t.daemon.addr();
     let invalid = |pointer: &str| json!({"errors": [{"title": "Invalid value", "source": {"pointer": pointer}}]});
+    let zero = Address::ZERO;
     let cases: Vec<(Method, String, u16, Value)> = vec![
         (Method::GET, "/api/v2/blocks/999999999999".into(), 404, json!({"message": "Not found"})),
         (Method::GET, format!("/api/v2/blocks/0x{}", "cd".repeat(32)), 404, json!({"message": "Not found"})),
@@ -440,6 +441,20 @@ async fn bad_input_gets_the_right_status_and_body() {
         (Method::GET, "/api/v2/addresses/0xnothex".into(), 422, invalid("/address_hash_param")),
         (Method::GET, "/api/v2/addresses/0xnothex/transactions".into(), 422, invalid("/address_hash_param")),
         (Method::GET, "/api/v2/blocks?items_count=0".into(), 422, invalid("/items_count")),
+        (Method::GET, format!("/api/v2/addresses/{zero}/transactions?sort=fee&order=asc&fee=x"), 422, invalid("/fee")),
+        (
+            Method::GET,
+            format!("/api/v2/addresses/{zero}/transactions?sort=fee&order=asc&value=5&block_number=1"),
+            422,
+            invalid("/value"),
+        ),
+        (
+            Method::GET,
+            format!("/api/v2/addresses/{zero}/transactions?sort=fee&order=asc&fee=5"),
+            422,
+            invalid("/block_number"),
+        ),
+        (Method::GET, format!("/api/v2/addresses/{zero}/transactions?sort=size"), 422, invalid("/sort")),
         (Method::GET, "/api/v2/transactions?items_count=101".into(), 422, invalid("/items_count")),
         (Method::GET, "/api/v2/blocks?type=nope".into(), 422, invalid("/type")),
         (Method::GET, "/api/v2/blocks?block_number=abc".into(), 422, invalid("/block_number")),

@@ -127,8 +127,8 @@ pub fn transactions_by(
     ascending: bool,
     page: Page<AmountCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    if page.after.is_some_and(|c| c.by != by) {
-        return Err(ApiError::invalid(by.name(), format!("Invalid value: the list is sorted by {}", by.name())));
+    if let Some(other) = page.after.map(|c| c.by).filter(|b| *b != by) {
+        return Err(ApiError::invalid(other.name(), format!("Invalid value: the list is sorted by {}", by.name())));
     }
     let wanted = wanted_roles(filter);
     let mut positions = Vec::new();
