@@ -342,7 +342,8 @@ pub enum Ended {
     Forced,
 }
 
-/// How long an idle connection's graceful close may take (an HTTP/2 GOAWAY written) before it is dropped.
+/// How long an idle connection's graceful close (an HTTP/2 GOAWAY written) waits before the connection is dropped
+/// once no request is in flight.
 const IDLE_GOODBYE: Duration = Duration::from_secs(1);
 
 /// Serves `connection` until it ends, it has been idle for `idle_timeout`, its responses made no progress for
@@ -369,8 +370,18 @@ where
     tokio::select! {
         result = connection.as_mut() => finished(result),
         _ = activity.idle_for(idle_timeout) => {
+            // Requests that arrive before the client reads the goodbye are served; once a second has passed the
+            // connection closes as soon as none is in flight (or at once when its responses stall).
             connection.as_mut().graceful_shutdown();
-            let _ = tokio::time::timeout(IDLE_GOODBYE, connection.as_mut()).await;
+            tokio::select! {
+                result = connection.as_mut() => { finished(result); }
+                _ = async {
+                    tokio::time::sleep(IDLE_GOODBYE).await;
+                    activity.idle_for(Duration::ZERO).await
+                } => {}
+                _ = activity.stalled_for(write_timeout) => {}
+                _ = force.cancelled() => {}
+            }
             Ended::Idle
         }
         _ = activity.stalled_for(write_timeout) => Ended::Stalled,

@@ -131,7 +131,8 @@ impl TxAmount {
     }
 }
 
-/// An address's transactions sorted by an amount: `value` or `fee`, then `block_number` and `index`.
+/// An address's transactions sorted by an amount: `sort` (`value` or `fee`), the amount under that name, then
+/// `block_number` and `index`. Only the field `sort` names is read: Blockscout's cursors carry both amounts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AmountCursor {
     /// What the list is sorted by.
@@ -144,18 +145,19 @@ pub struct AmountCursor {
 
 impl Cursor for AmountCursor {
     fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
-        let (by, amount) = match (decimal(q, "value")?, decimal(q, "fee")?) {
-            (None, None) => return Ok(None),
-            (Some(amount), _) => (TxAmount::Value, amount),
-            (None, Some(amount)) => (TxAmount::Fee, amount),
+        let by = match q.get("sort") {
+            Some("value") => TxAmount::Value,
+            Some("fee") => TxAmount::Fee,
+            _ => return Ok(None),
         };
+        let Some(amount) = decimal(q, by.name())? else { return Ok(None) };
         let block = q
             .u64("block_number")?
             .ok_or_else(|| ApiError::invalid("block_number", format!("Invalid value: required with {}", by.name())))?;
         Ok(Some(AmountCursor { by, amount, pos: BlockPos { block, index: small(q, "index")?.unwrap_or(0) } }))
     }
     fn to_params(&self) -> Vec<(&'static str, Value)> {
-        let mut fields = vec![(self.by.name(), json!(self.amount.to_string()))];
+        let mut fields = vec![("sort", json!(self.by.name())), (self.by.name(), json!(self.amount.to_string()))];
         fields.extend(PosCursor(self.pos).to_params());
         fields
     }
@@ -488,6 +490,10 @@ mod tests {
         let pos = BlockPos { block: 7, index: 3 };
         round_trip(AmountCursor { by: TxAmount::Value, amount: U256::MAX, pos }, &[]);
         round_trip(AmountCursor { by: TxAmount::Fee, amount: U256::ZERO, pos }, &[]);
+        // Blockscout's cursor carries both amounts: the one `sort` names counts.
+        let both = Query::parse(Some("sort=fee&order=asc&fee=7&value=9&block_number=7&index=3"));
+        let fee = AmountCursor { by: TxAmount::Fee, amount: U256::from(7), pos };
+        assert_eq!(AmountCursor::from_query(&both).unwrap(), Some(fee));
         round_trip(HolderCursor { holder: a, amount: U256::from(5), id: Some(U256::ZERO) }, &[]);
         round_trip(HoldingCursor { token: a, id: U256::from(77) }, &[]);
         round_trip(InstanceCursor(U256::from(10).pow(U256::from(70))), &[]);

@@ -202,6 +202,9 @@ async fn list(state: &AppState, deadline: Instant, route: Route) -> Result<Value
         Route::AddressTransactions { address, direction, ascending, page } => {
             read(state, deadline, move |r| addresses::transactions(r, address, direction, ascending, page)).await
         }
+        Route::AddressTransactionsByAmount { address, direction, by, ascending, page } => {
+            read(state, deadline, move |r| addresses::transactions_by(r, address, direction, by, ascending, page)).await
+        }
         Route::AddressTokenTransfers { address, direction, kinds, token, page } => {
             read(state, deadline, move |r| tokens::of_address(r, address, direction, &kinds, token, page)).await
         }

@@ -83,8 +83,11 @@ impl Body for RequestBody {
         let frame = Pin::new(inner).poll_frame(cx);
         if let Some(linger) = this.linger.as_mut() {
             linger.polled = true;
-            if let Poll::Ready(Some(Ok(frame))) = &frame {
-                linger.received += frame.data_ref().map_or(0, |d| d.len() as u64);
+            match &frame {
+                Poll::Ready(Some(Ok(frame))) => linger.received += frame.data_ref().map_or(0, |d| d.len() as u64),
+                // Read to its end (a chunked body never says so before): nothing is left to linger for.
+                Poll::Ready(None) => this.linger = None,
+                _ => {}
             }
         }
         frame

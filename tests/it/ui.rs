@@ -131,6 +131,8 @@ async fn pages_are_escaped_bounded_html_with_a_strict_policy() {
         "/txs".into(),
         format!("/tx/{}", chain.tx),
         format!("/address/{a}"),
+        // The frontend's column sort, carried over to the page's query.
+        format!("/address/{a}?sort=value&order=desc"),
         format!("/address/{a}?tab=token_transfers"),
         format!("/address/{a}?tab=tokens"),
         "/tokens".into(),

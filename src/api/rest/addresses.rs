@@ -112,13 +112,17 @@ pub fn transactions(
     Ok(ok(&tx_envelope(reader, page_rows, page.size, &extra)?))
 }
 
-/// Most transactions of one address (in the direction asked for) that a list sorted by value or fee reads and
-/// sorts for each page; an address with more is refused with 422.
+/// Most transactions of one address (in every direction) that a list sorted by value or fee reads and sorts for
+/// each page; an address with more is refused with 422.
 pub const SORTED_TXS_LIMIT: usize = 10_000;
 
+/// Transactions whose records are held at once while a sorted list reads their amounts.
+const AMOUNT_CHUNK: usize = 256;
+
 /// `GET /api/v2/addresses/:a/transactions?sort=value|fee&order=`: the address's transactions sorted by the
-/// amount, ties by position (in the same order). No index is kept by amount: every page reads and sorts the
-/// address's whole list, at most [`SORTED_TXS_LIMIT`] transactions.
+/// amount, ties newest first in either order (as Blockscout). No index is kept by amount: every page reads the
+/// amounts of the address's whole list, at most [`SORTED_TXS_LIMIT`] transactions, and keeps only the page's
+/// records.
 pub fn transactions_by(
     reader: &Reader<'_>,
     address: Address,
@@ -127,17 +131,10 @@ pub fn transactions_by(
     ascending: bool,
     page: Page<AmountCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    if let Some(other) = page.after.map(|c| c.by).filter(|b| *b != by) {
-        return Err(ApiError::invalid(other.name(), format!("Invalid value: the list is sorted by {}", by.name())));
-    }
     let wanted = wanted_roles(filter);
     let mut positions = Vec::new();
-    for row in reader.address_txs(address, None, Order::NewestFirst) {
-        let (key, roles) = row?;
-        if roles & wanted == 0 {
-            continue;
-        }
-        if positions.len() == SORTED_TXS_LIMIT {
+    for (examined, row) in reader.address_txs(address, None, Order::NewestFirst).enumerate() {
+        if examined == SORTED_TXS_LIMIT {
             let detail = format!(
                 "Sorting by {} is supported for addresses with at most {SORTED_TXS_LIMIT} transactions; sort by \
                  block_number",
@@ -145,39 +142,40 @@ pub fn transactions_by(
             );
             return Err(ApiError::invalid("sort", detail));
         }
-        positions.push(key.pos);
+        let (key, roles) = row?;
+        if roles & wanted != 0 {
+            positions.push(key.pos);
+        }
     }
-    let txs = reader.multi_get::<Transactions>(&positions)?;
     let amount = |tx: &TxRecord| match by {
         TxAmount::Value => tx.body.value,
         TxAmount::Fee => tx.fee(),
     };
-    let mut rows: Vec<(U256, BlockPos, TxRecord)> =
-        positions.into_iter().zip(txs).filter_map(|(pos, tx)| tx.map(|tx| (amount(&tx), pos, tx))).collect();
-    let order = |amount: U256, pos: BlockPos| (amount, pos.block, pos.index);
-    rows.sort_unstable_by_key(|(amount, pos, _)| order(*amount, *pos));
-    if !ascending {
-        rows.reverse();
+    let mut rows: Vec<(U256, BlockPos)> = Vec::with_capacity(positions.len());
+    for chunk in positions.chunks(AMOUNT_CHUNK) {
+        let txs = reader.multi_get::<Transactions>(chunk)?;
+        rows.extend(chunk.iter().zip(txs).filter_map(|(pos, tx)| Some((amount(&tx?), *pos))));
     }
+    // The amount in the order asked for, then the newest first.
+    let compare = |(a, a_pos): &(U256, BlockPos), (b, b_pos): &(U256, BlockPos)| {
+        let by_amount = if ascending { a.cmp(b) } else { b.cmp(a) };
+        by_amount.then_with(|| (b_pos.block, b_pos.index).cmp(&(a_pos.block, a_pos.index)))
+    };
+    rows.sort_unstable_by(compare);
     let start = page.after.map_or(0, |c| {
-        let after = order(c.amount, c.pos);
-        rows.partition_point(|(amount, pos, _)| {
-            let at = order(*amount, *pos);
-            if ascending {
-                at <= after
-            } else {
-                at >= after
-            }
-        })
+        let after = (c.amount, c.pos);
+        rows.partition_point(|row| compare(row, &after) != std::cmp::Ordering::Greater)
     });
-    let mut shown: Vec<(BlockPos, TxRecord)> =
-        rows.into_iter().skip(start).take(page.size + 1).map(|(_, pos, tx)| (pos, tx)).collect();
+    let shown: Vec<(U256, BlockPos)> = rows.into_iter().skip(start).take(page.size + 1).collect();
     let more = shown.len() > page.size;
-    shown.truncate(page.size);
-    let next = shown.last().filter(|_| more).map(|(pos, tx)| AmountCursor { by, amount: amount(tx), pos: *pos });
-    let extra: Vec<_> =
-        filter.map(|f| ("filter", json!(if f == Filter::To { "to" } else { "from" }))).into_iter().collect();
-    Ok(ok(&envelope(super::tx_items(reader, &shown)?, next, page.size, &extra)))
+    let shown = &shown[..shown.len().min(page.size)];
+    let positions: Vec<BlockPos> = shown.iter().map(|(_, pos)| *pos).collect();
+    let txs = reader.multi_get::<Transactions>(&positions)?;
+    let items: Vec<(BlockPos, TxRecord)> = positions.into_iter().zip(txs).filter_map(|(p, t)| Some((p, t?))).collect();
+    let next = shown.last().filter(|_| more).map(|(amount, pos)| AmountCursor { by, amount: *amount, pos: *pos });
+    let mut extra = vec![("order", json!(if ascending { "asc" } else { "desc" }))];
+    extra.extend(filter.map(|f| ("filter", json!(if f == Filter::To { "to" } else { "from" }))));
+    Ok(ok(&envelope(super::tx_items(reader, &items)?, next, page.size, &extra)))
 }
 
 /// The roles in an address's transaction index that a `filter` lists.
