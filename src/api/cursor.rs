@@ -64,6 +64,58 @@ impl Cursor for AddressCursor {
     }
 }
 
+/// What the contract list can be sorted by besides the address; its name is the cursor's field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContractSort {
+    /// The newest indexed native balance (`balance`).
+    Balance,
+    /// The transactions sent to or from the contract (`transactions_count`).
+    TransactionsCount,
+}
+
+impl ContractSort {
+    /// The query field (`sort=` and the cursor's).
+    pub fn name(self) -> &'static str {
+        match self {
+            ContractSort::Balance => "balance",
+            ContractSort::TransactionsCount => "transactions_count",
+        }
+    }
+}
+
+/// The contract list sorted by an amount: `sort`, the amount under that name, then the address (`hash`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContractSortCursor {
+    /// What the list is sorted by.
+    pub by: ContractSort,
+    /// The last item's amount.
+    pub amount: U256,
+    /// The last item's address (ties of the amount).
+    pub address: Address,
+}
+
+impl Cursor for ContractSortCursor {
+    fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
+        let by = match q.get("sort") {
+            Some("balance") => ContractSort::Balance,
+            Some("transactions_count") => ContractSort::TransactionsCount,
+            _ => return Ok(None),
+        };
+        let Some(amount) = decimal(q, by.name())? else { return Ok(None) };
+        let address = q.get("hash").map(|h| parse_address(h, "hash")).transpose()?;
+        let address =
+            address.ok_or_else(|| ApiError::invalid("hash", format!("Invalid value: required with {}", by.name())))?;
+        Ok(Some(ContractSortCursor { by, amount, address }))
+    }
+    fn to_params(&self) -> Vec<(&'static str, Value)> {
+        vec![
+            ("sort", json!(self.by.name())),
+            (self.by.name(), json!(self.amount.to_string())),
+            ("hash", json!(checksum(&self.address))),
+        ]
+    }
+}
+
 /// Newest-first block lists (`/blocks`, coin balance history): `block_number`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockCursor(pub u64);
@@ -490,6 +542,12 @@ mod tests {
         let pos = BlockPos { block: 7, index: 3 };
         round_trip(AmountCursor { by: TxAmount::Value, amount: U256::MAX, pos }, &[]);
         round_trip(AmountCursor { by: TxAmount::Fee, amount: U256::ZERO, pos }, &[]);
+        let contract = Address::repeat_byte(0x11);
+        round_trip(ContractSortCursor { by: ContractSort::Balance, amount: U256::MAX, address: contract }, &[]);
+        round_trip(
+            ContractSortCursor { by: ContractSort::TransactionsCount, amount: U256::ZERO, address: contract },
+            &[],
+        );
         // Blockscout's cursor carries both amounts: the one `sort` names counts.
         let both = Query::parse(Some("sort=fee&order=asc&fee=7&value=9&block_number=7&index=3"));
         let fee = AmountCursor { by: TxAmount::Fee, amount: U256::from(7), pos };

@@ -7,9 +7,9 @@
 
 use super::body::Body;
 use super::cursor::{
-    AddressCursor, AmountCursor, BlockCursor, CallCursor, CoinRankCursor, CollectionCursor, Cursor, HolderCursor,
-    HoldingCursor, IndexCursor, InstanceCursor, NftCursor, PendingCursor, PosCursor, ReorgCursor, SearchCursor,
-    TokenCursor, TraceCursor, TransferCursor, TxAmount,
+    AddressCursor, AmountCursor, BlockCursor, CallCursor, CoinRankCursor, CollectionCursor, ContractSort,
+    ContractSortCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor, InstanceCursor, NftCursor, PendingCursor,
+    PosCursor, ReorgCursor, SearchCursor, TokenCursor, TraceCursor, TransferCursor, TxAmount,
 };
 use super::error::ApiError;
 use super::json::BlockKind;
@@ -445,6 +445,19 @@ pub enum Route {
         language: Option<String>,
         /// Size and cursor.
         page: Page<AddressCursor>,
+    },
+    /// `GET /api/v2/smart-contracts?sort=balance|transactions_count&order=`.
+    SmartContractsSorted {
+        /// Name or address filter.
+        q: Option<String>,
+        /// `filter=` language.
+        language: Option<String>,
+        /// `sort=`.
+        by: ContractSort,
+        /// `order=asc` (smallest first).
+        ascending: bool,
+        /// Size and cursor.
+        page: Page<ContractSortCursor>,
     },
     /// `GET /api/v2/smart-contracts/counters`.
     SmartContractCounters,
@@ -947,17 +960,20 @@ impl Route {
                     Some(l @ ("solidity" | "vyper" | "yul" | "geas")) => Some(l.to_owned()),
                     Some(_) => return Err(ApiError::invalid("filter", "Invalid value for enum")),
                 };
-                match q.get("sort") {
-                    None | Some("") => {}
-                    Some("balance") | Some("transactions_count") => {
-                        return Err(ApiError::invalid(
-                            "sort",
-                            "Sorting by balance or transactions_count is not supported",
-                        ))
-                    }
+                let by = match q.get("sort") {
+                    None | Some("") => None,
+                    Some("balance") => Some(ContractSort::Balance),
+                    Some("transactions_count") => Some(ContractSort::TransactionsCount),
                     Some(_) => return Err(ApiError::invalid("sort", "Invalid value for enum")),
+                };
+                let ascending = ascending(q)?;
+                match by {
+                    // As in Blockscout, a sort applies together with its order.
+                    Some(by) if q.get("order").is_some() => {
+                        Route::SmartContractsSorted { q: text, language, by, ascending, page: page(q)? }
+                    }
+                    _ => Route::SmartContracts { q: text, language, page: page(q)? },
                 }
-                Route::SmartContracts { q: text, language, page: page(q)? }
             }
             ["smart-contracts", "counters"] => Route::SmartContractCounters,
             ["smart-contracts", "verification", "config"] => Route::VerificationConfig,
@@ -1121,7 +1137,7 @@ impl Route {
             Route::Verify(_, via) => via.path(),
             Route::QueryReadMethod(_) => "/api/v2/smart-contracts/:hash/query-read-method",
             Route::SmartContract(_) => "/api/v2/smart-contracts/:address_hash",
-            Route::SmartContracts { .. } => "/api/v2/smart-contracts",
+            Route::SmartContracts { .. } | Route::SmartContractsSorted { .. } => "/api/v2/smart-contracts",
             Route::SmartContractCounters => "/api/v2/smart-contracts/counters",
             Route::VerificationConfig => "/api/v2/smart-contracts/verification/config",
             Route::ContractLanguages => "/api/v2/config/smart-contracts/languages",
@@ -1277,6 +1293,9 @@ impl Route {
             Route::SmartContractCounters => read(state, deadline, smart_contracts::counters).await,
             Route::SmartContracts { q, language, page } => {
                 read(state, deadline, move |r| smart_contracts::list(r, q, language, page)).await
+            }
+            Route::SmartContractsSorted { q, language, by, ascending, page } => {
+                read(state, deadline, move |r| smart_contracts::list_sorted(r, q, language, ascending, page, by)).await
             }
             Route::NoItems | Route::Withdrawals => Ok(super::body::json_response(
                 StatusCode::OK,

@@ -350,6 +350,9 @@ async fn proxies_show_implementations_and_decode_with_their_abi() {
     mine(&node, 1).await;
     let receipt = node.get_transaction_receipt(clone_tx).await.unwrap().unwrap();
     let clone = Address::from_slice(&receipt.inner.logs()[0].data().data[12..32]);
+    // A balance for the proxy, read by the index when the call below touches it (sorts the contract list).
+    let rich = U256::from(5u64) * U256::from(10u64).pow(U256::from(18));
+    let _: serde_json::Value = node.raw_request("anvil_setBalance".into(), (proxy, rich)).await.unwrap();
     let set = call(&node, from, proxy, setValueCall { v: U256::from(42) }.abi_encode()).await;
     let set_clone = call(&node, from, clone, setValueCall { v: U256::from(9) }.abi_encode()).await;
     mine(&node, 1).await;
@@ -383,6 +386,42 @@ async fn proxies_show_implementations_and_decode_with_their_abi() {
     }
     let stored = node.get_storage_at(proxy, U256::ZERO).await.unwrap();
     assert_eq!(stored, U256::from(42), "the call went through the proxy");
+
+    // The contract list sorted by balance or transactions (the frontend's sort menu): the same contracts, the
+    // node's balances, ties by address.
+    let listed = |items: &[serde_json::Value]| -> Vec<String> {
+        items.iter().map(|i| i["address"]["hash"].as_str().unwrap().to_owned()).collect()
+    };
+    let mut all = listed(&crate::support::http::walk(addr, "/api/v2/smart-contracts").await);
+    all.sort_by_key(|a| a.to_lowercase());
+    assert!(all.len() >= 4, "{all:?}");
+    for (sort, order) in
+        [("balance", "desc"), ("balance", "asc"), ("transactions_count", "desc"), ("transactions_count", "asc")]
+    {
+        let path = format!("/api/v2/smart-contracts?sort={sort}&order={order}&items_count=2");
+        let items = crate::support::http::walk(addr, &path).await;
+        let mut amounts = Vec::new();
+        for item in &items {
+            let address: Address = item["address"]["hash"].as_str().unwrap().parse().unwrap();
+            let amount = if sort == "balance" {
+                let balance = node.get_balance(address).await.unwrap();
+                assert!(item["coin_balance"].is_null() || item["coin_balance"] == balance.to_string(), "{item}");
+                balance
+            } else {
+                U256::from(item["transactions_count"].as_u64().unwrap_or(0))
+            };
+            amounts.push((amount, address));
+        }
+        let mut want = amounts.clone();
+        want.sort_by(|(x, a), (y, b)| if order == "asc" { x.cmp(y) } else { y.cmp(x) }.then(a.cmp(b)));
+        assert_eq!(amounts, want, "{path}");
+        let mut got = listed(&items);
+        if sort == "balance" && order == "desc" {
+            assert_eq!(got[0], proxy.to_checksum(None), "{path}: the richest first");
+        }
+        got.sort_by_key(|a| a.to_lowercase());
+        assert_eq!(got, all, "{path}: every contract once");
+    }
 
     // An upgrade moves the implementation; a reorg that removes it moves it back.
     let logic2_json = json!([{"address_hash": logic2.to_checksum(None), "name": "LogicV2"}]);

@@ -9,7 +9,7 @@
 
 use super::{envelope, take_page};
 use crate::api::body::{ok, Body};
-use crate::api::cursor::AddressCursor;
+use crate::api::cursor::{AddressCursor, ContractSort, ContractSortCursor};
 use crate::api::json::{AddressJson, ContractInfo, Implementation};
 use crate::api::request_body::RequestBody;
 use crate::api::router::Page;
@@ -24,7 +24,7 @@ use crate::store::records::{ContractRecord, ProxyKind, ProxyRecord};
 use crate::store::tables::{Accounts, Code, Contracts as ContractRows, Headers, VerifiedCode, VerifiedSources};
 use crate::store::{Reader, StoreResult};
 use alloy::dyn_abi::{DynSolType, DynSolValue, JsonAbiExt, Specifier};
-use alloy::primitives::{Address, Bytes, B256, KECCAK256_EMPTY};
+use alloy::primitives::{Address, Bytes, B256, KECCAK256_EMPTY, U256};
 use hyper::{Request, Response};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -314,47 +314,136 @@ pub fn list(
     language: Option<String>,
     page: Page<AddressCursor>,
 ) -> Result<Response<Body>, ApiError> {
-    let needle = q.as_deref().map(str::to_lowercase).filter(|n| !n.is_empty());
     if language.as_deref().is_some_and(|l| !LANGUAGES.contains(&l)) {
         return Ok(ok(&envelope::<Value, AddressCursor>(Vec::new(), None, page.size, &[])));
     }
+    let needle = needle(q.as_deref());
     let rows = reader.contracts_after(page.after.map(|c| c.0));
     let mut found: Vec<(Address, Known)> = Vec::new();
     let rows = take_page(rows, page.size, |address, row| {
         let Some(known) = facts(reader, address, row)?.known else { return Ok(false) };
-        let name_hit = needle.as_ref().is_none_or(|n| {
-            known.artifact.name.to_lowercase().contains(n) || format!("{address:#x}").contains(n.as_str())
-        });
-        if name_hit {
+        let hit = listed(&known, address, needle.as_deref());
+        if hit {
             found.push((*address, known));
         }
-        Ok(name_hit)
+        Ok(hit)
     })?;
     let mut items = Vec::with_capacity(rows.items.len());
     for (address, _) in &rows.items {
         let Some((_, known)) = found.iter().find(|(a, _)| a == address) else { continue };
-        let info = contract_info(reader, address)?;
-        let tx_count = reader.get::<Accounts>(address)?.map(|a| a.tx_count);
-        let (optimization_enabled, _) = known.artifact.optimization();
-        items.push(json!({
-            "address": AddressJson::new(address, true).with_info(info.as_ref()),
-            "certified": false,
-            "coin_balance": Value::Null,
-            "compiler_version": known.artifact.compiler_version,
-            "has_constructor_args": Value::Null,
-            "language": "solidity",
-            "license_type": license_type(known.artifact.license.as_deref()),
-            "market_cap": Value::Null,
-            "optimization_enabled": optimization_enabled,
-            "reputation": "ok",
-            "transactions_count": tx_count,
-            "verified_at": known.verified.as_ref().map(|v| crate::api::json::iso_timestamp(v.verified_at)),
-        }));
+        items.push(list_item(reader, address, known)?);
     }
+    Ok(ok(&envelope(items, rows.next.map(AddressCursor), page.size, &list_echo(q, language))))
+}
+
+/// Most contracts (with source or not) a list sorted by balance or transactions reads and sorts for each page; a
+/// chain with more is refused with 422.
+pub const SORTED_CONTRACTS_LIMIT: usize = 10_000;
+
+/// `GET /api/v2/smart-contracts?sort=balance|transactions_count&order=`: the list's contracts sorted by their
+/// indexed native balance or their transaction count (none counts as zero), ties by address. No index is kept by
+/// either: every page reads the whole list, at most [`SORTED_CONTRACTS_LIMIT`] contracts.
+pub fn list_sorted(
+    reader: &Reader<'_>,
+    q: Option<String>,
+    language: Option<String>,
+    ascending: bool,
+    page: Page<ContractSortCursor>,
+    by: ContractSort,
+) -> Result<Response<Body>, ApiError> {
+    let mut echo = list_echo(q.clone(), language.clone());
+    echo.push(("order", json!(if ascending { "asc" } else { "desc" })));
+    if language.as_deref().is_some_and(|l| !LANGUAGES.contains(&l)) {
+        return Ok(ok(&envelope::<Value, ContractSortCursor>(Vec::new(), None, page.size, &echo)));
+    }
+    let needle = needle(q.as_deref());
+    let mut rows: Vec<(U256, Address, Known)> = Vec::new();
+    for (examined, row) in reader.contracts_after(None).enumerate() {
+        if examined == SORTED_CONTRACTS_LIMIT {
+            let detail = format!(
+                "Sorting by {} is supported for chains with at most {SORTED_CONTRACTS_LIMIT} contracts",
+                by.name()
+            );
+            return Err(ApiError::invalid("sort", detail));
+        }
+        let (address, row) = row?;
+        let Some(known) = facts(reader, &address, &row)?.known else { continue };
+        if !listed(&known, &address, needle.as_deref()) {
+            continue;
+        }
+        let amount = match by {
+            ContractSort::Balance => indexed_balance(reader, address)?.unwrap_or_default(),
+            ContractSort::TransactionsCount => U256::from(reader.get::<Accounts>(&address)?.map_or(0, |a| a.tx_count)),
+        };
+        rows.push((amount, address, known));
+    }
+    let compare = |(a, a_address): (&U256, &Address), (b, b_address): (&U256, &Address)| {
+        let by_amount = if ascending { a.cmp(b) } else { b.cmp(a) };
+        by_amount.then_with(|| a_address.cmp(b_address))
+    };
+    rows.sort_unstable_by(|(a, x, _), (b, y, _)| compare((a, x), (b, y)));
+    let start = page.after.map_or(0, |c| {
+        rows.partition_point(|(amount, address, _)| {
+            compare((amount, address), (&c.amount, &c.address)) != std::cmp::Ordering::Greater
+        })
+    });
+    let shown: Vec<&(U256, Address, Known)> = rows.iter().skip(start).take(page.size + 1).collect();
+    let more = shown.len() > page.size;
+    let shown = &shown[..shown.len().min(page.size)];
+    let mut items = Vec::with_capacity(shown.len());
+    for (_, address, known) in shown {
+        items.push(list_item(reader, address, known)?);
+    }
+    let next = shown.last().filter(|_| more).map(|(amount, address, _)| ContractSortCursor {
+        by,
+        amount: *amount,
+        address: *address,
+    });
+    Ok(ok(&envelope(items, next, page.size, &echo)))
+}
+
+/// A list's `q`, lowercased (`None`: every contract).
+fn needle(q: Option<&str>) -> Option<String> {
+    q.map(str::to_lowercase).filter(|n| !n.is_empty())
+}
+
+/// Whether a contract with known source is listed for `needle` (its name or address contains it).
+fn listed(known: &Known, address: &Address, needle: Option<&str>) -> bool {
+    needle.is_none_or(|n| known.artifact.name.to_lowercase().contains(n) || format!("{address:#x}").contains(n))
+}
+
+/// The filters a contract list echoes in its `next_page_params`.
+fn list_echo(q: Option<String>, language: Option<String>) -> Vec<(&'static str, Value)> {
     let mut echo = Vec::new();
     echo.extend(q.map(|q| ("q", json!(q))));
     echo.extend(language.map(|l| ("filter", json!(l))));
-    Ok(ok(&envelope(items, rows.next.map(AddressCursor), page.size, &echo)))
+    echo
+}
+
+/// An address's newest indexed native balance (`None`: the index holds none).
+fn indexed_balance(reader: &Reader<'_>, address: Address) -> StoreResult<Option<U256>> {
+    reader.coin_balances(address, None).next().transpose().map(|row| row.map(|(_, amount)| amount.0))
+}
+
+/// One item of the contract lists.
+fn list_item(reader: &Reader<'_>, address: &Address, known: &Known) -> StoreResult<Value> {
+    let info = contract_info(reader, address)?;
+    let tx_count = reader.get::<Accounts>(address)?.map(|a| a.tx_count);
+    let (optimization_enabled, _) = known.artifact.optimization();
+    Ok(json!({
+        "address": AddressJson::new(address, true).with_info(info.as_ref()),
+        "certified": false,
+        "coin_balance": indexed_balance(reader, *address)?.map(|b| b.to_string()),
+        "compiler_version": known.artifact.compiler_version,
+        "has_constructor_args": Value::Null,
+        "language": "solidity",
+        "license_type": license_type(known.artifact.license.as_deref()),
+        "market_cap": Value::Null,
+        "optimization_enabled": optimization_enabled,
+        "reputation": "ok",
+        "transactions_count": tx_count,
+        "verified_at": known.verified.as_ref().map(|v| crate::api::json::iso_timestamp(v.verified_at)),
+    }))
 }
 
 /// `GET /api/v2/smart-contracts/counters`: contracts with stored code and those with known source, in total and
