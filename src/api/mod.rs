@@ -184,6 +184,8 @@ pub struct Shared {
     body_budget: Arc<tokio::sync::Semaphore>,
     /// KiB of [`BODY_BUDGET`] each client holds ([`BODY_SHARE`] at most).
     body_shares: limits::ConcurrencyLimiter,
+    /// Where refused request bodies are read to their end (`request_body`).
+    linger_places: Arc<request_body::LingerPlaces>,
     /// One permit per trace the API has asked the node for, REST, passthrough and verification together
     /// ([`crate::contracts::creation::NODE_TRACES`]).
     node_traces: Arc<tokio::sync::Semaphore>,
@@ -288,6 +290,7 @@ impl AppState {
             readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
             body_budget: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET >> 10)),
             body_shares: limits::ConcurrencyLimiter::new(BODY_SHARE >> 10, config.max_connections),
+            linger_places: Arc::default(),
             node_traces: node_traces.clone(),
             rpc: rpc::Passthrough::new(config.rpc.clone(), node_traces),
             config,
@@ -432,7 +435,7 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
             let (state, activity) = (state.clone(), activity.clone());
             hyper::service::service_fn(move |req| {
                 let busy = activity.busy();
-                let response = handle(RequestBody::wrap(req), state.clone(), peer);
+                let response = handle(RequestBody::wrap(req, peer.ip(), &state.linger_places), state.clone(), peer);
                 async move { Ok::<_, Infallible>(response.await?.map(|body| conn::TrackedBody::new(body, busy))) }
             })
         };

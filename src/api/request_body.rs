@@ -4,11 +4,14 @@
 //! reads (Python's `http.client`, most scripts) gets the answer instead of a connection reset: closing a socket
 //! with unread bytes makes the kernel reset it, and the reset discards the answer the client has not read yet.
 
+use super::limits::ConcurrencyLimiter;
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::header::{CONTENT_LENGTH, EXPECT};
 use hyper::{Request, Version};
+use std::net::IpAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -19,10 +22,27 @@ pub const LINGER_BYTES: u64 = 32 << 20;
 /// How long a refused body is read before its connection is closed all the same.
 pub const LINGER_TIME: Duration = Duration::from_secs(5);
 
-/// Refused bodies read at once over the whole process; past it, a refused body's connection closes at once.
+/// Refused bodies a server reads at once; past it, a refused body's connection closes at once.
 const LINGERING: usize = 64;
 
-static LINGER_PLACES: Semaphore = Semaphore::const_new(LINGERING);
+/// Refused bodies a server reads at once from one peer address, so one client cannot take every place.
+const LINGERING_PER_PEER: usize = 8;
+
+/// The places a server reads refused bodies in: [`LINGERING`] in all, [`LINGERING_PER_PEER`] per peer address.
+#[derive(Debug)]
+pub struct LingerPlaces {
+    all: Arc<Semaphore>,
+    per_peer: ConcurrencyLimiter,
+}
+
+impl Default for LingerPlaces {
+    fn default() -> Self {
+        LingerPlaces {
+            all: Arc::new(Semaphore::new(LINGERING)),
+            per_peer: ConcurrencyLimiter::new(LINGERING_PER_PEER, LINGERING),
+        }
+    }
+}
 
 /// A request's body; dropped unread, it lingers (see the module docs).
 #[derive(Debug)]
@@ -31,8 +51,8 @@ pub struct RequestBody {
     linger: Option<Linger>,
 }
 
-/// What decides whether an unread body is worth reading to its end.
-#[derive(Debug, Clone, Copy)]
+/// What decides whether an unread body is worth reading to its end, and where it is read.
+#[derive(Debug)]
 struct Linger {
     /// The `Content-Length`; `None` for a chunked body.
     declared: Option<u64>,
@@ -41,11 +61,15 @@ struct Linger {
     /// Body bytes handed to the handler so far.
     received: u64,
     polled: bool,
+    /// The connection's peer (its places are counted per address).
+    peer: IpAddr,
+    places: Arc<LingerPlaces>,
 }
 
 impl RequestBody {
-    /// Wraps the body of `req`. Only HTTP/1 bodies linger: HTTP/2 ends a stream without closing the connection.
-    pub fn wrap(req: Request<Incoming>) -> Request<RequestBody> {
+    /// Wraps the body of `req`, received from `peer`, to linger in `places`. Only HTTP/1 bodies linger: HTTP/2 ends
+    /// a stream without closing the connection.
+    pub fn wrap(req: Request<Incoming>, peer: IpAddr, places: &Arc<LingerPlaces>) -> Request<RequestBody> {
         let linger = (!req.body().is_end_stream() && req.version() <= Version::HTTP_11).then(|| Linger {
             declared: req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok()),
             awaits_continue: req
@@ -54,6 +78,8 @@ impl RequestBody {
                 .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue")),
             received: 0,
             polled: false,
+            peer,
+            places: places.clone(),
         });
         req.map(|inner| RequestBody { inner: Some(inner), linger })
     }
@@ -104,15 +130,15 @@ impl Body for RequestBody {
 
 impl Drop for RequestBody {
     fn drop(&mut self) {
-        let (Some(inner), Some(linger)) = (self.inner.take(), self.linger) else { return };
+        let (Some(inner), Some(linger)) = (self.inner.take(), self.linger.take()) else { return };
         if inner.is_end_stream() || !linger.worth_it() {
             return;
         }
-        let (Ok(runtime), Ok(place)) = (tokio::runtime::Handle::try_current(), LINGER_PLACES.try_acquire()) else {
-            return;
-        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let Some(peer_place) = linger.places.per_peer.try_acquire(linger.peer) else { return };
+        let Ok(place) = linger.places.all.clone().try_acquire_owned() else { return };
         runtime.spawn(async move {
-            let _place = place;
+            let _places = (place, peer_place);
             let _ = tokio::time::timeout(LINGER_TIME, discard(inner, LINGER_BYTES)).await;
         });
     }
@@ -134,7 +160,8 @@ mod tests {
     use super::*;
 
     fn linger(declared: Option<u64>, awaits_continue: bool, received: u64, polled: bool) -> Linger {
-        Linger { declared, awaits_continue, received, polled }
+        let places = Arc::new(LingerPlaces::default());
+        Linger { declared, awaits_continue, received, polled, peer: IpAddr::from([127, 0, 0, 1]), places }
     }
 
     #[test]

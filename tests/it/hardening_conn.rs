@@ -860,3 +860,31 @@ async fn a_refused_body_is_read_to_its_end_so_the_client_gets_the_answer() {
     assert!(answer.starts_with("HTTP/1.1 413 "), "no 100 Continue, the refusal at once: {answer}");
     t.daemon.shutdown().await.unwrap();
 }
+
+/// A refused body is read on for at most eight connections of one client at once: the ninth closes right after its
+/// answer, while the first eight are still being read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_holds_at_most_eight_lingering_bodies() {
+    let anvil = start_anvil();
+    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let addr = t.daemon.addr();
+    let head =
+        "POST /api/eth HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 31457280\r\n\r\n";
+    let mut lingering = Vec::new();
+    for i in 0..9 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&[b'a'; 1 << 16]).await.unwrap();
+        let answer = read_response(&mut stream).await.unwrap_or_else(|e| panic!("connection {i}: {e}"));
+        assert!(answer.starts_with("HTTP/1.1 413 "), "connection {i}: {answer}");
+        lingering.push(stream);
+    }
+    let mut ninth = lingering.pop().unwrap();
+    closed_by_server(&mut ninth, Duration::from_secs(3), "ninth refused").await;
+    for (i, stream) in lingering.iter_mut().enumerate() {
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_millis(50), stream.read(&mut byte)).await;
+        assert!(read.is_err(), "connection {i} is still being read");
+    }
+    t.daemon.shutdown().await.unwrap();
+}
