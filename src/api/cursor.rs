@@ -116,6 +116,35 @@ impl Cursor for ContractSortCursor {
     }
 }
 
+/// Hot contracts: `transactions_count`, `total_gas_used` and `contract_address_hash` of the last item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HotCursor {
+    /// Transactions sent to the contract in the window.
+    pub transactions: u64,
+    /// Their gas used.
+    pub gas: u64,
+    /// The contract.
+    pub address: Address,
+}
+
+impl Cursor for HotCursor {
+    fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
+        let Some(address) = q.get("contract_address_hash") else { return Ok(None) };
+        let address = parse_address(address, "contract_address_hash")?;
+        let required = |key: &'static str| {
+            q.u64(key)?.ok_or_else(|| ApiError::invalid(key, "Invalid value: required with contract_address_hash"))
+        };
+        Ok(Some(HotCursor { transactions: required("transactions_count")?, gas: required("total_gas_used")?, address }))
+    }
+    fn to_params(&self) -> Vec<(&'static str, Value)> {
+        vec![
+            ("transactions_count", json!(self.transactions)),
+            ("total_gas_used", json!(self.gas)),
+            ("contract_address_hash", json!(checksum(&self.address))),
+        ]
+    }
+}
+
 /// Newest-first block lists (`/blocks`, coin balance history): `block_number`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockCursor(pub u64);
@@ -548,6 +577,7 @@ mod tests {
             ContractSortCursor { by: ContractSort::TransactionsCount, amount: U256::ZERO, address: contract },
             &[],
         );
+        round_trip(HotCursor { transactions: 3, gas: u64::MAX, address: a }, &[("scale", json!("1d"))]);
         // Blockscout's cursor carries both amounts: the one `sort` names counts.
         let both = Query::parse(Some("sort=fee&order=asc&fee=7&value=9&block_number=7&index=3"));
         let fee = AmountCursor { by: TxAmount::Fee, amount: U256::from(7), pos };

@@ -8,8 +8,8 @@
 use super::body::Body;
 use super::cursor::{
     AddressCursor, AmountCursor, BlockCursor, CallCursor, CoinRankCursor, CollectionCursor, ContractSort,
-    ContractSortCursor, Cursor, HolderCursor, HoldingCursor, IndexCursor, InstanceCursor, NftCursor, PendingCursor,
-    PosCursor, ReorgCursor, SearchCursor, TokenCursor, TraceCursor, TransferCursor, TxAmount,
+    ContractSortCursor, Cursor, HolderCursor, HoldingCursor, HotCursor, IndexCursor, InstanceCursor, NftCursor,
+    PendingCursor, PosCursor, ReorgCursor, SearchCursor, TokenCursor, TraceCursor, TransferCursor, TxAmount,
 };
 use super::error::ApiError;
 use super::json::BlockKind;
@@ -435,6 +435,17 @@ pub enum Route {
     BackgroundMigrations,
     /// `GET /api/v2/withdrawals/counters`: zero, as the chain has no beacon-chain withdrawals.
     WithdrawalCounters,
+    /// `GET /api/v2/stats/hot-smart-contracts?scale=&sort=&order=`.
+    HotContracts {
+        /// `scale=` and its length in seconds.
+        scale: (&'static str, u64),
+        /// `sort=total_gas_used` (else transactions).
+        by_gas: bool,
+        /// `order=asc` (fewest first).
+        ascending: bool,
+        /// Size and cursor.
+        page: Page<HotCursor>,
+    },
     /// `GET /api/v2/smart-contracts/:a`.
     SmartContract(Address),
     /// `GET /api/v2/smart-contracts`: contracts with known source.
@@ -993,6 +1004,24 @@ impl Route {
             }
             ["withdrawals"] => Route::Withdrawals,
             ["withdrawals", "counters"] => Route::WithdrawalCounters,
+            ["stats", "hot-smart-contracts"] => {
+                let scale = match q.get("scale") {
+                    Some("5m") => ("5m", 300),
+                    Some("1h") => ("1h", 3_600),
+                    Some("3h") => ("3h", 3 * 3_600),
+                    Some("1d") => ("1d", 86_400),
+                    Some("7d") => ("7d", 7 * 86_400),
+                    Some("30d") => ("30d", 30 * 86_400),
+                    Some(_) => return Err(ApiError::invalid("scale", "Invalid value for enum")),
+                    None => return Err(ApiError::invalid("scale", "Missing field: scale")),
+                };
+                let by_gas = match q.get("sort") {
+                    None | Some("transactions_count") => false,
+                    Some("total_gas_used") => true,
+                    Some(_) => return Err(ApiError::invalid("sort", "Invalid value for enum")),
+                };
+                Route::HotContracts { scale, by_gas, ascending: ascending(q)?, page: page(q)? }
+            }
             ["blocks", id, "withdrawals"] => {
                 parse_block_id(id)?;
                 Route::Withdrawals
@@ -1129,6 +1158,7 @@ impl Route {
             Route::BackendConfig => "/api/v2/config/backend",
             Route::BackgroundMigrations => "/api/v2/config/db-background-migrations",
             Route::WithdrawalCounters => "/api/v2/withdrawals/counters",
+            Route::HotContracts { .. } => "/api/v2/stats/hot-smart-contracts",
             Route::TransactionsChart => "/api/v2/stats/charts/transactions",
             Route::WatchlistTransactions { .. } => "/api/v2/transactions/watchlist",
             Route::MainPageWatchlistTransactions => "/api/v2/main-page/transactions/watchlist",
@@ -1287,6 +1317,9 @@ impl Route {
             Route::BackendConfig => Ok(stats::backend_config()),
             Route::BackgroundMigrations => Ok(stats::background_migrations()),
             Route::WithdrawalCounters => Ok(stats::withdrawal_counters()),
+            Route::HotContracts { scale, by_gas, ascending, page } => {
+                read(state, deadline, move |r| stats::hot_contracts(r, scale, by_gas, ascending, page)).await
+            }
             Route::SmartContract(address) => smart_contracts::detail(state, address).await,
             Route::VerificationConfig => Ok(smart_contracts::verification_config(state).await),
             Route::ContractLanguages => Ok(smart_contracts::languages()),

@@ -387,6 +387,48 @@ async fn proxies_show_implementations_and_decode_with_their_abi() {
     let stored = node.get_storage_at(proxy, U256::ZERO).await.unwrap();
     assert_eq!(stored, U256::from(42), "the call went through the proxy");
 
+    // Hot contracts of the last day: the transactions the node's blocks send to addresses holding code, and their gas.
+    // Two cheap calls to Logic (reverted: it has no such function) give it more transactions than the cloner's one
+    // but less gas, so the two sorts differ.
+    for _ in 0..2 {
+        call(&node, from, logic, vec![0xde, 0xad, 0xbe, 0xef]).await;
+    }
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() - 86_400;
+    let mut hot: std::collections::BTreeMap<Address, (u64, u64)> = std::collections::BTreeMap::new();
+    for n in 0..=node.get_block_number().await.unwrap() {
+        let block = node.get_block_by_number(n.into()).await.unwrap().unwrap();
+        for receipt in node.get_block_receipts(n.into()).await.unwrap().unwrap() {
+            let Some(to) = receipt.to.filter(|_| block.header.timestamp >= since) else { continue };
+            if node.get_code_at(to).await.unwrap().is_empty() {
+                continue;
+            }
+            let entry = hot.entry(to).or_default();
+            *entry = (entry.0 + 1, entry.1 + receipt.gas_used);
+        }
+    }
+    assert!(hot.len() >= 3, "the calls reach several contracts: {hot:?}");
+    let (cheap, dear) = (hot[&logic], hot[&cloner]);
+    assert!(cheap.0 > dear.0 && cheap.1 < dear.1, "more transactions, less gas: {cheap:?} against {dear:?}");
+    for (sort, order) in [("transactions_count", "desc"), ("total_gas_used", "desc"), ("transactions_count", "asc")] {
+        let path = format!("/api/v2/stats/hot-smart-contracts?scale=1d&sort={sort}&order={order}&items_count=1");
+        let got: Vec<(Address, u64, u64)> = crate::support::http::walk(addr, &path)
+            .await
+            .iter()
+            .map(|i| {
+                let address = i["contract_address"]["hash"].as_str().unwrap().parse().unwrap();
+                (address, i["transactions_count"].as_u64().unwrap(), i["total_gas_used"].as_u64().unwrap())
+            })
+            .collect();
+        let mut want: Vec<(Address, u64, u64)> = hot.iter().map(|(a, (n, gas))| (*a, *n, *gas)).collect();
+        want.sort_by(|x, y| {
+            let (p, q) = if sort == "total_gas_used" { ((x.2, x.1), (y.2, y.1)) } else { ((x.1, x.2), (y.1, y.2)) };
+            if order == "asc" { p.cmp(&q) } else { q.cmp(&p) }.then(x.0.cmp(&y.0))
+        });
+        assert_eq!(got, want, "{path}");
+    }
+
     // The contract list sorted by balance or transactions (the frontend's sort menu): the same contracts, the
     // node's balances, ties by address.
     let listed = |items: &[serde_json::Value]| -> Vec<String> {

@@ -7,13 +7,15 @@
 //!   of the last 200 blocks (the latest base fee when they hold none), in gwei.
 
 use crate::api::body::{ok, Body};
+use crate::api::cursor::HotCursor;
 use crate::api::json::iso_date;
+use crate::api::router::Page;
 use crate::api::{ApiError, AppState};
 use crate::store::keys::DayKey;
 use crate::store::records::{BlockRecord, Tip};
 use crate::store::tables::Daily;
 use crate::store::{Reader, StoreResult};
-use alloy::primitives::B256;
+use alloy::primitives::{Address, B256};
 use hyper::header::HeaderMap;
 use hyper::Response;
 use serde_json::{json, Value};
@@ -219,6 +221,88 @@ pub fn background_migrations() -> Response<Body> {
 /// `GET /api/v2/withdrawals/counters`: the chain has no beacon-chain withdrawals (as `/api/v2/withdrawals`).
 pub fn withdrawal_counters() -> Response<Body> {
     ok(&json!({"withdrawals_count": "0", "withdrawals_sum": "0"}))
+}
+
+/// Most blocks the hot-contract list reads for one window; a longer window is refused with 422.
+const HOT_BLOCK_BUDGET: usize = 50_000;
+
+/// Most transactions the hot-contract list reads for one window; a busier window is refused with 422.
+const HOT_TX_BUDGET: u64 = 100_000;
+
+/// `GET /api/v2/stats/hot-smart-contracts?scale=`: contracts by the transactions sent to them in the last `window`
+/// seconds (block time against the wall clock), with those transactions' gas and the contract's indexed balance.
+/// No aggregate is kept: each page reads the window's transactions, at most [`HOT_BLOCK_BUDGET`] blocks and
+/// [`HOT_TX_BUDGET`] transactions.
+pub fn hot_contracts(
+    reader: &Reader<'_>,
+    (scale, window): (&'static str, u64),
+    by_gas: bool,
+    ascending: bool,
+    page: Page<HotCursor>,
+) -> Result<Response<Body>, ApiError> {
+    let since = super::unix_now().saturating_sub(window);
+    let (mut oldest, mut txs) = (None, 0u64);
+    for (examined, row) in reader.blocks(None).enumerate() {
+        let (number, header) = row?;
+        if header.timestamp < since {
+            break;
+        }
+        txs += u64::from(header.tx_count);
+        if examined == HOT_BLOCK_BUDGET || txs > HOT_TX_BUDGET {
+            let detail = format!(
+                "The last {scale} hold more than {HOT_BLOCK_BUDGET} blocks or {HOT_TX_BUDGET} transactions; choose a \
+                 shorter scale"
+            );
+            return Err(ApiError::invalid("scale", detail));
+        }
+        oldest = Some(number.0);
+    }
+    let mut sent: HashMap<Address, (u64, u64)> = HashMap::new();
+    if let Some(oldest) = oldest {
+        for row in reader.txs_since(oldest) {
+            let (_, tx) = row?;
+            if let Some(to) = tx.body.to {
+                let entry = sent.entry(to).or_default();
+                entry.0 += 1;
+                entry.1 = entry.1.saturating_add(tx.gas_used);
+            }
+        }
+    }
+    let contracts = super::contracts(reader, sent.keys().copied())?;
+    let mut rows: Vec<HotCursor> = sent
+        .into_iter()
+        .filter(|(address, _)| contracts.is_contract(address))
+        .map(|(address, (transactions, gas))| HotCursor { transactions, gas, address })
+        .collect();
+    let compare = |a: &HotCursor, b: &HotCursor| {
+        let (x, y) = if by_gas {
+            ((a.gas, a.transactions), (b.gas, b.transactions))
+        } else {
+            ((a.transactions, a.gas), (b.transactions, b.gas))
+        };
+        let by_amount = if ascending { x.cmp(&y) } else { y.cmp(&x) };
+        by_amount.then_with(|| a.address.cmp(&b.address))
+    };
+    rows.sort_unstable_by(compare);
+    let start = page.after.map_or(0, |c| rows.partition_point(|row| compare(row, &c) != std::cmp::Ordering::Greater));
+    let shown: Vec<HotCursor> = rows.into_iter().skip(start).take(page.size + 1).collect();
+    let more = shown.len() > page.size;
+    let shown = &shown[..shown.len().min(page.size)];
+    let mut items = Vec::with_capacity(shown.len());
+    for row in shown {
+        let balance = reader.coin_balances(row.address, None).next().transpose()?.map(|(_, amount)| amount.0);
+        items.push(json!({
+            "contract_address": contracts.address(&row.address),
+            "transactions_count": row.transactions,
+            "total_gas_used": row.gas,
+            "balance": balance.map(|b| b.to_string()),
+        }));
+    }
+    let mut echo = vec![("scale", json!(scale))];
+    echo.extend(by_gas.then(|| ("sort", json!("total_gas_used"))));
+    echo.extend(ascending.then(|| ("order", json!("asc"))));
+    let next = shown.last().filter(|_| more).copied();
+    Ok(ok(&super::envelope(items, next, page.size, &echo)))
 }
 
 /// Days in the transactions chart.
