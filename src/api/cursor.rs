@@ -51,6 +51,17 @@ fn decimal(q: &Query, key: &'static str) -> Result<Option<U256>, ApiError> {
         .transpose()
 }
 
+/// The sort of `sorts` a request's `sort` names and the amount its cursor carries under that name (`None`: another
+/// sort, or the first page).
+fn sorted_amount<S: Copy, const N: usize>(
+    q: &Query,
+    sorts: [S; N],
+    name: fn(S) -> &'static str,
+) -> Result<Option<(S, U256)>, ApiError> {
+    let Some(by) = sorts.into_iter().find(|s| q.get("sort") == Some(name(*s))) else { return Ok(None) };
+    Ok(decimal(q, name(by))?.map(|amount| (by, amount)))
+}
+
 /// Lists ordered by address (the smart-contract list): the last `hash` shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AddressCursor(pub Address);
@@ -96,12 +107,8 @@ pub struct ContractSortCursor {
 
 impl Cursor for ContractSortCursor {
     fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
-        let by = match q.get("sort") {
-            Some("balance") => ContractSort::Balance,
-            Some("transactions_count") => ContractSort::TransactionsCount,
-            _ => return Ok(None),
-        };
-        let Some(amount) = decimal(q, by.name())? else { return Ok(None) };
+        let sorts = [ContractSort::Balance, ContractSort::TransactionsCount];
+        let Some((by, amount)) = sorted_amount(q, sorts, ContractSort::name)? else { return Ok(None) };
         let address = q.get("hash").map(|h| parse_address(h, "hash")).transpose()?;
         let address =
             address.ok_or_else(|| ApiError::invalid("hash", format!("Invalid value: required with {}", by.name())))?;
@@ -226,12 +233,8 @@ pub struct AmountCursor {
 
 impl Cursor for AmountCursor {
     fn from_query(q: &Query) -> Result<Option<Self>, ApiError> {
-        let by = match q.get("sort") {
-            Some("value") => TxAmount::Value,
-            Some("fee") => TxAmount::Fee,
-            _ => return Ok(None),
-        };
-        let Some(amount) = decimal(q, by.name())? else { return Ok(None) };
+        let sorts = [TxAmount::Value, TxAmount::Fee];
+        let Some((by, amount)) = sorted_amount(q, sorts, TxAmount::name)? else { return Ok(None) };
         let block = q
             .u64("block_number")?
             .ok_or_else(|| ApiError::invalid("block_number", format!("Invalid value: required with {}", by.name())))?;
