@@ -161,14 +161,7 @@ pub fn transactions_by(
         let by_amount = if ascending { a.cmp(b) } else { b.cmp(a) };
         by_amount.then_with(|| (b_pos.block, b_pos.index).cmp(&(a_pos.block, a_pos.index)))
     };
-    rows.sort_unstable_by(compare);
-    let start = page.after.map_or(0, |c| {
-        let after = (c.amount, c.pos);
-        rows.partition_point(|row| compare(row, &after) != std::cmp::Ordering::Greater)
-    });
-    let shown: Vec<(U256, BlockPos)> = rows.into_iter().skip(start).take(page.size + 1).collect();
-    let more = shown.len() > page.size;
-    let shown = &shown[..shown.len().min(page.size)];
+    let (shown, more) = super::sorted_page(rows, compare, page.after.map(|c| (c.amount, c.pos)), page.size);
     let positions: Vec<BlockPos> = shown.iter().map(|(_, pos)| *pos).collect();
     let txs = reader.multi_get::<Transactions>(&positions)?;
     let items: Vec<(BlockPos, TxRecord)> = positions.into_iter().zip(txs).filter_map(|(p, t)| Some((p, t?))).collect();

@@ -86,6 +86,22 @@ pub fn take_page<K: Copy, V>(
     Ok(PageRows { items, next: None })
 }
 
+/// A page of `rows` in the order `compare` gives: the first `size` after `after` (the cursor's row), and whether
+/// more follow. For lists no index orders, sorted whole for each page.
+pub fn sorted_page<T>(
+    mut rows: Vec<T>,
+    compare: impl Fn(&T, &T) -> std::cmp::Ordering,
+    after: Option<T>,
+    size: usize,
+) -> (Vec<T>, bool) {
+    rows.sort_unstable_by(&compare);
+    let start = after.map_or(0, |after| rows.partition_point(|row| compare(row, &after).is_le()));
+    let mut page: Vec<T> = rows.into_iter().skip(start).take(size + 1).collect();
+    let more = page.len() > size;
+    page.truncate(size);
+    (page, more)
+}
+
 /// A page of items whose next page continues after `next`, echoing `echo` filters.
 pub fn envelope<T, C: Cursor>(
     items: Vec<T>,

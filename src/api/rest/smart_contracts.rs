@@ -21,12 +21,15 @@ use crate::contracts::{CodeFacts, Known, MatchKind};
 use crate::node::CallOutcome;
 use crate::store::keys::BlockKey;
 use crate::store::records::{ContractRecord, ProxyKind, ProxyRecord};
-use crate::store::tables::{Accounts, Code, Contracts as ContractRows, Headers, VerifiedCode, VerifiedSources};
+use crate::store::tables::{
+    Accounts, Code, CoinBalanceNow, Contracts as ContractRows, Headers, VerifiedCode, VerifiedSources,
+};
 use crate::store::{Reader, StoreResult};
 use alloy::dyn_abi::{DynSolType, DynSolValue, JsonAbiExt, Specifier};
 use alloy::primitives::{Address, Bytes, B256, KECCAK256_EMPTY, U256};
 use hyper::{Request, Response};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// How long a contract page waits for the node's code of a contract the index has not fetched yet, and for its trace
@@ -357,7 +360,7 @@ pub fn list_sorted(
         return Ok(ok(&envelope::<Value, ContractSortCursor>(Vec::new(), None, page.size, &echo)));
     }
     let needle = needle(q.as_deref());
-    let mut rows: Vec<(U256, Address, Known)> = Vec::new();
+    let (mut rows, mut known_by_address): (Vec<(U256, Address)>, HashMap<Address, Known>) = Default::default();
     for (examined, row) in reader.contracts_after(None).enumerate() {
         if examined == SORTED_CONTRACTS_LIMIT {
             let detail = format!(
@@ -372,29 +375,22 @@ pub fn list_sorted(
             continue;
         }
         let amount = match by {
-            ContractSort::Balance => indexed_balance(reader, address)?.unwrap_or_default(),
+            ContractSort::Balance => reader.get::<CoinBalanceNow>(&address)?.map_or(U256::ZERO, |b| b.value),
             ContractSort::TransactionsCount => U256::from(reader.get::<Accounts>(&address)?.map_or(0, |a| a.tx_count)),
         };
-        rows.push((amount, address, known));
+        rows.push((amount, address));
+        known_by_address.insert(address, known);
     }
-    let compare = |(a, a_address): (&U256, &Address), (b, b_address): (&U256, &Address)| {
+    let compare = |(a, a_address): &(U256, Address), (b, b_address): &(U256, Address)| {
         let by_amount = if ascending { a.cmp(b) } else { b.cmp(a) };
         by_amount.then_with(|| a_address.cmp(b_address))
     };
-    rows.sort_unstable_by(|(a, x, _), (b, y, _)| compare((a, x), (b, y)));
-    let start = page.after.map_or(0, |c| {
-        rows.partition_point(|(amount, address, _)| {
-            compare((amount, address), (&c.amount, &c.address)) != std::cmp::Ordering::Greater
-        })
-    });
-    let shown: Vec<&(U256, Address, Known)> = rows.iter().skip(start).take(page.size + 1).collect();
-    let more = shown.len() > page.size;
-    let shown = &shown[..shown.len().min(page.size)];
+    let (shown, more) = super::sorted_page(rows, compare, page.after.map(|c| (c.amount, c.address)), page.size);
     let mut items = Vec::with_capacity(shown.len());
-    for (_, address, known) in shown {
-        items.push(list_item(reader, address, known)?);
+    for (_, address) in &shown {
+        items.push(list_item(reader, address, &known_by_address[address])?);
     }
-    let next = shown.last().filter(|_| more).map(|(amount, address, _)| ContractSortCursor {
+    let next = shown.last().filter(|_| more).map(|(amount, address)| ContractSortCursor {
         by,
         amount: *amount,
         address: *address,
@@ -420,11 +416,6 @@ fn list_echo(q: Option<String>, language: Option<String>) -> Vec<(&'static str, 
     echo
 }
 
-/// An address's newest indexed native balance (`None`: the index holds none).
-fn indexed_balance(reader: &Reader<'_>, address: Address) -> StoreResult<Option<U256>> {
-    reader.coin_balances(address, None).next().transpose().map(|row| row.map(|(_, amount)| amount.0))
-}
-
 /// One item of the contract lists.
 fn list_item(reader: &Reader<'_>, address: &Address, known: &Known) -> StoreResult<Value> {
     let info = contract_info(reader, address)?;
@@ -433,7 +424,7 @@ fn list_item(reader: &Reader<'_>, address: &Address, known: &Known) -> StoreResu
     Ok(json!({
         "address": AddressJson::new(address, true).with_info(info.as_ref()),
         "certified": false,
-        "coin_balance": indexed_balance(reader, *address)?.map(|b| b.to_string()),
+        "coin_balance": reader.get::<CoinBalanceNow>(address)?.map(|b| b.value.to_string()),
         "compiler_version": known.artifact.compiler_version,
         "has_constructor_args": Value::Null,
         "language": "solidity",

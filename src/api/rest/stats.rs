@@ -13,7 +13,7 @@ use crate::api::router::Page;
 use crate::api::{ApiError, AppState};
 use crate::store::keys::DayKey;
 use crate::store::records::{BlockRecord, Tip};
-use crate::store::tables::Daily;
+use crate::store::tables::{CoinBalanceNow, Daily};
 use crate::store::{Reader, StoreResult};
 use alloy::primitives::{Address, B256};
 use hyper::header::HeaderMap;
@@ -269,7 +269,7 @@ pub fn hot_contracts(
         }
     }
     let contracts = super::contracts(reader, sent.keys().copied())?;
-    let mut rows: Vec<HotCursor> = sent
+    let rows: Vec<HotCursor> = sent
         .into_iter()
         .filter(|(address, _)| contracts.is_contract(address))
         .map(|(address, (transactions, gas))| HotCursor { transactions, gas, address })
@@ -283,14 +283,10 @@ pub fn hot_contracts(
         let by_amount = if ascending { x.cmp(&y) } else { y.cmp(&x) };
         by_amount.then_with(|| a.address.cmp(&b.address))
     };
-    rows.sort_unstable_by(compare);
-    let start = page.after.map_or(0, |c| rows.partition_point(|row| compare(row, &c) != std::cmp::Ordering::Greater));
-    let shown: Vec<HotCursor> = rows.into_iter().skip(start).take(page.size + 1).collect();
-    let more = shown.len() > page.size;
-    let shown = &shown[..shown.len().min(page.size)];
+    let (shown, more) = super::sorted_page(rows, compare, page.after, page.size);
     let mut items = Vec::with_capacity(shown.len());
-    for row in shown {
-        let balance = reader.coin_balances(row.address, None).next().transpose()?.map(|(_, amount)| amount.0);
+    for row in &shown {
+        let balance = reader.get::<CoinBalanceNow>(&row.address)?.map(|b| b.value);
         items.push(json!({
             "contract_address": contracts.address(&row.address),
             "transactions_count": row.transactions,
