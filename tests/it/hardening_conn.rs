@@ -566,16 +566,17 @@ async fn unfinished_large_bodies_share_one_budget() {
     drop(announced);
     // One client's second large body at once is over its share.
     let mut holding = vec![hold(1, 9 << 20).await];
-    let refused = poll_until("one client's share to be taken", Duration::from_secs(20), || async {
+    let refused = poll_until("one client's share to be taken", Duration::from_secs(60), || async {
         large_body_answer(addr, &head(1), sent).await.filter(|a| a.starts_with("HTTP/1.1 429 "))
     })
     .await;
     assert!(refused.contains("too many large request bodies from this client at once"), "{refused}");
     // A few more clients than fit: a probe below that gets ahead of a holder takes its room, and that one is refused.
+    // (Seen once past 20 s in a CI run with every integration test in parallel: the deadlines allow a minute.)
     for client in 2..rockscout::api::BODY_BUDGET / size + 4 {
         holding.push(hold(client, 9 << 20).await);
     }
-    let refused = poll_until("the budget to be taken", Duration::from_secs(20), || async {
+    let refused = poll_until("the budget to be taken", Duration::from_secs(60), || async {
         large_body_answer(addr, &head(250), sent).await.filter(|a| a.starts_with("HTTP/1.1 503 "))
     })
     .await;
@@ -587,7 +588,7 @@ async fn unfinished_large_bodies_share_one_budget() {
     assert_eq!(small.status, 200, "bodies under 64 KiB need no room");
     drop(holding);
     // A body that finds room is read (until the body timeout): no answer within the second.
-    poll_until("the budget to return", Duration::from_secs(20), || async {
+    poll_until("the budget to return", Duration::from_secs(60), || async {
         large_body_answer(addr, &head(1), sent).await.is_none().then_some(())
     })
     .await;
