@@ -529,6 +529,36 @@ async fn large_body_answer(addr: SocketAddr, head: &str, sent: usize) -> Option<
     read.ok().map(|()| String::from_utf8_lossy(&answer).into_owned())
 }
 
+/// Sends `head` and `sent` bytes of its body on a new connection and keeps the connection open.
+async fn hold_body(addr: SocketAddr, head: String, sent: usize) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let _ = stream.write_all(&vec![b'a'; sent]).await;
+    stream
+}
+
+/// Probes with a large body (`probe`, all but its last byte sent) until the answer has `status`. After each probe
+/// that found room, one more body of 9 MiB is held with the next of `refills`: the server takes room as bytes
+/// arrive, so a probe whose bytes got ahead of a holder's took that holder's room, the holder was refused, and
+/// every later probe would fit in the room it left.
+async fn probe_until_refused(
+    addr: SocketAddr,
+    probe: &str,
+    status: &str,
+    holding: &mut Vec<TcpStream>,
+    mut refills: impl Iterator<Item = String>,
+) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = large_body_answer(addr, probe, (10 << 20) - 1).await;
+        if let Some(refused) = answer.filter(|a| a.starts_with(&format!("HTTP/1.1 {status} "))) {
+            return refused;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no {status} within 20 s");
+        holding.push(hold_body(addr, refills.next().expect("a client to refill with"), 9 << 20).await);
+    }
+}
+
 /// Large bodies that never finish hold room in one server-wide budget for the bytes they sent, not for their declared
 /// length: announcing bodies holds nothing, one client holds at most a quarter of the budget (429 past that), past
 /// the whole budget a large body is refused with 503, small requests go on, and the room returns as the
@@ -547,39 +577,22 @@ async fn unfinished_large_bodies_share_one_budget() {
              Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {size}\r\n\r\n"
         )
     };
-    let hold = |client: usize, sent: usize| {
-        let head = head(client);
-        async move {
-            let mut stream = TcpStream::connect(addr).await.unwrap();
-            stream.write_all(head.as_bytes()).await.unwrap();
-            let _ = stream.write_all(&vec![b'a'; sent]).await;
-            stream
-        }
-    };
     // Bodies announced and not sent hold nothing: a client with more of them than the budget is served.
     let mut announced = Vec::new();
     for client in 100..108 {
-        announced.push(hold(client, 0).await);
+        announced.push(hold_body(addr, head(client), 0).await);
     }
-    let sent = size - 1;
-    assert_eq!(large_body_answer(addr, &head(99), sent).await, None, "read until the body timeout, not refused");
+    assert_eq!(large_body_answer(addr, &head(99), size - 1).await, None, "read until the body timeout, not refused");
     drop(announced);
     // One client's second large body at once is over its share.
-    let mut holding = vec![hold(1, 9 << 20).await];
-    let refused = poll_until("one client's share to be taken", Duration::from_secs(60), || async {
-        large_body_answer(addr, &head(1), sent).await.filter(|a| a.starts_with("HTTP/1.1 429 "))
-    })
-    .await;
+    let mut holding = vec![hold_body(addr, head(1), 9 << 20).await];
+    let refused = probe_until_refused(addr, &head(1), "429", &mut holding, std::iter::repeat_with(|| head(1))).await;
     assert!(refused.contains("too many large request bodies from this client at once"), "{refused}");
-    // A few more clients than fit: a probe below that gets ahead of a holder takes its room, and that one is refused.
-    // (Seen once past 20 s in a CI run with every integration test in parallel: the deadlines allow a minute.)
-    for client in 2..rockscout::api::BODY_BUDGET / size + 4 {
-        holding.push(hold(client, 9 << 20).await);
+    // More clients than fit: past the whole budget a large body is refused.
+    for client in 2..rockscout::api::BODY_BUDGET / size + 2 {
+        holding.push(hold_body(addr, head(client), 9 << 20).await);
     }
-    let refused = poll_until("the budget to be taken", Duration::from_secs(60), || async {
-        large_body_answer(addr, &head(250), sent).await.filter(|a| a.starts_with("HTTP/1.1 503 "))
-    })
-    .await;
+    let refused = probe_until_refused(addr, &head(250), "503", &mut holding, (20..250).map(head)).await;
     let body: serde_json::Value = serde_json::from_str(refused.split_once("\r\n\r\n").unwrap().1).unwrap();
     assert!(body["message"].as_str().unwrap().contains("large request bodies"), "{body}");
     assert_eq!(http::get(addr, "/api/v2/config/backend-version").await.status, 200, "small requests go on");
@@ -588,8 +601,8 @@ async fn unfinished_large_bodies_share_one_budget() {
     assert_eq!(small.status, 200, "bodies under 64 KiB need no room");
     drop(holding);
     // A body that finds room is read (until the body timeout): no answer within the second.
-    poll_until("the budget to return", Duration::from_secs(60), || async {
-        large_body_answer(addr, &head(1), sent).await.is_none().then_some(())
+    poll_until("the budget to return", Duration::from_secs(20), || async {
+        large_body_answer(addr, &head(1), size - 1).await.is_none().then_some(())
     })
     .await;
     t.daemon.shutdown().await.unwrap();
