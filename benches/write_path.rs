@@ -2,10 +2,12 @@
 //! an empty store through the follower's own write path (`apply::write_chunk`, in the follower's chunks: up to 256
 //! blocks or 10,000 transactions), with no node in the loop. Prints transactions/s, the bytes of the write batches per
 //! transaction, the bytes on disk per transaction after a full compaction and how far the resident set grew above
-//! the blocks already in memory; then the same near the head, where every block also writes undo data and is
-//! synced.
+//! the blocks already in memory (and, by table, how much of the disk is data, index and filter blocks); then the same
+//! near the head, where every block also writes undo data and is synced. `--zstd-dictionary true` opens the store
+//! as the daemon's `--zstd-dictionary` does.
 //!
 //!     cargo bench --bench write_path -- --blocks 1000 --txs 1000 [--erc20-every 4] [--fill-row-cache 0]
+//!         [--zstd-dictionary false]
 //!
 //! `--fill-row-cache N` first has API views look up N transaction hashes the chain does not hold, so the row cache
 //! is not empty and every commit pays for removing the keys it writes from it, as when the API is in use.
@@ -25,7 +27,8 @@ use std::time::Instant;
 fn run(label: &str, blocks: &[Bundle], at_head: bool) {
     let config = IndexerConfig::default();
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+    let zstd_dictionary = arg("zstd-dictionary", false);
+    let store = Store::open(dir.path(), &StoreOptions { zstd_dictionary, ..StoreOptions::default() }).unwrap();
     fill_row_cache(&store, arg("fill-row-cache", 0u64));
     let txs: usize = blocks.iter().map(|b| b.txs.len()).sum();
     reset_peak_rss();
@@ -43,7 +46,9 @@ fn run(label: &str, blocks: &[Bundle], at_head: bool) {
     }
     let elapsed = started.elapsed().as_secs_f64();
     let peak_growth = peak_rss().saturating_sub(resident_before);
+    let compacting = Instant::now();
     store.compact().unwrap();
+    let compacted_in = compacting.elapsed().as_secs_f64();
     let disk: u64 = store.disk_usage().unwrap().iter().map(|(_, bytes)| bytes).sum();
     let per_table: Vec<String> = store
         .disk_usage()
@@ -57,8 +62,19 @@ fn run(label: &str, blocks: &[Bundle], at_head: bool) {
     figure("write path blocks/s", blocks.len() as f64 / elapsed, "blocks/s");
     figure("batch bytes written per tx", written as f64 / txs as f64, "B/tx");
     figure("disk bytes per tx after compaction", disk as f64 / txs as f64, "B/tx");
+    figure("full compaction afterwards", compacted_in, "s");
     figure("peak RSS above the pre-built blocks", peak_growth as f64 / (1 << 20) as f64, "MiB");
     println!("  by table (B/tx): {}", per_table.join(", "));
+    let per_tx = |bytes: u64| bytes as f64 / txs as f64;
+    for (name, parts) in store.sst_parts().unwrap().iter().filter(|(_, p)| (p.data + p.index + p.filter) * 20 >= disk) {
+        println!(
+            "    {name}: data {:.1}, index {:.1}, filter {:.1} B/tx; {:.2} rows/tx",
+            per_tx(parts.data),
+            per_tx(parts.index),
+            per_tx(parts.filter),
+            per_tx(parts.entries)
+        );
+    }
     let cache = store.disk_figures().unwrap().row_cache_bytes;
     println!("  row cache after writing: {:.1} MiB", cache as f64 / (1 << 20) as f64);
 }

@@ -240,6 +240,11 @@ pub struct DaemonArgs {
     /// more compaction (docs/operations.md).
     #[arg(long = "memtable-mb", env = "ROCKSCOUT_MEMTABLE_MB", default_value_t = DEFAULT_MEMTABLE_MB, value_parser = clap::value_parser!(u64).range(64..=65_536))]
     pub memtable_mb: u64,
+    /// Compress the store's oldest data with a Zstd dictionary trained for each table file: 12–16 % less disk,
+    /// compaction about half again as long, catching up a little slower (docs/operations.md). Files already
+    /// written stay as they are until compaction rewrites them.
+    #[arg(long = "zstd-dictionary", env = "ROCKSCOUT_ZSTD_DICTIONARY", value_parser = BoolishValueParser::new())]
+    pub zstd_dictionary: bool,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
     /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
     #[arg(long, env = "ROCKSCOUT_TRACING", value_parser = BoolishValueParser::new())]
@@ -496,6 +501,8 @@ pub struct Config {
     pub row_cache_bytes: usize,
     /// Bytes the store's memtables may hold together (`--memtable-mb`).
     pub memtable_bytes: usize,
+    /// Compress the bottom level with a Zstd dictionary per file (`--zstd-dictionary`).
+    pub zstd_dictionary: bool,
 }
 
 impl Config {
@@ -523,6 +530,7 @@ impl Config {
             cache_bytes: crate::store::DEFAULT_CACHE_BYTES,
             row_cache_bytes: crate::store::DEFAULT_ROW_CACHE_BYTES,
             memtable_bytes: crate::store::DEFAULT_MEMTABLE_BYTES,
+            zstd_dictionary: false,
         }
     }
 
@@ -555,6 +563,7 @@ impl Config {
             cache_bytes: usize::try_from(args.cache_mb << 20).unwrap_or(usize::MAX),
             row_cache_bytes: usize::try_from(args.row_cache_mb << 20).unwrap_or(usize::MAX),
             memtable_bytes: usize::try_from(args.memtable_mb << 20).unwrap_or(usize::MAX),
+            zstd_dictionary: args.zstd_dictionary,
             rpc_timeout,
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),
@@ -674,6 +683,13 @@ mod tests {
         assert_eq!(run_config(&["--memtable-mb", "64"]).unwrap().memtable_bytes, 64 << 20);
         assert!(run_config(&["--memtable-mb", "32"]).is_err(), "below 64 MiB is refused");
         assert!(run_config(&["--memtable-mb", "plenty"]).is_err());
+    }
+
+    #[test]
+    fn the_zstd_dictionary_is_off_unless_asked_for() {
+        assert!(!run_config(&[]).unwrap().zstd_dictionary);
+        assert!(run_config(&["--zstd-dictionary"]).unwrap().zstd_dictionary);
+        assert!(run_config(&["--zstd-dictionary", "true"]).is_err(), "a switch takes no value");
     }
 
     #[test]

@@ -119,6 +119,7 @@ impl Daemon {
                     cache_bytes: config.cache_bytes,
                     row_cache_bytes: config.row_cache_bytes,
                     memtable_bytes: config.memtable_bytes,
+                    zstd_dictionary: config.zstd_dictionary,
                     ..StoreOptions::default()
                 },
             )
