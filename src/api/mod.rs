@@ -435,7 +435,9 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
             let (state, activity) = (state.clone(), activity.clone());
             hyper::service::service_fn(move |req| {
                 let busy = activity.busy();
-                let response = handle(RequestBody::wrap(req, peer.ip(), &state.linger_places), state.clone(), peer);
+                // Drain places are counted per client: behind a trusted proxy, the one it names.
+                let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
+                let response = handle(RequestBody::wrap(req, client, &state.linger_places), state.clone(), peer);
                 async move { Ok::<_, Infallible>(response.await?.map(|body| conn::TrackedBody::new(body, busy))) }
             })
         };

@@ -25,21 +25,22 @@ pub const LINGER_TIME: Duration = Duration::from_secs(5);
 /// Refused bodies a server reads at once; past it, a refused body's connection closes at once.
 const LINGERING: usize = 64;
 
-/// Refused bodies a server reads at once from one peer address, so one client cannot take every place.
-const LINGERING_PER_PEER: usize = 8;
+/// Refused bodies a server reads at once from one client (its address, or the one a trusted proxy names), so one
+/// client cannot take every place.
+const LINGERING_PER_CLIENT: usize = 8;
 
-/// The places a server reads refused bodies in: [`LINGERING`] in all, [`LINGERING_PER_PEER`] per peer address.
+/// The places a server reads refused bodies in: [`LINGERING`] in all, [`LINGERING_PER_CLIENT`] per client.
 #[derive(Debug)]
 pub struct LingerPlaces {
     all: Arc<Semaphore>,
-    per_peer: ConcurrencyLimiter,
+    per_client: ConcurrencyLimiter,
 }
 
 impl Default for LingerPlaces {
     fn default() -> Self {
         LingerPlaces {
             all: Arc::new(Semaphore::new(LINGERING)),
-            per_peer: ConcurrencyLimiter::new(LINGERING_PER_PEER, LINGERING),
+            per_client: ConcurrencyLimiter::new(LINGERING_PER_CLIENT, LINGERING),
         }
     }
 }
@@ -61,15 +62,15 @@ struct Linger {
     /// Body bytes handed to the handler so far.
     received: u64,
     polled: bool,
-    /// The connection's peer (its places are counted per address).
-    peer: IpAddr,
+    /// The client (its places are counted per client address).
+    client: IpAddr,
     places: Arc<LingerPlaces>,
 }
 
 impl RequestBody {
-    /// Wraps the body of `req`, received from `peer`, to linger in `places`. Only HTTP/1 bodies linger: HTTP/2 ends
+    /// Wraps the body of `req`, sent by `client`, to linger in `places`. Only HTTP/1 bodies linger: HTTP/2 ends
     /// a stream without closing the connection.
-    pub fn wrap(req: Request<Incoming>, peer: IpAddr, places: &Arc<LingerPlaces>) -> Request<RequestBody> {
+    pub fn wrap(req: Request<Incoming>, client: IpAddr, places: &Arc<LingerPlaces>) -> Request<RequestBody> {
         let linger = (!req.body().is_end_stream() && req.version() <= Version::HTTP_11).then(|| Linger {
             declared: req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok()),
             awaits_continue: req
@@ -78,7 +79,7 @@ impl RequestBody {
                 .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue")),
             received: 0,
             polled: false,
-            peer,
+            client,
             places: places.clone(),
         });
         req.map(|inner| RequestBody { inner: Some(inner), linger })
@@ -135,10 +136,10 @@ impl Drop for RequestBody {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let Some(peer_place) = linger.places.per_peer.try_acquire(linger.peer) else { return };
+        let Some(client_place) = linger.places.per_client.try_acquire(linger.client) else { return };
         let Ok(place) = linger.places.all.clone().try_acquire_owned() else { return };
         runtime.spawn(async move {
-            let _places = (place, peer_place);
+            let _places = (place, client_place);
             let _ = tokio::time::timeout(LINGER_TIME, discard(inner, LINGER_BYTES)).await;
         });
     }
@@ -161,7 +162,7 @@ mod tests {
 
     fn linger(declared: Option<u64>, awaits_continue: bool, received: u64, polled: bool) -> Linger {
         let places = Arc::new(LingerPlaces::default());
-        Linger { declared, awaits_continue, received, polled, peer: IpAddr::from([127, 0, 0, 1]), places }
+        Linger { declared, awaits_continue, received, polled, client: IpAddr::from([127, 0, 0, 1]), places }
     }
 
     #[test]

@@ -876,25 +876,38 @@ async fn a_refused_body_is_read_to_its_end_so_the_client_gets_the_answer() {
 }
 
 /// A refused body is read on for at most eight connections of one client at once: the ninth closes right after its
-/// answer, while the first eight are still being read.
+/// answer, while the first eight are still being read. Behind a trusted proxy the client is the one it names, so
+/// another client's refused body is still read on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_client_holds_at_most_eight_lingering_bodies() {
     let anvil = start_anvil();
-    let t = start_daemon(&anvil.http_url(), |_| {}).await;
+    let t = start_daemon(&anvil.http_url(), |c| c.api.rate_limit.trusted_proxies = vec!["127.0.0.1".parse().unwrap()])
+        .await;
     let addr = t.daemon.addr();
-    let head =
-        "POST /api/eth HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 31457280\r\n\r\n";
+    let head = |client: u8| {
+        format!(
+            "POST /api/eth HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.{client}\r\nContent-Type: application/json\r\n\
+             Content-Length: 31457280\r\n\r\n"
+        )
+    };
+    let refused = |client: u8, i: usize| {
+        let head = head(client);
+        async move {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream.write_all(head.as_bytes()).await.unwrap();
+            stream.write_all(&[b'a'; 1 << 16]).await.unwrap();
+            let answer = read_response(&mut stream).await.unwrap_or_else(|e| panic!("connection {i}: {e}"));
+            assert!(answer.starts_with("HTTP/1.1 413 "), "connection {i}: {answer}");
+            stream
+        }
+    };
     let mut lingering = Vec::new();
     for i in 0..9 {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream.write_all(head.as_bytes()).await.unwrap();
-        stream.write_all(&[b'a'; 1 << 16]).await.unwrap();
-        let answer = read_response(&mut stream).await.unwrap_or_else(|e| panic!("connection {i}: {e}"));
-        assert!(answer.starts_with("HTTP/1.1 413 "), "connection {i}: {answer}");
-        lingering.push(stream);
+        lingering.push(refused(1, i).await);
     }
     let mut ninth = lingering.pop().unwrap();
     closed_by_server(&mut ninth, Duration::from_secs(3), "ninth refused").await;
+    lingering.push(refused(2, 9).await);
     for (i, stream) in lingering.iter_mut().enumerate() {
         let mut byte = [0u8; 1];
         let read = tokio::time::timeout(Duration::from_millis(50), stream.read(&mut byte)).await;
