@@ -241,7 +241,7 @@ pub struct DaemonArgs {
     #[arg(long = "memtable-mb", env = "ROCKSCOUT_MEMTABLE_MB", default_value_t = DEFAULT_MEMTABLE_MB, value_parser = clap::value_parser!(u64).range(64..=65_536))]
     pub memtable_mb: u64,
     /// Compress the store's oldest data with a Zstd dictionary trained for each table file: 12–16 % less disk,
-    /// compaction about half again as long, catching up a little slower (docs/operations.md). Files already
+    /// compactions up to half again as long, catching up a little slower (docs/operations.md). Files already
     /// written stay as they are until compaction rewrites them.
     #[arg(long = "zstd-dictionary", env = "ROCKSCOUT_ZSTD_DICTIONARY", value_parser = BoolishValueParser::new())]
     pub zstd_dictionary: bool,

@@ -51,6 +51,7 @@ use alloy::primitives::{Address, U256};
 use body::{json_response, Body};
 use bytes::Bytes;
 use http_body_util::BodyExt;
+use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_LENGTH};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -435,9 +436,7 @@ pub async fn serve(listener: TcpListener, state: AppState, cancel: CancellationT
             let (state, activity) = (state.clone(), activity.clone());
             hyper::service::service_fn(move |req| {
                 let busy = activity.busy();
-                // Drain places are counted per client: behind a trusted proxy, the one it names.
-                let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
-                let response = handle(RequestBody::wrap(req, client, &state.linger_places), state.clone(), peer);
+                let response = handle(req, state.clone(), peer);
                 async move { Ok::<_, Infallible>(response.await?.map(|body| conn::TrackedBody::new(body, busy))) }
             })
         };
@@ -529,10 +528,12 @@ fn preflight(req: &Request<RequestBody>) -> Response<Body> {
     response
 }
 
-async fn handle(req: Request<RequestBody>, state: AppState, peer: SocketAddr) -> Result<Response<Body>, Infallible> {
+async fn handle(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
     let gzip_accepted = compress::accepts_gzip(req.headers());
     let client = limits::client_ip(peer.ip(), req.headers(), state.limiter.trusted_proxies());
+    // A refused body is read to its end in the places of its client: behind a trusted proxy, the one it names.
+    let req = RequestBody::wrap(req, client, &state.linger_places);
     let verdict = match auth::presented_api_key(req.headers(), req.uri().query()) {
         // A valid API key is limited by its own (larger) bucket, counted against the key, not the IP's anonymous
         // bucket; all keyed requests of one IP share one more bucket of the key's size, so keys of many free

@@ -61,7 +61,7 @@ pub struct StoreOptions {
     /// catch-up writer waits for flushes past it ([`Store::wait_for_memtables`]).
     pub memtable_bytes: usize,
     /// Compress the bottom level's data blocks with a Zstd dictionary trained for each file, in the tables whose
-    /// rows repeat content ([`ZSTD_DICTIONARY`]): 12–16 % less disk, compaction about half again as long
+    /// rows repeat content ([`ZSTD_DICTIONARY`]): 12–16 % less disk, compactions up to half again as long
     /// (`--zstd-dictionary`, docs/benchmarks.md §2).
     pub zstd_dictionary: bool,
 }

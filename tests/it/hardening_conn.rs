@@ -893,9 +893,7 @@ async fn one_client_holds_at_most_eight_lingering_bodies() {
     let refused = |client: u8, i: usize| {
         let head = head(client);
         async move {
-            let mut stream = TcpStream::connect(addr).await.unwrap();
-            stream.write_all(head.as_bytes()).await.unwrap();
-            stream.write_all(&[b'a'; 1 << 16]).await.unwrap();
+            let mut stream = hold_body(addr, head, 1 << 16).await;
             let answer = read_response(&mut stream).await.unwrap_or_else(|e| panic!("connection {i}: {e}"));
             assert!(answer.starts_with("HTTP/1.1 413 "), "connection {i}: {answer}");
             stream
