@@ -28,7 +28,8 @@ use std::time::{Duration, Instant};
 /// The release binary cargo built beside this bench.
 const ROCKSCOUT: &str = env!("CARGO_BIN_EXE_rockscout");
 
-/// A rockscout process, killed on drop.
+/// A rockscout process, stopped on drop: SIGTERM, so that a replica removes its temporary directory, and SIGKILL
+/// if it has not exited within 10 s.
 struct Process {
     child: Child,
     addr: SocketAddr,
@@ -36,6 +37,14 @@ struct Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
