@@ -195,6 +195,15 @@ fn block_cache(bytes: usize) -> Cache {
     Cache::new_hyper_clock_cache(bytes, 0)
 }
 
+/// Every table's column family, sharing one block cache of `options.cache_bytes`.
+fn column_families(options: &StoreOptions) -> Vec<ColumnFamilyDescriptor> {
+    let cache = block_cache(options.cache_bytes);
+    tables::ALL
+        .iter()
+        .map(|def| ColumnFamilyDescriptor::new(def.name, table_options(def, &cache, options.zstd_dictionary)))
+        .collect()
+}
+
 /// RocksDB's C++ code allocates with glibc's `malloc` (Rust code uses mimalloc). glibc raises its mmap threshold
 /// each time a large mapped block is freed, up to 32 MiB, after which memtable arena blocks and compaction buffers
 /// come from the heap and stay resident once freed. Setting the threshold fixes it (at 1 MiB: 128 KiB kept no less),
@@ -231,7 +240,6 @@ impl Store {
                 .create(path)
                 .map_err(|e| StoreError::Dir(path.to_owned(), e))?;
         }
-        let cache = block_cache(options.cache_bytes);
         let mut db_opts = Options::default();
         db_opts.create_if_missing(!options.read_only);
         db_opts.create_missing_column_families(!options.read_only);
@@ -245,10 +253,7 @@ impl Store {
         if options.statistics {
             db_opts.enable_statistics();
         }
-        let cfs: Vec<_> = tables::ALL
-            .iter()
-            .map(|def| ColumnFamilyDescriptor::new(def.name, table_options(def, &cache, options.zstd_dictionary)))
-            .collect();
+        let cfs = column_families(options);
         let db = if options.read_only {
             DB::open_cf_descriptors_read_only(&db_opts, path, cfs, false)?
         } else {
@@ -311,7 +316,6 @@ impl Store {
             return Err(StoreError::NotAStore(primary.to_path_buf()));
         }
         keep_large_allocations_mapped();
-        let cache = block_cache(options.cache_bytes);
         let mut db_opts = Options::default();
         // A secondary keeps every table file open: the primary's compactions delete files it may still read.
         db_opts.set_max_open_files(-1);
@@ -320,10 +324,7 @@ impl Store {
         // primary indexing a block every 250 ms, and an idle replica used 65-70 % of a core (docs/benchmarks.md §5).
         db_opts.set_max_file_opening_threads(1);
         db_opts.set_keep_log_file_num(2);
-        let cfs: Vec<_> = tables::ALL
-            .iter()
-            .map(|def| ColumnFamilyDescriptor::new(def.name, table_options(def, &cache, options.zstd_dictionary)))
-            .collect();
+        let cfs = column_families(options);
         let db = DB::open_cf_descriptors_as_secondary(&db_opts, primary, secondary_dir, cfs)?;
         Store::checked(db, primary, true, true, options)
     }
@@ -1144,6 +1145,11 @@ mod tests {
     #[test]
     fn the_zstd_dictionary_shrinks_tables_whose_rows_repeat_content() {
         use alloy::primitives::keccak256;
+        // Row `i`: a hash, a sender of 500, and `i`.
+        let row = |i: u64| {
+            [keccak256(i.to_be_bytes()).as_slice(), &keccak256((i * 7 % 500).to_be_bytes())[..20], &i.to_le_bytes()]
+                .concat()
+        };
         let data_bytes = |zstd_dictionary: bool| {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open(dir.path(), &StoreOptions { zstd_dictionary, ..Default::default() }).unwrap();
@@ -1152,16 +1158,13 @@ mod tests {
             for half in 0..2u64 {
                 let mut batch = store.batch();
                 for i in (half..40_000u64).step_by(2) {
-                    let sender = keccak256((i * 7 % 500).to_be_bytes());
-                    let row = [keccak256(i.to_be_bytes()).as_slice(), &sender[..20], &i.to_le_bytes()].concat();
+                    let row = row(i);
                     batch.put::<tables::Code>(&keccak256(row.as_slice()), &row.into()).unwrap();
                 }
                 store.write(batch, Durability::Buffered).unwrap();
                 store.compact().unwrap();
             }
-            let row =
-                [keccak256(7u64.to_be_bytes()).as_slice(), &keccak256(49u64.to_be_bytes())[..20], &7u64.to_le_bytes()]
-                    .concat();
+            let row = row(7);
             assert_eq!(store.view().get::<tables::Code>(&keccak256(row.as_slice())).unwrap(), Some(row.into()));
             store.sst_parts().unwrap().into_iter().find(|(name, _)| *name == tables::Code::NAME).unwrap().1.data
         };
@@ -1722,8 +1725,7 @@ mod tests {
     fn a_secondary_opens_table_files_in_the_catch_up_thread() {
         let (dir, own) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         drop(Store::open(dir.path(), &StoreOptions::default()).unwrap());
-        let secondary = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
-        secondary.catch_up().unwrap();
+        let _secondary = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
         let log = std::fs::read_to_string(own.path().join("LOG")).unwrap();
         let threads: Vec<&str> = log
             .lines()
