@@ -203,7 +203,14 @@ async fn full_disk_pauses_indexing_keeps_serving_and_resumes_when_space_is_freed
     assert!(filled > 0, "the filler took the free space");
     generate_traffic(&node, &accounts, 4, 4).await;
     let new_head = node.get_block_number().await.unwrap();
-    // A transaction left in the pool: the pending-pool follower cannot record it either.
+    daemon
+        .wait_health("/health to report the paused follower", |health| {
+            health["paused_writers"].as_array()?.iter().any(|w| w["writer"] == "follower").then_some(())
+        })
+        .await;
+    // A transaction left in the pool once the store refuses writes: the pending-pool follower cannot record it
+    // either. (Sent earlier, its small write could still fit in the log's last page before the follower's failed,
+    // and a follower with nothing new to write never pauses.)
     transfer(&node, accounts[1], accounts[2], 12_345).await;
 
     // Paused, reported, retried: wait for a few failed retries of the follower.
