@@ -228,7 +228,7 @@ fn main() {
     let deadline_minutes: f64 = arg("deadline-minutes", f64::INFINITY);
     let resume: bool = arg("resume", false);
     assert!(
-        segment % txs_per_block as u64 == 0 && total % segment == 0,
+        segment.is_multiple_of(txs_per_block as u64) && total.is_multiple_of(segment),
         "--segment must be a multiple of --txs and --total a multiple of --segment"
     );
     let kept: String = arg("store", String::new());

@@ -46,7 +46,7 @@ pub fn tail_sender(k: usize) -> Address {
 /// over the chain, its low 3 bits pick 1 in 8 and the number of trailing zeros above them the rank.
 fn tail_rank(seq: u64, hot_tail: usize) -> Option<usize> {
     let mixed = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 16;
-    (hot_tail > 0 && mixed % 8 == 0).then(|| ((mixed >> 3).trailing_zeros() as usize).min(hot_tail - 1))
+    (hot_tail > 0 && mixed.is_multiple_of(8)).then(|| ((mixed >> 3).trailing_zeros() as usize).min(hot_tail - 1))
 }
 
 /// The recipient of the `seq`th transaction (its payee, or the receiver of its token transfer): a new address each.
@@ -103,7 +103,7 @@ impl Chain {
 
     /// Who sends the `seq`th transaction, and its nonce (counted).
     fn take_nonce(&mut self, seq: u64) -> (Sender, u64) {
-        let (sender, count) = if self.shape.hot_every > 0 && seq % self.shape.hot_every as u64 == 0 {
+        let (sender, count) = if self.shape.hot_every > 0 && seq.is_multiple_of(self.shape.hot_every as u64) {
             (Sender::Hot, &mut self.hot_nonce)
         } else if let Some(rank) = tail_rank(seq, self.shape.hot_tail) {
             (Sender::Tail(rank), &mut self.tail_nonces[rank])

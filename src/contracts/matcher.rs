@@ -53,7 +53,7 @@ impl CompiledCode {
     /// positions it fills in later.
     pub fn new(object: &str, links: &LinkReferences, immutables: &ImmutableReferences) -> Result<Self, NotHex> {
         let hex = object.trim().trim_start_matches("0x");
-        if hex.len() % 2 != 0 {
+        if !hex.len().is_multiple_of(2) {
             return Err(NotHex("odd length".into()));
         }
         let mut bytes = Vec::with_capacity(hex.len() / 2);

@@ -136,10 +136,10 @@ async fn traffic_round<P: Provider>(
     let token = DemoToken::new(c.token, provider);
     let holder = anyone();
     let _ = token.transfer(holder, U256::from(1 + round % 97) * U256::from(10u64.pow(18))).from(owner).send().await?;
-    if round % 3 == 0 {
+    if round.is_multiple_of(3) {
         let _ = token.transfer(anyone(), U256::from(10u64.pow(17))).from(holder).gas(100_000).send().await?;
     }
-    if round % 5 == 0 {
+    if round.is_multiple_of(5) {
         let _ = token.burn(U256::from(10u64.pow(18))).from(owner).send().await?;
     }
     // ERC-721: a new id for the owner, handed to someone.
@@ -152,7 +152,7 @@ async fn traffic_round<P: Provider>(
     let item = U256::from(round % 5);
     let _ = multi.mint(owner, item, U256::from(100)).from(owner).send().await?;
     let _ = multi.safeTransferFrom(owner, anyone(), item, U256::from(7), Bytes::new()).from(owner).send().await?;
-    if round % 4 == 0 {
+    if round.is_multiple_of(4) {
         let ids = vec![U256::from(1), U256::from(2)];
         let values = vec![U256::from(1), U256::from(1)];
         let batch = multi.safeBatchTransferFrom(owner, anyone(), ids, values, Bytes::new());

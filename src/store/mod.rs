@@ -1014,7 +1014,7 @@ impl<T: Table> Iterator for Scan<'_, T> {
             return None;
         }
         self.read = self.read.wrapping_add(1);
-        if self.read % DEADLINE_EVERY == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.read.is_multiple_of(DEADLINE_EVERY) && self.deadline.is_some_and(|d| Instant::now() >= d) {
             self.done = true;
             return Some(Err(StoreError::Deadline));
         }

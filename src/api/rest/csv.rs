@@ -150,7 +150,7 @@ impl Sink {
     fn row(&mut self, fields: &[String]) -> Result<bool, Stop> {
         self.pending.push_str(&line(fields));
         self.rows += 1;
-        if self.rows % CHUNK_ROWS == 0 {
+        if self.rows.is_multiple_of(CHUNK_ROWS) {
             self.flush()?;
         }
         Ok(self.rows < MAX_ROWS + 1)
