@@ -55,17 +55,27 @@ impl ReplicaOptions {
     }
 }
 
+/// Name prefix of the temporary secondary directories replicas make (followed by the process id and a nonce).
+const TEMP_DIR_PREFIX: &str = "rockscout-secondary-";
+
+/// The file a replica holds locked (`flock`) in the temporary directory it made, for as long as it runs: a later
+/// replica that can take the lock knows the owner is gone (killed before it could remove the directory). A lock,
+/// not the process id, because a process id may be reused or belong to another PID namespace sharing `/tmp`.
+const OWNER_LOCK: &str = "owner.lock";
+
 /// The secondary instance's directory; removed on drop when the replica created it.
 #[derive(Debug)]
 struct SecondaryDir {
     path: PathBuf,
     created: bool,
+    /// The locked [`OWNER_LOCK`] of a directory this replica made (released after the directory is removed).
+    _owner: Option<std::fs::File>,
 }
 
 impl SecondaryDir {
     /// The directory for a secondary of `primary`: `wanted`, created owner-only if missing, or a new one under
-    /// the system's temporary directory. The primary's own directory is refused: RocksDB would write the
-    /// secondary's info log over the primary's.
+    /// the system's temporary directory (after removing those of replicas that were killed). The primary's own
+    /// directory is refused: RocksDB would write the secondary's info log over the primary's.
     fn prepare(primary: &Path, wanted: Option<&Path>) -> std::io::Result<SecondaryDir> {
         use std::os::unix::fs::DirBuilderExt;
         if let Some(path) = wanted {
@@ -76,14 +86,55 @@ impl SecondaryDir {
                     "it is the primary's data directory; a replica needs a directory of its own",
                 ));
             }
-            return Ok(SecondaryDir { path: path.to_owned(), created: false });
+            return Ok(SecondaryDir { path: path.to_owned(), created: false, _owner: None });
         }
+        let temp = std::env::temp_dir();
         let mut nonce = [0u8; 8];
         getrandom::fill(&mut nonce).map_err(std::io::Error::other)?;
-        let name = format!("rockscout-secondary-{}-{}", std::process::id(), alloy::hex::encode(nonce));
-        let path = std::env::temp_dir().join(name);
+        let path = temp.join(format!("{TEMP_DIR_PREFIX}{}-{}", std::process::id(), alloy::hex::encode(nonce)));
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
-        Ok(SecondaryDir { path, created: true })
+        let dir = SecondaryDir { _owner: Some(lock_owner(&path)?), path, created: true };
+        remove_abandoned(&temp, &dir.path);
+        Ok(dir)
+    }
+}
+
+/// Takes the owner lock of `dir`, a directory just made. The file is locked under another name and then renamed, so
+/// that another replica's sweep never finds an [`OWNER_LOCK`] nobody holds yet.
+fn lock_owner(dir: &Path) -> std::io::Result<std::fs::File> {
+    let pending = dir.join(format!("{OWNER_LOCK}.new"));
+    let file = std::fs::File::create(&pending)?;
+    file.try_lock().map_err(std::io::Error::other)?;
+    std::fs::rename(&pending, dir.join(OWNER_LOCK))?;
+    Ok(file)
+}
+
+/// Removes the temporary secondary directories in `temp` that are owned by the same user as `own` (this replica's
+/// directory) and whose owner lock nobody holds: those of replicas killed before they could remove them. Directories
+/// without an owner lock (not made by a replica of this version, or not ready) and symbolic links are left alone.
+/// Best effort: a failure is logged, never fatal.
+fn remove_abandoned(temp: &Path, own: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(uid) = std::fs::metadata(own).map(|m| m.uid()) else { return };
+    let Ok(entries) = std::fs::read_dir(temp) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours = entry.file_name().to_str().is_some_and(|name| name.starts_with(TEMP_DIR_PREFIX))
+            && path != own
+            && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == uid);
+        if !ours {
+            continue;
+        }
+        let Ok(lock) = std::fs::File::open(path.join(OWNER_LOCK)) else { continue };
+        if lock.try_lock().is_err() {
+            continue; // its replica runs
+        }
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => tracing::info!(path = %path.display(), "removed the directory of a replica that was killed"),
+            Err(e) => {
+                tracing::warn!(error = %e, path = %path.display(), "removing an abandoned secondary directory failed")
+            }
+        }
     }
 }
 
@@ -425,6 +476,46 @@ mod tests {
     use crate::indexer::apply::{apply_blocks, empty_block as block, revert_block};
     use crate::store::records::Bundle;
     use crate::store::Durability;
+
+    #[test]
+    fn the_directories_of_killed_replicas_are_removed_and_no_others() {
+        let temp = tempfile::tempdir().unwrap();
+        let made = |name: &str| {
+            let path = temp.path().join(name);
+            std::fs::create_dir(&path).unwrap();
+            std::fs::write(path.join("LOG"), b"a secondary's info log").unwrap();
+            path
+        };
+        let own = made("rockscout-secondary-1-own");
+        let _own_lock = lock_owner(&own).unwrap();
+        // A replica that was killed: its lock file stayed, nobody holds it.
+        let killed = made("rockscout-secondary-2-killed");
+        drop(lock_owner(&killed).unwrap());
+        let running = made("rockscout-secondary-3-running");
+        let _running_lock = lock_owner(&running).unwrap();
+        let unlocked = made("rockscout-secondary-4-without-lock");
+        let other = made("another-program");
+        std::fs::write(other.join(OWNER_LOCK), b"").unwrap();
+        let link = temp.path().join("rockscout-secondary-5-link");
+        std::os::unix::fs::symlink(&killed, &link).unwrap();
+
+        remove_abandoned(temp.path(), &own);
+        let mut left: Vec<String> =
+            std::fs::read_dir(temp.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "another-program",
+                "rockscout-secondary-1-own",
+                "rockscout-secondary-3-running",
+                "rockscout-secondary-4-without-lock",
+                "rockscout-secondary-5-link"
+            ]
+        );
+        assert!(running.join("LOG").exists() && unlocked.join("LOG").exists() && own.join(OWNER_LOCK).exists());
+        assert!(!killed.exists());
+    }
 
     /// Appends blocks `from..=to` of `branch` to the primary's chain.
     fn extend(store: &Store, from: u64, to: u64, branch: u64) {

@@ -47,11 +47,12 @@ fn serve_command(primary_dir: &std::path::Path, rpc_url: &str, port: u16) -> Com
 
 async fn start_secondary(primary_dir: &std::path::Path, rpc_url: &str) -> Secondary {
     let port = free_port();
-    let child = serve_command(primary_dir, rpc_url, port)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn rockscout serve");
+    spawn_secondary(serve_command(primary_dir, rpc_url, port), port).await
+}
+
+/// Spawns `command`, a replica listening on `port`, and waits until it answers.
+async fn spawn_secondary(mut command: Command, port: u16) -> Secondary {
+    let child = command.stdout(Stdio::null()).stderr(Stdio::inherit()).spawn().expect("spawn rockscout serve");
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     poll_until("the secondary to answer /health", Duration::from_secs(30), || async move {
         http::try_request(addr, Method::GET, "/health", &[], bytes::Bytes::new()).await.ok().filter(|r| r.status == 200)
@@ -242,6 +243,44 @@ async fn stop(mut secondary: Secondary) {
 async fn block_tx(node: &RootProvider, number: u64) -> alloy::primitives::B256 {
     let block = node.get_block_by_number(number.into()).await.unwrap().expect("block");
     *block.transactions.hashes().collect::<Vec<_>>().first().expect("the block has transactions")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_secondary_removes_the_directory_a_killed_one_left() {
+    let anvil = start_anvil();
+    let primary = start_daemon(&anvil.http_url(), |_| {}).await;
+    let temp = tempfile::tempdir().unwrap();
+    let start = || async {
+        let port = free_port();
+        let mut command = serve_command(primary.dir.path(), &anvil.http_url(), port);
+        command.env("TMPDIR", temp.path());
+        spawn_secondary(command, port).await
+    };
+    let dirs = || -> Vec<std::path::PathBuf> {
+        let mut dirs: Vec<_> = std::fs::read_dir(temp.path()).unwrap().map(|e| e.unwrap().path()).collect();
+        dirs.sort();
+        dirs
+    };
+    let mut killed = start().await;
+    let left = dirs();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].join("LOG").exists(), "RocksDB's info log of the secondary is in {}", left[0].display());
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    assert_eq!(dirs(), left, "SIGKILL leaves the directory behind");
+
+    let running = start().await;
+    let now = dirs();
+    assert_eq!(now.len(), 1, "only the running replica's directory is left: {now:?}");
+    assert_ne!(now, left);
+    assert!(now[0].file_name().unwrap().to_string_lossy().contains(&format!("-{}-", running.child.id())));
+    // A third replica leaves the running one's directory alone, and the second's is removed when it stops.
+    let third = start().await;
+    assert_eq!(dirs().len(), 2);
+    stop(running).await;
+    stop(third).await;
+    assert_eq!(dirs(), Vec::<std::path::PathBuf>::new());
+    primary.daemon.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
