@@ -229,6 +229,12 @@ impl Replica {
         }
         let head_interval = config.indexer.poll_interval.max(Duration::from_millis(100));
         helpers.spawn(watch_node(node, status.clone(), head_interval, cancel.clone()));
+        // Local build artifacts are matched in memory, not stored: the replica watches the folders it is given, as
+        // the primary does, so the two name and decode the same contracts when given the same `--artifacts`.
+        if !config.artifacts.is_empty() {
+            let knowledge = store.knowledge().clone();
+            helpers.spawn(contracts::watch::run(config.artifacts.clone(), Vec::new(), knowledge, cancel.clone()));
+        }
         let follower = Follower {
             store: store.clone(),
             status: status.clone(),

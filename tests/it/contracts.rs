@@ -203,7 +203,7 @@ alloy::sol! {
 
 /// A Foundry project in `dir` with `sources` (name, text) in `src/`, compiled offline by the pinned forge with the
 /// pinned solc (through the `scripts/tools/solc-0.8.37` wrapper): `forge build --build-info`. Returns `out/`.
-fn forge_build(dir: &std::path::Path, sources: &[(&str, String)]) -> std::path::PathBuf {
+pub(crate) fn forge_build(dir: &std::path::Path, sources: &[(&str, String)]) -> std::path::PathBuf {
     let tools = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tools");
     let forge = tools.join("node_modules/.bin/forge");
     assert!(forge.exists(), "forge is missing: run scripts/setup (installs the pinned Foundry 1.7.1 npm packages)");
@@ -226,7 +226,7 @@ fn forge_build(dir: &std::path::Path, sources: &[(&str, String)]) -> std::path::
     dir.join("out")
 }
 
-fn source(name: &str) -> (&str, String) {
+pub(crate) fn source(name: &str) -> (&str, String) {
     (name, std::fs::read_to_string(solidity(name)).unwrap())
 }
 
@@ -247,7 +247,7 @@ fn solidity(name: &str) -> std::path::PathBuf {
 }
 
 /// The creation code of `contract` in a Foundry `out/` folder.
-fn creation_code(out: &std::path::Path, file: &str, contract: &str) -> Vec<u8> {
+pub(crate) fn creation_code(out: &std::path::Path, file: &str, contract: &str) -> Vec<u8> {
     let path = out.join(file).join(format!("{contract}.json"));
     let artifact: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     alloy::hex::decode(artifact["bytecode"]["object"].as_str().unwrap()).unwrap()

@@ -245,6 +245,39 @@ async fn block_tx(node: &RootProvider, number: u64) -> alloy::primitives::B256 {
     *block.transactions.hashes().collect::<Vec<_>>().first().expect("the block has transactions")
 }
 
+/// Local build artifacts are matched in memory, not stored: a replica given the primary's `--artifacts` names a
+/// deployed contract and decodes its calls as the primary does (the same pages).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secondary_given_the_primarys_artifacts_names_and_decodes_the_same_contracts() {
+    use crate::contracts::{addCall, creation_code, forge_build, source};
+    let work = tempfile::tempdir().unwrap();
+    let out = forge_build(work.path(), &[source("Counter.sol")]);
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses().to_vec();
+    let primary = start_daemon(&anvil.http_url(), |c| c.artifacts = vec![out.clone()]).await;
+    let args = alloy::sol_types::SolValue::abi_encode(&U256::from(7));
+    let counter = deploy_code(&node, accounts[0], [creation_code(&out, "Counter.sol", "Counter"), args].concat()).await;
+    let tx = call(&node, accounts[1], counter, addCall { value: U256::from(5) }.abi_encode()).await;
+    mine(&node, 1).await;
+    let tip = wait_synced(&primary.daemon, &node).await;
+    stored_contract(&primary.daemon, counter).await;
+
+    let port = free_port();
+    let mut command = serve_command(primary.dir.path(), &anvil.http_url(), port);
+    command.arg("--artifacts").arg(&out);
+    let secondary = spawn_secondary(command, port).await;
+    wait_tip(secondary.addr, tip).await;
+    let (p, s) = (primary.daemon.addr(), secondary.addr);
+    let contract = assert_same(p, s, &format!("/api/v2/smart-contracts/{counter}")).await;
+    assert_eq!((contract["name"].clone(), contract["is_verified"].clone()), (json!("Counter"), json!(true)));
+    let page = assert_same(p, s, &format!("/api/v2/transactions/{tx}")).await;
+    assert_eq!(page["method"], "add");
+    assert_eq!(page["decoded_input"]["parameters"][0]["value"], "5");
+    stop(secondary).await;
+    primary.daemon.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_secondary_removes_the_directory_a_killed_one_left() {
     let anvil = start_anvil();
