@@ -10,18 +10,23 @@
 //! the heights remembered, as just after a start, is followed down the old branch through the primary's records of
 //! the blocks it reverted, so every replacement block is published). At most
 //! [`ReplicaOptions::event_blocks`] blocks are published per catch-up: older ones of a larger gap are skipped
-//! (logged). Events of the primary's side tasks (pending pool, traces, contract code) are not replayed.
+//! (logged). Pool transactions the primary's pending-pool follower recorded since the last catch-up (found by their
+//! arrival time) are published as [`ChainEvent::Pending`], and each block the trace pass finished since then as
+//! [`ChainEvent::Traced`] (at most [`ReplicaOptions::event_blocks`] of them). The code writer's events are not
+//! replayed.
 
 use crate::api::{self, AppState};
 use crate::events::{self, ChainEvent, EventSender};
+use crate::indexer::pending::MAX_PENDING;
 use crate::node::Node;
 use crate::status::{Status, StatusSnapshot};
-use crate::store::keys::ReorgedKey;
-use crate::store::tables::Reorged;
-use crate::store::{Store, StoreError, StoreOptions};
+use crate::store::keys::{PendingKey, ReorgedKey};
+use crate::store::records::PendingTxRecord;
+use crate::store::tables::{Pending, Reorged};
+use crate::store::{Reader, Store, StoreError, StoreOptions};
 use crate::{contracts, metrics, Config, RunError};
 use alloy::primitives::B256;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -241,6 +246,8 @@ impl Replica {
             events,
             event_blocks: options.event_blocks.max(1),
             announced: BTreeMap::new(),
+            pool: PoolSeen::default(),
+            traced: None,
         };
         helpers.spawn(follower.run(options.catch_up_interval, cancel.clone()));
         helpers.close();
@@ -325,6 +332,44 @@ struct Progress {
     reverted: Vec<(u64, B256)>,
     applied: Vec<crate::store::records::Bundle>,
     skipped: Option<(u64, u64)>,
+    /// Pool transactions recorded since the last catch-up, oldest first, and what has now been announced.
+    pending: Vec<PendingTxRecord>,
+    pool: PoolSeen,
+    /// Blocks the trace pass finished since the last catch-up, with their transactions in order.
+    traced_blocks: Vec<(u64, Vec<B256>)>,
+}
+
+/// The newest pool arrivals a replica announced: the primary records each pool transaction under the time it first
+/// saw it (`pending_by_time`, newest first), one round of its pool follower under one millisecond.
+#[derive(Debug, Default, Clone)]
+struct PoolSeen {
+    newest_ms: u64,
+    /// The transactions announced with `newest_ms`.
+    at_newest: HashSet<B256>,
+}
+
+impl PoolSeen {
+    /// The pool transactions recorded after what `self` announced (at most [`MAX_PENDING`]), newest first; `self`
+    /// then covers them.
+    fn advance(&mut self, reader: &Reader<'_>) -> Result<Vec<PendingKey>, StoreError> {
+        let mut new = Vec::new();
+        for row in reader.pending(None).take(MAX_PENDING) {
+            let (key, ()) = row?;
+            if key.seen_ms < self.newest_ms {
+                break;
+            }
+            if key.seen_ms > self.newest_ms || !self.at_newest.contains(&key.hash) {
+                new.push(key);
+            }
+        }
+        if let Some(newest) = new.first().map(|k| k.seen_ms) {
+            if newest > self.newest_ms {
+                (self.newest_ms, self.at_newest) = (newest, HashSet::new());
+            }
+            self.at_newest.extend(new.iter().filter(|k| k.seen_ms == newest).map(|k| k.hash));
+        }
+        Ok(new)
+    }
 }
 
 /// The catch-up loop and what it announced so far.
@@ -335,13 +380,22 @@ struct Follower {
     event_blocks: u64,
     /// Hashes of the newest blocks already known (at most `event_blocks` of them), to see reorgs.
     announced: BTreeMap<u64, B256>,
+    /// The pool transactions already announced.
+    pool: PoolSeen,
+    /// The trace pass's tip already announced.
+    traced: Option<u64>,
 }
 
 impl Follower {
     async fn run(mut self, interval: Duration, cancel: CancellationToken) {
-        if let Ok(Some(tip)) = self.store.reader().tip() {
+        let reader = self.store.reader();
+        if let Ok(Some(tip)) = reader.tip() {
             self.announced.insert(tip.number, tip.hash);
         }
+        // What the store held at the start is not news.
+        let _ = self.pool.advance(&reader);
+        self.traced = reader.trace_tip().ok().flatten().map(|t| t.number);
+        drop(reader);
         let mut ticker = tokio::time::interval(interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut failing = false;
@@ -351,7 +405,8 @@ impl Follower {
                 _ = ticker.tick() => {}
             }
             let (store, announced, limit) = (self.store.clone(), self.announced.clone(), self.event_blocks);
-            let step = tokio::task::spawn_blocking(move || catch_up(&store, &announced, limit)).await;
+            let (pool, traced) = (self.pool.clone(), self.traced);
+            let step = tokio::task::spawn_blocking(move || catch_up(&store, &announced, limit, pool, traced)).await;
             match step {
                 Ok(Ok(progress)) => {
                     if failing {
@@ -374,6 +429,14 @@ impl Follower {
         self.status.set_indexed(progress.tip);
         if progress.traced.is_some() {
             self.status.set_traced(progress.traced);
+        }
+        self.traced = progress.traced;
+        self.pool = progress.pool;
+        if !progress.pending.is_empty() {
+            let _ = self.events.send(ChainEvent::Pending(Arc::new(progress.pending)));
+        }
+        for (number, txs) in progress.traced_blocks {
+            let _ = self.events.send(ChainEvent::Traced { number, txs: Arc::new(txs) });
         }
         if progress.balanced.is_some() {
             self.status.set_balanced(progress.balanced);
@@ -404,17 +467,41 @@ impl Follower {
 }
 
 /// Catches the store up with the primary and works out what changed since `announced` (newest blocks known by
-/// hash): heights whose block was replaced or removed, and the new blocks to publish (at most `limit`, newest).
-fn catch_up(store: &Store, announced: &BTreeMap<u64, B256>, limit: u64) -> Result<Progress, StoreError> {
+/// hash): heights whose block was replaced or removed, and the new blocks to publish (at most `limit`, newest);
+/// the pool transactions recorded since `pool`, and the blocks traced since `traced` (at most `limit`, newest).
+fn catch_up(
+    store: &Store,
+    announced: &BTreeMap<u64, B256>,
+    limit: u64,
+    mut pool: PoolSeen,
+    traced: Option<u64>,
+) -> Result<Progress, StoreError> {
     store.catch_up()?;
     let reader = store.reader();
     let tip = reader.tip()?;
+    let new_pool = pool.advance(&reader)?;
+    let hashes: Vec<B256> = new_pool.iter().rev().map(|k| k.hash).collect();
+    let pending = reader.multi_get::<Pending>(&hashes)?.into_iter().flatten().collect();
     let mut progress = Progress {
         tip: tip.map(|t| t.number),
         traced: reader.trace_tip()?.map(|t| t.number),
         balanced: reader.balance_tip()?.map(|t| t.number),
+        pending,
+        pool,
         ..Progress::default()
     };
+    if let Some(now) = progress.traced.filter(|&now| traced.is_none_or(|before| now > before)) {
+        let first = traced.map_or(0, |before| before + 1).max((now + 1).saturating_sub(limit));
+        for number in first..=now {
+            let mut txs = Vec::new();
+            for row in reader.block_txs(number, None) {
+                let (pos, tx) = row?;
+                txs.push((pos.index, tx.body.hash));
+            }
+            txs.sort_unstable();
+            progress.traced_blocks.push((number, txs.into_iter().map(|(_, hash)| hash).collect()));
+        }
+    }
     let Some(tip) = tip else {
         progress.reverted = announced.iter().rev().map(|(&n, &h)| (n, h)).collect();
         return Ok(progress);
@@ -482,6 +569,31 @@ mod tests {
     use crate::indexer::apply::{apply_blocks, empty_block as block, revert_block};
     use crate::store::records::Bundle;
     use crate::store::Durability;
+
+    #[test]
+    fn pool_arrivals_are_announced_once_even_when_a_round_shares_a_millisecond() {
+        use crate::store::tables::PendingByTime;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let add = |rows: &[(u64, u8)]| {
+            let mut batch = store.batch();
+            for &(seen_ms, byte) in rows {
+                batch.put::<PendingByTime>(&PendingKey { seen_ms, hash: B256::repeat_byte(byte) }, &()).unwrap();
+            }
+            store.write(batch, Durability::Buffered).unwrap();
+        };
+        let mut seen = PoolSeen::default();
+        let mut advance = || -> Vec<(u64, u8)> {
+            seen.advance(&store.reader()).unwrap().into_iter().map(|k| (k.seen_ms, k.hash[0])).collect()
+        };
+        add(&[(10, 1), (10, 2), (5, 3)]);
+        assert_eq!(advance(), [(10, 1), (10, 2), (5, 3)], "newest first");
+        assert_eq!(advance(), [], "nothing new");
+        // Another row of the newest millisecond, a newer one, and an older one (a clock set back: not announced).
+        add(&[(10, 4), (12, 5), (7, 6)]);
+        assert_eq!(advance(), [(12, 5), (10, 4)]);
+        assert_eq!(advance(), []);
+    }
 
     #[test]
     fn the_directories_of_killed_replicas_are_removed_and_no_others() {
@@ -575,20 +687,23 @@ mod tests {
         };
 
         // Nothing announced yet: only the tip, never the history.
-        let first = catch_up(&secondary, &announced, 3).unwrap();
+        let first = catch_up(&secondary, &announced, 3, PoolSeen::default(), None).unwrap();
         assert_eq!((first.tip, numbers(&first), first.skipped), (Some(5), vec![5], None));
         remember(&mut announced, &first);
-        assert!(catch_up(&secondary, &announced, 3).unwrap().applied.is_empty(), "no new tip, no events");
+        assert!(
+            catch_up(&secondary, &announced, 3, PoolSeen::default(), None).unwrap().applied.is_empty(),
+            "no new tip, no events"
+        );
 
         extend(&primary, 6, 7, 0);
-        let grown = catch_up(&secondary, &announced, 3).unwrap();
+        let grown = catch_up(&secondary, &announced, 3, PoolSeen::default(), None).unwrap();
         assert_eq!((numbers(&grown), grown.reverted.len()), (vec![6, 7], 0));
         remember(&mut announced, &grown);
 
         // A reorg of depth 2: 7 and 6 reverted (newest first), the new branch's 6..=8 applied.
         revert_above(&primary, 5);
         extend(&primary, 6, 8, 1);
-        let reorged = catch_up(&secondary, &announced, 3).unwrap();
+        let reorged = catch_up(&secondary, &announced, 3, PoolSeen::default(), None).unwrap();
         let old: Vec<(u64, B256)> = [7, 6].iter().map(|&n| (n, announced[&n])).collect();
         assert_eq!(reorged.reverted, old);
         assert_eq!(numbers(&reorged), vec![6, 7, 8]);
@@ -597,7 +712,7 @@ mod tests {
 
         // A gap larger than the bound: only the newest 3 blocks, the rest reported as skipped.
         extend(&primary, 9, 20, 1);
-        let far = catch_up(&secondary, &announced, 3).unwrap();
+        let far = catch_up(&secondary, &announced, 3, PoolSeen::default(), None).unwrap();
         assert_eq!((numbers(&far), far.skipped), (vec![18, 19, 20], Some((9, 17))));
     }
 
@@ -626,7 +741,7 @@ mod tests {
 
         revert_above(&primary, 7);
         extend(&primary, 8, 10, 1);
-        let same_height = catch_up(&secondary, &announced, 64).unwrap();
+        let same_height = catch_up(&secondary, &announced, 64, PoolSeen::default(), None).unwrap();
         assert_eq!(same_height.reverted, old, "the replaced blocks, newest first");
         assert_eq!(numbers(&same_height), vec![8, 9, 10]);
         let new: Vec<B256> = same_height.applied.iter().map(|b| b.header.hash).collect();
@@ -637,7 +752,7 @@ mod tests {
         let announced = BTreeMap::from([(10, new[2])]);
         let replaced = hashes(&primary, 8..=10);
         revert_above(&primary, 7);
-        let lower = catch_up(&secondary, &announced, 64).unwrap();
+        let lower = catch_up(&secondary, &announced, 64, PoolSeen::default(), None).unwrap();
         assert_eq!((&lower.reverted, numbers(&lower), lower.tip), (&replaced, vec![], Some(7)));
 
         // The walk stops at what one catch-up publishes: a limit of 2 publishes 9 and 10 and skips 8.
@@ -645,7 +760,7 @@ mod tests {
         let announced = BTreeMap::from([(7, primary.reader().block(7).unwrap().unwrap().hash)]);
         revert_above(&primary, 5);
         extend(&primary, 6, 10, 3);
-        let bounded = catch_up(&secondary, &announced, 2).unwrap();
+        let bounded = catch_up(&secondary, &announced, 2, PoolSeen::default(), None).unwrap();
         assert_eq!((numbers(&bounded), bounded.skipped), (vec![9, 10], Some((7, 8))));
     }
 

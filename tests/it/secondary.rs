@@ -245,6 +245,47 @@ async fn block_tx(node: &RootProvider, number: u64) -> alloy::primitives::B256 {
     *block.transactions.hashes().collect::<Vec<_>>().first().expect("the block has transactions")
 }
 
+/// The primary's pool follower and trace pass write rows that a replica finds at its catch-ups: a transaction left
+/// in the pool is announced on the replica (`pending_transaction` to the counter topic and to its sender's), and once
+/// it is mined and traced its `raw_trace` is pushed, equal to the replica's REST raw trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secondary_announces_pool_transactions_and_finished_traces() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = anvil.addresses().to_vec();
+    let primary = start_daemon(&anvil.http_url(), |c| c.tracing = true).await;
+    generate_traffic(&node, &accounts, 2, 2).await;
+    let tip = wait_synced(&primary.daemon, &node).await;
+    let port = free_port();
+    let mut command = serve_command(primary.dir.path(), &anvil.http_url(), port);
+    command.arg("--tracing");
+    let secondary = spawn_secondary(command, port).await;
+    wait_tip(secondary.addr, tip).await;
+    let s = secondary.addr;
+
+    let (counter, sender) =
+        ("transactions:new_pending_transaction".to_owned(), format!("addresses:{:#x}", accounts[7]));
+    let mut listener = Listener::join(s, &[counter.clone(), sender.clone()]).await;
+    let pending = transfer(&node, accounts[7], accounts[8], 4_321).await;
+    assert_eq!(listener.event(&counter, "pending_transaction").await, json!({"pending_transaction": 1}));
+    let pushed = listener.event(&sender, "pending_transaction").await;
+    assert_eq!(pushed["transactions"][0]["hash"], json!(pending.to_string()), "{pushed}");
+    listener.finish().await;
+
+    let (topic, internal) = (format!("transactions:{pending:#x}"), "blocks:indexing_internal_transactions".to_owned());
+    let mut listener = Listener::join(s, &[topic.clone(), internal.clone()]).await;
+    mine(&node, 1).await;
+    let status = listener.event(&internal, "index_status").await;
+    assert!(status["ratio"].is_string() && status["finished"].is_boolean(), "{status}");
+    let raw = listener.event(&topic, "raw_trace").await;
+    let rest = get_json(s, &format!("/api/v2/transactions/{pending:#x}/raw-trace")).await;
+    assert_eq!(raw, json!({"raw_trace": rest}));
+    assert_eq!(raw["raw_trace"][0]["action"]["value"], json!(format!("{:#x}", 4_321)), "{raw}");
+    listener.finish().await;
+    stop(secondary).await;
+    primary.daemon.shutdown().await.unwrap();
+}
+
 /// Local build artifacts are matched in memory, not stored: a replica given the primary's `--artifacts` names a
 /// deployed contract and decodes its calls as the primary does (the same pages).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
