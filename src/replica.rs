@@ -476,10 +476,11 @@ fn catch_up(
     mut pool: PoolSeen,
     traced: Option<u64>,
 ) -> Result<Progress, StoreError> {
-    store.catch_up()?;
+    let moved = store.catch_up()?;
     let reader = store.reader();
     let tip = reader.tip()?;
-    let new_pool = pool.advance(&reader)?;
+    // The pool's rows change only with the primary's writes.
+    let new_pool = if moved { pool.advance(&reader)? } else { Vec::new() };
     let hashes: Vec<B256> = new_pool.iter().rev().map(|k| k.hash).collect();
     let pending = reader.multi_get::<Pending>(&hashes)?.into_iter().flatten().collect();
     let mut progress = Progress {

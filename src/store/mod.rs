@@ -339,17 +339,20 @@ impl Store {
     /// batch of the primary becomes visible whole. Does nothing on a primary.
     ///
     /// To the row cache a catch-up is a commit of unknown keys: it empties the cache when it moved the state.
-    pub fn catch_up(&self) -> StoreResult<()> {
-        if self.secondary {
-            let mut commit = self.rows.commit(row_cache::Written::default());
-            let before = self.db.latest_sequence_number();
-            let caught_up = self.db.try_catch_up_with_primary();
-            if caught_up.is_err() || self.db.latest_sequence_number() != before {
-                commit.empties();
-            }
-            caught_up?;
+    /// Returns whether it did (new writes of the primary became visible).
+    pub fn catch_up(&self) -> StoreResult<bool> {
+        if !self.secondary {
+            return Ok(false);
         }
-        Ok(())
+        let mut commit = self.rows.commit(row_cache::Written::default());
+        let before = self.db.latest_sequence_number();
+        let caught_up = self.db.try_catch_up_with_primary();
+        let moved = self.db.latest_sequence_number() != before;
+        if caught_up.is_err() || moved {
+            commit.empties();
+        }
+        caught_up?;
+        Ok(moved)
     }
 
     fn check_meta(&self) -> StoreResult<OpenState> {
@@ -1516,7 +1519,7 @@ mod tests {
             let replica = Store::open_secondary(dir.path(), own.path(), &StoreOptions::default()).unwrap();
             assert_eq!(replica.view().get::<BlockHashes>(&key(1)).unwrap(), Some(1));
             assert_eq!(replica.view().get::<BlockHashes>(&key(2)).unwrap(), None);
-            replica.catch_up().unwrap();
+            assert!(!replica.catch_up().unwrap(), "nothing new");
             assert!(replica.rows.bytes() > 0, "a catch-up with nothing new keeps the cache");
             for value in 2..5u64 {
                 write(&primary, |b| {
@@ -1524,7 +1527,7 @@ mod tests {
                     b.put::<BlockHashes>(&key(2), &value).unwrap();
                 });
                 assert_eq!(replica.view().get::<BlockHashes>(&key(1)).unwrap(), Some(value - 1), "not caught up yet");
-                replica.catch_up().unwrap();
+                assert!(replica.catch_up().unwrap(), "the primary's write is new");
                 let view = replica.view();
                 assert_eq!(view.get::<BlockHashes>(&key(1)).unwrap(), Some(value));
                 assert_eq!(view.multi_get::<BlockHashes>(&[key(2)]).unwrap(), vec![Some(value)]);
