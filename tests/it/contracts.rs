@@ -203,7 +203,7 @@ alloy::sol! {
 
 /// A Foundry project in `dir` with `sources` (name, text) in `src/`, compiled offline by the pinned forge with the
 /// pinned solc (through the `scripts/tools/solc-0.8.37` wrapper): `forge build --build-info`. Returns `out/`.
-pub(crate) fn forge_build(dir: &std::path::Path, sources: &[(&str, String)]) -> std::path::PathBuf {
+fn forge_build(dir: &std::path::Path, sources: &[(&str, String)]) -> std::path::PathBuf {
     let tools = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tools");
     let forge = tools.join("node_modules/.bin/forge");
     assert!(forge.exists(), "forge is missing: run scripts/setup (installs the pinned Foundry 1.7.1 npm packages)");
@@ -226,7 +226,7 @@ pub(crate) fn forge_build(dir: &std::path::Path, sources: &[(&str, String)]) -> 
     dir.join("out")
 }
 
-pub(crate) fn source(name: &str) -> (&str, String) {
+fn source(name: &str) -> (&str, String) {
     (name, std::fs::read_to_string(solidity(name)).unwrap())
 }
 
@@ -247,10 +247,38 @@ fn solidity(name: &str) -> std::path::PathBuf {
 }
 
 /// The creation code of `contract` in a Foundry `out/` folder.
-pub(crate) fn creation_code(out: &std::path::Path, file: &str, contract: &str) -> Vec<u8> {
+fn creation_code(out: &std::path::Path, file: &str, contract: &str) -> Vec<u8> {
     let path = out.join(file).join(format!("{contract}.json"));
     let artifact: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     alloy::hex::decode(artifact["bytecode"]["object"].as_str().unwrap()).unwrap()
+}
+
+/// A daemon given a forge build of `Counter.sol` as `--artifacts`, on a fresh anvil where Counter is deployed (with
+/// the constructor argument 7) and mined.
+pub(crate) struct CounterChain {
+    /// The Foundry project (a test may rebuild it) and its `out/`.
+    pub work: tempfile::TempDir,
+    pub out: std::path::PathBuf,
+    pub anvil: rockscout::dev::anvil::Anvil,
+    pub node: RootProvider,
+    pub accounts: Vec<Address>,
+    pub daemon: TestDaemon,
+    pub counter: Address,
+    /// The constructor arguments, ABI-encoded.
+    pub args: Vec<u8>,
+}
+
+pub(crate) async fn counter_chain() -> CounterChain {
+    let work = tempfile::tempdir().unwrap();
+    let out = forge_build(work.path(), &[source("Counter.sol")]);
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let accounts = node.get_accounts().await.unwrap();
+    let daemon = start_daemon(&anvil.http_url(), |c| c.artifacts = vec![out.clone()]).await;
+    let args = alloy::sol_types::SolValue::abi_encode(&U256::from(7));
+    let code = [creation_code(&out, "Counter.sol", "Counter"), args.clone()].concat();
+    let counter = deploy_code(&node, accounts[0], code).await;
+    CounterChain { work, out, anvil, node, accounts, daemon, counter, args }
 }
 
 /// Real compiler output (`forge build`): a deployed contract with an immutable and a constructor argument
@@ -259,17 +287,8 @@ pub(crate) fn creation_code(out: &std::path::Path, file: &str, contract: &str) -
 /// comment changed, so the metadata hash differs) re-matches it as a partial match.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foundry_artifacts_match_decode_and_rematch_after_a_rebuild() {
-    let work = tempfile::tempdir().unwrap();
-    let out = forge_build(work.path(), &[source("Counter.sol")]);
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
-    let accounts = node.get_accounts().await.unwrap();
-    let t = start_daemon(&anvil.http_url(), |c| c.artifacts = vec![out.clone()]).await;
+    let CounterChain { work, anvil: _anvil, node, accounts, daemon: t, counter, args, .. } = counter_chain().await;
     let addr = t.daemon.addr();
-
-    let args = alloy::sol_types::SolValue::abi_encode(&U256::from(7));
-    let code = [creation_code(&out, "Counter.sol", "Counter"), args.clone()].concat();
-    let counter = deploy_code(&node, accounts[0], code).await;
     let ok_tx = call(&node, accounts[1], counter, addCall { value: U256::from(5) }.abi_encode()).await;
     let bad_tx = call(&node, accounts[1], counter, addCall { value: U256::from(500) }.abi_encode()).await;
     mine(&node, 1).await;

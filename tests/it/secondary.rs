@@ -290,15 +290,8 @@ async fn a_secondary_announces_pool_transactions_and_finished_traces() {
 /// deployed contract and decodes its calls as the primary does (the same pages).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secondary_given_the_primarys_artifacts_names_and_decodes_the_same_contracts() {
-    use crate::contracts::{addCall, creation_code, forge_build, source};
-    let work = tempfile::tempdir().unwrap();
-    let out = forge_build(work.path(), &[source("Counter.sol")]);
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
-    let accounts = anvil.addresses().to_vec();
-    let primary = start_daemon(&anvil.http_url(), |c| c.artifacts = vec![out.clone()]).await;
-    let args = alloy::sol_types::SolValue::abi_encode(&U256::from(7));
-    let counter = deploy_code(&node, accounts[0], [creation_code(&out, "Counter.sol", "Counter"), args].concat()).await;
+    use crate::contracts::{addCall, counter_chain, CounterChain};
+    let CounterChain { work: _work, out, anvil, node, accounts, daemon: primary, counter, .. } = counter_chain().await;
     let tx = call(&node, accounts[1], counter, addCall { value: U256::from(5) }.abi_encode()).await;
     mine(&node, 1).await;
     let tip = wait_synced(&primary.daemon, &node).await;
