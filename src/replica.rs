@@ -332,6 +332,8 @@ struct Progress {
     reverted: Vec<(u64, B256)>,
     applied: Vec<crate::store::records::Bundle>,
     skipped: Option<(u64, u64)>,
+    /// Whether the catch-up brought new writes of the primary.
+    moved: bool,
     /// Pool transactions recorded since the last catch-up, oldest first, and what has now been announced.
     pending: Vec<PendingTxRecord>,
     pool: PoolSeen,
@@ -406,7 +408,12 @@ impl Follower {
             }
             let (store, announced, limit) = (self.store.clone(), self.announced.clone(), self.event_blocks);
             let (pool, traced) = (self.pool.clone(), self.traced);
-            let step = tokio::task::spawn_blocking(move || catch_up(&store, &announced, limit, pool, traced)).await;
+            let step = tokio::task::spawn_blocking(move || {
+                let mut progress = catch_up(&store, &announced, limit)?;
+                side_events(&store.reader(), &mut progress, pool, traced, limit)?;
+                Ok::<_, StoreError>(progress)
+            })
+            .await;
             match step {
                 Ok(Ok(progress)) => {
                     if failing {
@@ -430,14 +437,6 @@ impl Follower {
         if progress.traced.is_some() {
             self.status.set_traced(progress.traced);
         }
-        self.traced = progress.traced;
-        self.pool = progress.pool;
-        if !progress.pending.is_empty() {
-            let _ = self.events.send(ChainEvent::Pending(Arc::new(progress.pending)));
-        }
-        for (number, txs) in progress.traced_blocks {
-            let _ = self.events.send(ChainEvent::Traced { number, txs: Arc::new(txs) });
-        }
         if progress.balanced.is_some() {
             self.status.set_balanced(progress.balanced);
         }
@@ -457,6 +456,15 @@ impl Follower {
             self.announced.insert(block.number(), block.header.hash);
             let _ = self.events.send(ChainEvent::Applied(Arc::new(block)));
         }
+        // The side tasks' events after the blocks they follow, as on the primary.
+        self.traced = progress.traced;
+        self.pool = progress.pool;
+        if !progress.pending.is_empty() {
+            let _ = self.events.send(ChainEvent::Pending(Arc::new(progress.pending)));
+        }
+        for (number, txs) in progress.traced_blocks {
+            let _ = self.events.send(ChainEvent::Traced { number, txs: Arc::new(txs) });
+        }
         if let Some(tip) = progress.tip {
             self.announced.retain(|&n, _| n <= tip);
         }
@@ -467,42 +475,18 @@ impl Follower {
 }
 
 /// Catches the store up with the primary and works out what changed since `announced` (newest blocks known by
-/// hash): heights whose block was replaced or removed, and the new blocks to publish (at most `limit`, newest);
-/// the pool transactions recorded since `pool`, and the blocks traced since `traced` (at most `limit`, newest).
-fn catch_up(
-    store: &Store,
-    announced: &BTreeMap<u64, B256>,
-    limit: u64,
-    mut pool: PoolSeen,
-    traced: Option<u64>,
-) -> Result<Progress, StoreError> {
+/// hash): heights whose block was replaced or removed, and the new blocks to publish (at most `limit`, newest).
+fn catch_up(store: &Store, announced: &BTreeMap<u64, B256>, limit: u64) -> Result<Progress, StoreError> {
     let moved = store.catch_up()?;
     let reader = store.reader();
     let tip = reader.tip()?;
-    // The pool's rows change only with the primary's writes.
-    let new_pool = if moved { pool.advance(&reader)? } else { Vec::new() };
-    let hashes: Vec<B256> = new_pool.iter().rev().map(|k| k.hash).collect();
-    let pending = reader.multi_get::<Pending>(&hashes)?.into_iter().flatten().collect();
     let mut progress = Progress {
         tip: tip.map(|t| t.number),
         traced: reader.trace_tip()?.map(|t| t.number),
         balanced: reader.balance_tip()?.map(|t| t.number),
-        pending,
-        pool,
+        moved,
         ..Progress::default()
     };
-    if let Some(now) = progress.traced.filter(|&now| traced.is_none_or(|before| now > before)) {
-        let first = traced.map_or(0, |before| before + 1).max((now + 1).saturating_sub(limit));
-        for number in first..=now {
-            let mut txs = Vec::new();
-            for row in reader.block_txs(number, None) {
-                let (pos, tx) = row?;
-                txs.push((pos.index, tx.body.hash));
-            }
-            txs.sort_unstable();
-            progress.traced_blocks.push((number, txs.into_iter().map(|(_, hash)| hash).collect()));
-        }
-    }
     let Some(tip) = tip else {
         progress.reverted = announced.iter().rev().map(|(&n, &h)| (n, h)).collect();
         return Ok(progress);
@@ -539,6 +523,31 @@ fn catch_up(
         }
     }
     Ok(progress)
+}
+
+/// What the primary's side tasks wrote since the last catch-up, into `progress`: the pool transactions recorded
+/// since `pool` (read only when the catch-up brought writes), and the blocks the trace pass finished since `traced`
+/// (at most `limit`, newest) with their transactions in order.
+fn side_events(
+    reader: &Reader<'_>,
+    progress: &mut Progress,
+    mut pool: PoolSeen,
+    traced: Option<u64>,
+    limit: u64,
+) -> Result<(), StoreError> {
+    if progress.moved {
+        let hashes: Vec<B256> = pool.advance(reader)?.iter().rev().map(|k| k.hash).collect();
+        progress.pending = reader.multi_get::<Pending>(&hashes)?.into_iter().flatten().collect();
+    }
+    progress.pool = pool;
+    if let Some(now) = progress.traced.filter(|&now| traced.is_none_or(|before| now > before)) {
+        let first = traced.map_or(0, |before| before + 1).max((now + 1).saturating_sub(limit));
+        for number in first..=now {
+            let txs = reader.block_txs(number, None).map(|row| row.map(|(_, tx)| tx.body.hash));
+            progress.traced_blocks.push((number, txs.collect::<Result<_, _>>()?));
+        }
+    }
+    Ok(())
 }
 
 /// The first height of the new branch when block `number` (`hash`) of the old one, the oldest announced, was
@@ -688,23 +697,20 @@ mod tests {
         };
 
         // Nothing announced yet: only the tip, never the history.
-        let first = catch_up(&secondary, &announced, 3, PoolSeen::default(), None).unwrap();
+        let first = catch_up(&secondary, &announced, 3).unwrap();
         assert_eq!((first.tip, numbers(&first), first.skipped), (Some(5), vec![5], None));
         remember(&mut announced, &first);
-        assert!(
-            catch_up(&secondary, &announced, 3, PoolSeen::default(), None).unwrap().applied.is_empty(),
-            "no new tip, no events"
-        );
+        assert!(catch_up(&secondary, &announced, 3).unwrap().applied.is_empty(), "no new tip, no events");
 
         extend(&primary, 6, 7, 0);
-        let grown = catch_up(&secondary, &announced, 3, PoolSeen::default(), None).unwrap();
+        let grown = catch_up(&secondary, &announced, 3).unwrap();
         assert_eq!((numbers(&grown), grown.reverted.len()), (vec![6, 7], 0));
         remember(&mut announced, &grown);
 
         // A reorg of depth 2: 7 and 6 reverted (newest first), the new branch's 6..=8 applied.
         revert_above(&primary, 5);
         extend(&primary, 6, 8, 1);
-        let reorged = catch_up(&secondary, &announced, 3, PoolSeen::default(), None).unwrap();
+        let reorged = catch_up(&secondary, &announced, 3).unwrap();
         let old: Vec<(u64, B256)> = [7, 6].iter().map(|&n| (n, announced[&n])).collect();
         assert_eq!(reorged.reverted, old);
         assert_eq!(numbers(&reorged), vec![6, 7, 8]);
@@ -713,7 +719,7 @@ mod tests {
 
         // A gap larger than the bound: only the newest 3 blocks, the rest reported as skipped.
         extend(&primary, 9, 20, 1);
-        let far = catch_up(&secondary, &announced, 3, PoolSeen::default(), None).unwrap();
+        let far = catch_up(&secondary, &announced, 3).unwrap();
         assert_eq!((numbers(&far), far.skipped), (vec![18, 19, 20], Some((9, 17))));
     }
 
@@ -742,7 +748,7 @@ mod tests {
 
         revert_above(&primary, 7);
         extend(&primary, 8, 10, 1);
-        let same_height = catch_up(&secondary, &announced, 64, PoolSeen::default(), None).unwrap();
+        let same_height = catch_up(&secondary, &announced, 64).unwrap();
         assert_eq!(same_height.reverted, old, "the replaced blocks, newest first");
         assert_eq!(numbers(&same_height), vec![8, 9, 10]);
         let new: Vec<B256> = same_height.applied.iter().map(|b| b.header.hash).collect();
@@ -753,7 +759,7 @@ mod tests {
         let announced = BTreeMap::from([(10, new[2])]);
         let replaced = hashes(&primary, 8..=10);
         revert_above(&primary, 7);
-        let lower = catch_up(&secondary, &announced, 64, PoolSeen::default(), None).unwrap();
+        let lower = catch_up(&secondary, &announced, 64).unwrap();
         assert_eq!((&lower.reverted, numbers(&lower), lower.tip), (&replaced, vec![], Some(7)));
 
         // The walk stops at what one catch-up publishes: a limit of 2 publishes 9 and 10 and skips 8.
@@ -761,7 +767,7 @@ mod tests {
         let announced = BTreeMap::from([(7, primary.reader().block(7).unwrap().unwrap().hash)]);
         revert_above(&primary, 5);
         extend(&primary, 6, 10, 3);
-        let bounded = catch_up(&secondary, &announced, 2, PoolSeen::default(), None).unwrap();
+        let bounded = catch_up(&secondary, &announced, 2).unwrap();
         assert_eq!((numbers(&bounded), bounded.skipped), (vec![9, 10], Some((7, 8))));
     }
 

@@ -312,6 +312,8 @@ async fn a_secondary_given_the_primarys_artifacts_names_and_decodes_the_same_con
     primary.daemon.shutdown().await.unwrap();
 }
 
+/// A replica killed with SIGKILL leaves its temporary directory; the next one to start removes it, and leaves the
+/// directory of one still running alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_secondary_removes_the_directory_a_killed_one_left() {
     let anvil = start_anvil();
