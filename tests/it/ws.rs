@@ -238,6 +238,8 @@ async fn a_burst_of_blocks_is_broadcast_block_by_block() {
 
 /// Balance pushes of consecutive blocks arrive in block order, so the last `current_coin_balance` an address gets
 /// is the node's balance after the head (they were sent by one task per block, in whatever order they finished).
+/// A block whose balances the node is slow for may share its push with the next block's, so the client gets at
+/// most one push per block, each the node's balance after the block it names.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn balance_pushes_follow_block_order() {
     let (anvil, node, t, mut c) = connected().await;
@@ -254,13 +256,53 @@ async fn balance_pushes_follow_block_order() {
         transfer(&node, accounts[0], receiver, 1_000_000_007).await;
     }
     let head = wait_synced(&t.daemon, &node).await;
-    let mut pushed = Vec::new();
-    while pushed.len() < BLOCKS {
+    let mut pushed: Vec<(u64, String)> = Vec::new();
+    while pushed.last().is_none_or(|(number, _)| *number < head) {
         let f = c.until(Duration::from_secs(30), |f| f[2] == topic.as_str() && f[3] == "current_coin_balance").await;
         pushed.push((f[4]["block_number"].as_u64().unwrap(), f[4]["coin_balance"].as_str().unwrap().to_owned()));
     }
     let numbers: Vec<u64> = pushed.iter().map(|(n, _)| *n).collect();
     assert!(numbers.windows(2).all(|w| w[0] < w[1]), "pushed in block order: {numbers:?}");
+    assert_eq!(numbers.last(), Some(&head), "the last push is the head's");
+    for (number, balance) in &pushed {
+        let on_chain = alloy::providers::Provider::get_balance(&node, receiver).number(*number).await.unwrap();
+        assert_eq!(balance, &on_chain.to_string(), "the balance pushed for block {number}");
+    }
+    assert!(pushed.len() > 1, "several pushes for {BLOCKS} blocks: {numbers:?}");
+}
+
+/// A balance push the node failed (here it refuses the balance before the block) is sent at the index's tip when
+/// no block follows, so a client on a chain that mines on demand is not left with a stale balance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_balance_push_the_node_failed_is_sent_when_no_block_follows() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let relay = crate::support::refusing_relay::RefusingRelay::start(&anvil.http_url()).await;
+    let t = start_daemon(&relay.url(), |_| {}).await;
+    wait_synced(&t.daemon, &node).await;
+    let mut c = WsClient::connect(t.daemon.addr(), PATH).await;
+    let accounts = anvil.addresses();
+    let receiver = accounts[7];
+    let topic = format!("addresses:{receiver:#x}");
+    c.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+    assert_eq!(c.frame().await[4]["status"], "ok");
+    // The push reads the balance before the block at the block's parent, today's head; the index reads only the
+    // balances after each block, so it is not held up.
+    let latest = alloy::eips::BlockNumberOrTag::Latest;
+    let parent = alloy::providers::Provider::get_block_by_number(&node, latest).await.unwrap().unwrap();
+    relay.refuse_balances_at(parent.header.hash);
+    transfer(&node, accounts[0], receiver, 1_000_000_007).await;
+    mine(&node, 1).await;
+    let head = wait_synced(&t.daemon, &node).await;
+    let listed = c.until(Duration::from_secs(30), |f| f[2] == topic.as_str() && f[3] == "transaction").await;
+    assert_eq!(listed[4]["transactions"][0]["block_number"], head);
+    poll_until("the push's balance read to be refused", Duration::from_secs(30), || async {
+        (relay.refused() > 0).then_some(())
+    })
+    .await;
+    let f = c.until(Duration::from_secs(30), |f| f[2] == topic.as_str() && f[3] == "current_coin_balance").await;
     let on_chain = alloy::providers::Provider::get_balance(&node, receiver).await.unwrap();
-    assert_eq!(pushed.last().unwrap(), &(head, on_chain.to_string()), "the last push is the head's balance");
+    assert_eq!(f[4]["block_number"], head);
+    assert_eq!(f[4]["coin_balance"], on_chain.to_string());
+    t.daemon.shutdown().await.unwrap();
 }

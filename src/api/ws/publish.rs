@@ -54,6 +54,9 @@ const BROADCAST_WINDOW: u64 = 256;
 
 /// How long a block's balance pushes wait for the node.
 const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long pushes the node was too slow for wait for the next block before they are sent at the index's tip (a
+/// quiet chain, such as a devnet that mines on demand, may not make one for a long time).
+const STRANDED_RETRY: Duration = Duration::from_secs(1);
 /// How long a `raw_trace` push waits for the node's trace.
 const TRACE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most items in one `updated_token_balances_<type>` push (Blockscout's limit; `overflow` says there are more).
@@ -73,7 +76,8 @@ struct BalanceQueue {
     jobs: std::sync::Mutex<std::collections::VecDeque<BalanceJob>>,
     ready: tokio::sync::Notify,
     /// Addresses whose push failed (the node was slow, or the block left the chain): the next block's job takes
-    /// them, and a block that touches no subscribed address makes a job for them alone.
+    /// them, a block that touches no subscribed address makes a job for them alone, and when no block comes within
+    /// [`STRANDED_RETRY`] they are pushed at the index's tip.
     stranded: std::sync::Mutex<Vec<Address>>,
 }
 
@@ -387,12 +391,22 @@ fn publish_block(
     Ok(touched)
 }
 
+/// The number, hash, parent hash and timestamp of the index's tip block.
+fn tip_header(reader: &Reader<'_>) -> StoreResult<Option<(u64, B256, B256, u64)>> {
+    let Some(tip) = reader.tip()? else { return Ok(None) };
+    Ok(reader.block(tip.number)?.map(|h| (h.number, h.hash, h.parent_hash, h.timestamp)))
+}
+
+/// A balance job at the index's tip with no addresses of its own, for pushes that missed their block.
+fn tip_job(state: &AppState) -> StoreResult<Option<BalanceJob>> {
+    let Some((number, hash, parent_hash, timestamp)) = tip_header(&state.store.reader())? else { return Ok(None) };
+    Ok(Some(BalanceJob { number, hash, parent_hash, timestamp, addresses: Vec::new(), corrections: Vec::new() }))
+}
+
 /// Corrects what reverted blocks pushed with the state after the index's tip (no block followed the revert).
 fn publish_corrections_at_tip(state: &AppState, reverted: Touched, balances_queue: &BalanceQueue) -> StoreResult<()> {
     let reader = state.store.reader();
-    let Some(tip) = reader.tip()? else { return Ok(()) };
-    let Some(header) = reader.block(tip.number)? else { return Ok(()) };
-    let header = (header.number, header.hash, header.parent_hash, header.timestamp);
+    let Some(header) = tip_header(&reader)? else { return Ok(()) };
     publish_corrections(state, &reader, header, reverted, &Touched::default(), balances_queue)
 }
 
@@ -475,8 +489,19 @@ async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, c
         let mut job = tokio::select! {
             _ = cancel.cancelled() => return,
             job = jobs.pop() => job,
+            _ = tokio::time::sleep(STRANDED_RETRY), if jobs.has_stranded() => match tip_job(&state) {
+                Ok(Some(job)) => job,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the index's tip for balance pushes failed");
+                    continue;
+                }
+            },
         };
-        job.carry(jobs.take_stranded());
+        // Only addresses someone still listens to (a node that stays down must not keep a departed client's
+        // retries going).
+        let stranded = jobs.take_stranded().into_iter().filter(|a| state.ws.hub.wants(&address_topic(a)));
+        job.carry(stranded);
         if job.addresses.is_empty() && job.corrections.is_empty() {
             continue;
         }

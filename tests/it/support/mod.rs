@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod http;
 pub mod phoenix;
+pub mod refusing_relay;
 pub mod ws;
 
 use alloy::primitives::{Address, Bytes, B256, U256};
