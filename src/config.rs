@@ -336,6 +336,10 @@ pub struct DaemonArgs {
     /// Time a request may take, in milliseconds.
     #[arg(long, env = "ROCKSCOUT_REQUEST_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub request_timeout_ms: u64,
+    /// Time a page or a WebSocket push waits for the node for a value the index does not hold (a current balance,
+    /// code not fetched yet, a revert reason), in milliseconds; past it the value is left out.
+    #[arg(long, env = "ROCKSCOUT_NODE_READ_TIMEOUT_MS", default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    pub node_read_timeout_ms: u64,
     /// Time a client has to send request headers (also between keep-alive requests), in milliseconds.
     #[arg(long, env = "ROCKSCOUT_HEADER_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub header_timeout_ms: u64,
@@ -568,6 +572,7 @@ impl Config {
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),
                 request_timeout: Duration::from_millis(args.request_timeout_ms),
+                node_read_timeout: Duration::from_millis(args.node_read_timeout_ms),
                 max_connections: args.max_connections as usize,
                 max_connections_per_ip: args.max_connections_per_ip as usize,
                 idle_timeout: Duration::from_millis(args.idle_timeout_ms),

@@ -80,6 +80,9 @@ pub struct ApiConfig {
     pub write_timeout: Duration,
     /// Time one request may take.
     pub request_timeout: Duration,
+    /// Time a page or a WebSocket push waits for the node for a value the index does not hold (a current balance,
+    /// code not fetched yet, a revert reason); past it the value is left out.
+    pub node_read_timeout: Duration,
     /// Time in-flight requests get to finish on shutdown.
     pub shutdown_grace: Duration,
     /// Most connections served at once; further clients wait in the listen backlog.
@@ -121,6 +124,7 @@ impl Default for ApiConfig {
             idle_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
+            node_read_timeout: Duration::from_secs(2),
             shutdown_grace: Duration::from_secs(10),
             max_connections: 1024,
             max_connections_per_ip: 128,

@@ -290,6 +290,8 @@ async fn contracts_created_inside_transactions_verify_with_their_own_init_code()
     let t = start_daemon(&anvil.http_url(), |c| {
         c.compilers_dir = Some(compilers_dir());
         c.tracing = true;
+        // Pages give up on the stopped node below while its traces still wait for it (the node's 5 s).
+        c.api.node_read_timeout = Duration::from_secs(2);
     })
     .await;
     let code = alloy::hex::decode(creation_hex(&input, "src/Counter.sol", "CounterMaker").await).unwrap();

@@ -444,9 +444,6 @@ pub(super) async fn gettxreceiptstatus(params: Params, state: &AppState, deadlin
 /// Most addresses of one `getcontractcreation`.
 const CREATION_LIMIT: usize = 10;
 
-/// How long `getcontractcreation` waits for the node's traces of creations inside calls.
-const CREATION_TRACE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// `getcontractcreation`: creator, creation transaction and creation input of up to 10 contracts.
 pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadline: tokio::time::Instant) -> Outcome {
     const MISSING: &str = "Query parameter contractaddresses is required";
@@ -484,8 +481,8 @@ pub(super) async fn getcontractcreation(params: Params, state: &AppState, deadli
     })
     .await?;
     // A creation inside a call has its init code in the node's trace of the transaction only: each transaction is
-    // traced once, all within CREATION_TRACE_TIMEOUT (an empty string where the node gives none).
-    let limit = CREATION_TRACE_TIMEOUT.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+    // traced once, all within `node_read_timeout` (an empty string where the node gives none).
+    let limit = state.config.node_read_timeout.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
     let creations = found.iter().map(|(address, _, input)| (*address, input.clone())).collect();
     let codes = state.creation_inputs(creations, limit).await;
     let items = found.into_iter().zip(codes).map(|((_, mut item, _), code)| {
@@ -647,7 +644,7 @@ pub(super) async fn getsourcecode(params: Params, state: &AppState, deadline: to
     })
     .await?;
     if let (Some((args, creation)), Answer::Ok(result)) = (args, &mut answer) {
-        let input = state.creation_input(address, creation, CREATION_TRACE_TIMEOUT).await;
+        let input = state.creation_input(address, creation, state.config.node_read_timeout).await;
         if !args_belong(&args, input.as_ref()) {
             result[0]["ConstructorArguments"] = json!("");
         }

@@ -15,13 +15,9 @@ use alloy::primitives::{Address, B256, U256};
 use hyper::Response;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 /// Distinct token holdings counted for `/tabs-counters` (Blockscout caps its tab counts similarly).
 const TABS_CAP: usize = 51;
-
-/// How long an address page waits for the node's balance before showing none.
-const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
 
 fn account(reader: &Reader<'_>, address: &Address) -> StoreResult<Option<AccountRecord>> {
     reader.get::<Accounts>(address)
@@ -44,7 +40,7 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
         (record, has_tokens, token, reader.tip()?, internal, info)
     };
     let on_chain = match tip {
-        Some(tip) => tokio::time::timeout(BALANCE_TIMEOUT, state.account_state(address, Some(tip)))
+        Some(tip) => tokio::time::timeout(state.config.node_read_timeout, state.account_state(address, Some(tip)))
             .await
             .ok()
             .and_then(Result::ok),
@@ -280,7 +276,7 @@ pub async fn coin_balance_history(
         crate::api::blocking_read(state, deadline, move |r| coin_balance_page(r, address, page)).await?;
     if let (Some((block, value)), Some(last)) = (first, items.last_mut()) {
         if let Some(parent) = block.checked_sub(1) {
-            let asked = tokio::time::timeout(BALANCE_TIMEOUT, state.node.balance(address, parent)).await;
+            let asked = tokio::time::timeout(state.config.node_read_timeout, state.node.balance(address, parent)).await;
             if let Ok(Ok(before)) = asked {
                 last["delta"] = json!(signed_change(value, before));
             }

@@ -30,11 +30,7 @@ use alloy::primitives::{Address, Bytes, B256, KECCAK256_EMPTY, U256};
 use hyper::{Request, Response};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::time::Duration;
 
-/// How long a contract page waits for the node's code of a contract the index has not fetched yet, and for its trace
-/// of a creation inside a transaction (for the init code).
-const CODE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Largest body of a read-method request.
 const READ_METHOD_BODY_LIMIT: usize = 64 * 1024;
 /// Most arguments of a read-method request.
@@ -270,7 +266,7 @@ pub async fn detail(state: &AppState, address: Address) -> Result<Response<Body>
     let created = creation(&reader, &address)?;
     if let Some((row, code)) = stored.filter(|(_, code)| !code.is_empty()) {
         let creation = CreationInput::of(&reader, row.creation_tx, address)?;
-        let input = state.creation_input(address, creation, CODE_TIMEOUT).await;
+        let input = state.creation_input(address, creation, state.config.node_read_timeout).await;
         let facts = facts(&reader, &address, &row)?;
         let json = contract_json(&reader, &code, input.as_ref(), created.map(|c| c.2), &facts, row.proxy.as_ref())?;
         return Ok(ok(&json));
@@ -290,7 +286,7 @@ async fn code_from_node(
     creation_tx: Option<B256>,
 ) -> Result<Option<(Bytes, Option<Bytes>, CodeFacts)>, ApiError> {
     let Some(tip) = reader.tip()? else { return Ok(None) };
-    let code = match tokio::time::timeout(CODE_TIMEOUT, state.node.code(address, tip.number)).await {
+    let code = match tokio::time::timeout(state.config.node_read_timeout, state.node.code(address, tip.number)).await {
         Ok(result) => result?,
         Err(_) => return Err(ApiError::NodeUnavailable("the node did not return the code in time".into())),
     };
@@ -300,7 +296,7 @@ async fn code_from_node(
     let input = match creation_tx {
         Some(tx) => {
             let creation = CreationInput::of(reader, tx, address)?;
-            state.creation_input(address, creation, CODE_TIMEOUT).await
+            state.creation_input(address, creation, state.config.node_read_timeout).await
         }
         None => None,
     };

@@ -17,13 +17,9 @@ use alloy::primitives::B256;
 use hyper::Response;
 use serde_json::json;
 use std::collections::HashMap;
-use std::time::Duration;
 
 /// Token transfers embedded in a transaction's detail (Blockscout shows the first 10).
 const TRANSFERS_SHOWN: usize = 10;
-
-/// How long a transaction page waits for the node to replay a failed transaction.
-const REVERT_LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// `GET /api/v2/transactions`.
 pub fn list(
@@ -117,9 +113,9 @@ impl Replay {
     }
 
     /// The revert reason the node gives, decoded with the called contract's ABIs (`Error`, `Panic`, custom
-    /// errors); `None` when the node gives none within [`REVERT_LOOKUP_TIMEOUT`].
+    /// errors); `None` when the node gives none within `node_read_timeout`.
     pub async fn reason(self, state: &AppState) -> Option<serde_json::Value> {
-        let data = tokio::time::timeout(REVERT_LOOKUP_TIMEOUT, state.node.revert_data(self.call, self.block));
+        let data = tokio::time::timeout(state.config.node_read_timeout, state.node.revert_data(self.call, self.block));
         match data.await {
             Ok(Ok(Some(data))) => revert_reason(&self.called.as_ref().map(|c| c.abis()).unwrap_or_default(), &data),
             _ => None,

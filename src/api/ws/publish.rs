@@ -52,10 +52,8 @@ use tokio_util::sync::CancellationToken;
 /// restart a minute behind a 400 ms chain): every block of it is broadcast.
 const BROADCAST_WINDOW: u64 = 256;
 
-/// How long a block's balance pushes wait for the node.
-const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long pushes the node was too slow for wait for the next block before they are sent at the index's tip (a
-/// quiet chain, such as a devnet that mines on demand, may not make one for a long time).
+/// How long pushes the node was too slow for wait for the next block before they are sent at the newest block the
+/// publisher has seen (a quiet chain, such as a devnet that mines on demand, may not make one for a long time).
 const STRANDED_RETRY: Duration = Duration::from_secs(1);
 /// How long a `raw_trace` push waits for the node's trace.
 const TRACE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -77,9 +75,15 @@ struct BalanceQueue {
     ready: tokio::sync::Notify,
     /// Addresses whose push failed (the node was slow, or the block left the chain): the next block's job takes
     /// them, a block that touches no subscribed address makes a job for them alone, and when no block comes within
-    /// [`STRANDED_RETRY`] they are pushed at the index's tip.
+    /// [`STRANDED_RETRY`] they are pushed at the newest block announced.
     stranded: std::sync::Mutex<Vec<Address>>,
+    /// The newest block the publisher has seen (the tip of the chain it has announced): where stranded pushes go
+    /// when no block comes, never past a block whose own pushes are still to be sent.
+    announced: std::sync::Mutex<Option<BlockHeader>>,
 }
+
+/// A block's number, hash, parent hash and timestamp: what its balance pushes need.
+type BlockHeader = (u64, B256, B256, u64);
 
 impl BalanceQueue {
     fn strand(&self, addresses: Vec<Address>) {
@@ -92,6 +96,17 @@ impl BalanceQueue {
 
     fn take_stranded(&self) -> Vec<Address> {
         std::mem::take(&mut *self.stranded.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn announce(&self, header: Option<BlockHeader>) {
+        *self.announced.lock().unwrap_or_else(|p| p.into_inner()) = header;
+    }
+
+    /// A job with no addresses of its own at the newest announced block, for pushes that missed their block.
+    fn announced_job(&self) -> Option<BalanceJob> {
+        let announced = *self.announced.lock().unwrap_or_else(|p| p.into_inner());
+        let (number, hash, parent_hash, timestamp) = announced?;
+        Some(BalanceJob { number, hash, parent_hash, timestamp, addresses: Vec::new(), corrections: Vec::new() })
     }
 
     fn push(&self, job: BalanceJob) {
@@ -246,12 +261,19 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
                     Ok(touched) => remembered.applied(block.number(), block.header.hash, touched),
                     Err(e) => tracing::warn!(error = %e, block = block.number(), "building broadcasts failed"),
                 }
+                // After the block's own job is queued, so a retry at this block never goes before that job.
+                let header = &block.header;
+                balances.announce(Some((header.number, header.hash, header.parent_hash, header.timestamp)));
             }
             Ok(ChainEvent::Reverted { number, hash }) => {
+                // Reverts come newest first and leave the stored block below them in place.
+                let below = number.checked_sub(1).map(|n| stored_header(&state.store.reader(), n));
+                balances.announce(below.and_then(|header| header.ok().flatten()));
                 remembered.reverted(number, hash);
                 correct_at = Some(tokio::time::Instant::now() + CORRECTION_WAIT);
             }
             Ok(ChainEvent::Reset) => {
+                balances.announce(None);
                 (remembered, correct_at) = (Remembered::default(), None);
             }
             Ok(ChainEvent::Pending(txs)) => {
@@ -391,22 +413,16 @@ fn publish_block(
     Ok(touched)
 }
 
-/// The number, hash, parent hash and timestamp of the index's tip block.
-fn tip_header(reader: &Reader<'_>) -> StoreResult<Option<(u64, B256, B256, u64)>> {
-    let Some(tip) = reader.tip()? else { return Ok(None) };
-    Ok(reader.block(tip.number)?.map(|h| (h.number, h.hash, h.parent_hash, h.timestamp)))
-}
-
-/// A balance job at the index's tip with no addresses of its own, for pushes that missed their block.
-fn tip_job(state: &AppState) -> StoreResult<Option<BalanceJob>> {
-    let Some((number, hash, parent_hash, timestamp)) = tip_header(&state.store.reader())? else { return Ok(None) };
-    Ok(Some(BalanceJob { number, hash, parent_hash, timestamp, addresses: Vec::new(), corrections: Vec::new() }))
+/// The number, hash, parent hash and timestamp of the stored block `number`.
+fn stored_header(reader: &Reader<'_>, number: u64) -> StoreResult<Option<BlockHeader>> {
+    Ok(reader.block(number)?.map(|h| (h.number, h.hash, h.parent_hash, h.timestamp)))
 }
 
 /// Corrects what reverted blocks pushed with the state after the index's tip (no block followed the revert).
 fn publish_corrections_at_tip(state: &AppState, reverted: Touched, balances_queue: &BalanceQueue) -> StoreResult<()> {
     let reader = state.store.reader();
-    let Some(header) = tip_header(&reader)? else { return Ok(()) };
+    let Some(tip) = reader.tip()? else { return Ok(()) };
+    let Some(header) = stored_header(&reader, tip.number)? else { return Ok(()) };
     publish_corrections(state, &reader, header, reverted, &Touched::default(), balances_queue)
 }
 
@@ -489,13 +505,9 @@ async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, c
         let mut job = tokio::select! {
             _ = cancel.cancelled() => return,
             job = jobs.pop() => job,
-            _ = tokio::time::sleep(STRANDED_RETRY), if jobs.has_stranded() => match tip_job(&state) {
-                Ok(Some(job)) => job,
-                Ok(None) => continue,
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading the index's tip for balance pushes failed");
-                    continue;
-                }
+            _ = tokio::time::sleep(STRANDED_RETRY), if jobs.has_stranded() => match jobs.announced_job() {
+                Some(job) => job,
+                None => continue,
             },
         };
         // Only addresses someone still listens to (a node that stays down must not keep a departed client's
@@ -517,7 +529,7 @@ async fn publish_balances(state: AppState, jobs: std::sync::Arc<BalanceQueue>, c
             };
             Ok::<_, crate::node::NodeError>((after, before))
         };
-        let Ok(Ok((after, before))) = tokio::time::timeout(BALANCE_TIMEOUT, fetch).await else {
+        let Ok(Ok((after, before))) = tokio::time::timeout(state.config.node_read_timeout, fetch).await else {
             jobs.strand(asked);
             continue;
         };
