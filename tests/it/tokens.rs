@@ -296,8 +296,15 @@ async fn token_balances_holders_and_supplies_match_the_contracts() {
     let parties: Vec<Address> = a[..8].to_vec();
     let nft_ids: Vec<U256> = (1..=4u64).map(U256::from).collect();
     let multi_ids: Vec<U256> = (1..=3u64).map(U256::from).collect();
-    poll_until("token metadata", std::time::Duration::from_secs(30), || async {
-        (get(addr, &format!("/api/v2/tokens/{liar}")).await["symbol"] == "LIAR").then_some(())
+    // Metadata is read a token at a time: wait for every token whose metadata is looked at below.
+    poll_until("token metadata", std::time::Duration::from_secs(60), || async {
+        let field = |token: Address, name: &'static str| async move {
+            get(addr, &format!("/api/v2/tokens/{token}")).await[name].clone()
+        };
+        let read = field(liar, "symbol").await == "LIAR"
+            && field(erc20, "name").await == "Demo Token"
+            && field(erc721, "name").await == "Demo NFT";
+        read.then_some(())
     })
     .await;
     assert_tokens_match_node(addr, &node, &tokens, &parties, &nft_ids, &multi_ids).await;
