@@ -2,6 +2,7 @@
 //! mines, limits and faults, shutdown, and the real `phoenix` npm client.
 
 use crate::support::phoenix::Listener;
+use crate::support::refusing_relay::RefusingRelay;
 use crate::support::ws::{Received, WsClient};
 use crate::support::*;
 use serde_json::{json, Value};
@@ -277,7 +278,7 @@ async fn balance_pushes_follow_block_order() {
 async fn a_balance_push_the_node_failed_is_sent_when_no_block_follows() {
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
-    let relay = crate::support::refusing_relay::RefusingRelay::start(&anvil.http_url()).await;
+    let relay = RefusingRelay::start(&anvil.http_url()).await;
     let t = start_daemon(&relay.url(), |_| {}).await;
     wait_synced(&t.daemon, &node).await;
     let mut c = WsClient::connect(t.daemon.addr(), PATH).await;
@@ -290,7 +291,7 @@ async fn a_balance_push_the_node_failed_is_sent_when_no_block_follows() {
     // balances after each block, so it is not held up.
     let latest = alloy::eips::BlockNumberOrTag::Latest;
     let parent = alloy::providers::Provider::get_block_by_number(&node, latest).await.unwrap().unwrap();
-    relay.refuse_balances_at(parent.header.hash);
+    relay.refuse("eth_getBalance", parent.header.hash, usize::MAX);
     transfer(&node, accounts[0], receiver, 1_000_000_007).await;
     mine(&node, 1).await;
     let head = wait_synced(&t.daemon, &node).await;
@@ -304,5 +305,33 @@ async fn a_balance_push_the_node_failed_is_sent_when_no_block_follows() {
     let on_chain = alloy::providers::Provider::get_balance(&node, receiver).await.unwrap();
     assert_eq!(f[4]["block_number"], head);
     assert_eq!(f[4]["coin_balance"], on_chain.to_string());
+    t.daemon.shutdown().await.unwrap();
+}
+
+/// A `raw_trace` push whose trace the node failed is asked for again, so a transaction page listening for it still
+/// gets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_trace_the_node_failed_once_is_pushed_all_the_same() {
+    let anvil = start_anvil();
+    let node = provider(&anvil.http_url());
+    let relay = RefusingRelay::start(&anvil.http_url()).await;
+    let t = start_daemon(&relay.url(), |c| c.tracing = true).await;
+    wait_synced(&t.daemon, &node).await;
+    let accounts = anvil.addresses();
+    let hash = transfer(&node, accounts[0], accounts[7], 4_321).await;
+    let topic = format!("transactions:{hash:#x}");
+    let mut c = WsClient::connect(t.daemon.addr(), PATH).await;
+    c.send(&json!(["1", "1", topic, "phx_join", {}])).await;
+    assert_eq!(c.frame().await[4]["status"], "ok");
+    // The trace pass traces whole blocks (by number); the push traces the transaction by its hash.
+    relay.refuse("debug_traceTransaction", hash, 1);
+    mine(&node, 1).await;
+    wait_synced(&t.daemon, &node).await;
+    let f = c.until(Duration::from_secs(30), |f| f[2] == topic.as_str() && f[3] == "raw_trace").await;
+    assert_eq!(relay.refused(), 1, "the push's first trace was refused");
+    let rest =
+        crate::support::http::get_json(t.daemon.addr(), &format!("/api/v2/transactions/{hash:#x}/raw-trace")).await;
+    assert_eq!(f[4], json!({"raw_trace": rest}));
+    assert_eq!(f[4]["raw_trace"][0]["action"]["value"], json!(format!("{:#x}", 4_321)));
     t.daemon.shutdown().await.unwrap();
 }

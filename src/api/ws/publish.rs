@@ -57,6 +57,9 @@ const BROADCAST_WINDOW: u64 = 256;
 const STRANDED_RETRY: Duration = Duration::from_secs(1);
 /// How long a `raw_trace` push waits for the node's trace.
 const TRACE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Times a `raw_trace` push asks the node (a trace the node failed is asked again after 1 s, then 2 s, while
+/// someone still listens), so a node's hiccup does not leave a transaction page waiting for good.
+const TRACE_ATTEMPTS: u32 = 3;
 /// Most items in one `updated_token_balances_<type>` push (Blockscout's limit; `overflow` says there are more).
 const PUSHED_BALANCES: usize = 50;
 
@@ -661,10 +664,21 @@ fn publish_supply(state: &AppState, reader: &Reader<'_>, token: &Address) -> Sto
 /// `raw_trace` for traced transactions someone watches: the same items as `/transactions/:hash/raw-trace`.
 async fn publish_raw_traces(state: AppState, txs: Vec<B256>) {
     for hash in txs {
-        let trace = state.node.trace_transaction_with(hash, "callTracer", json!({}));
-        let Ok(Ok(trace)) = tokio::time::timeout(TRACE_TIMEOUT, trace).await else { continue };
-        let items = parity_traces(&trace, hash, MAX_RAW_FRAMES);
-        state.ws.hub.publish(&Topic::transaction(&hash).to_string(), "raw_trace", &json!({"raw_trace": items}));
+        let topic = Topic::transaction(&hash).to_string();
+        for attempt in 0..TRACE_ATTEMPTS {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_secs(1 << (attempt - 1))).await;
+                if !state.ws.hub.wants(&topic) {
+                    break;
+                }
+            }
+            let trace = state.node.trace_transaction_with(hash, "callTracer", json!({}));
+            if let Ok(Ok(trace)) = tokio::time::timeout(TRACE_TIMEOUT, trace).await {
+                let items = parity_traces(&trace, hash, MAX_RAW_FRAMES);
+                state.ws.hub.publish(&topic, "raw_trace", &json!({"raw_trace": items}));
+                break;
+            }
+        }
     }
 }
 

@@ -1,6 +1,6 @@
-//! An HTTP JSON-RPC relay between a daemon and its node that refuses (HTTP 503) the `eth_getBalance` calls at one
-//! block hash while told to, and passes everything else on: for tests of what the daemon does when the node fails
-//! one piece of its work and not the rest.
+//! An HTTP JSON-RPC relay between a daemon and its node that refuses (HTTP 503) the calls of one method naming one
+//! value (a block or transaction hash) while told to, and passes everything else on: for tests of what the daemon
+//! does when the node fails one piece of its work and not the rest.
 
 use super::http;
 use bytes::Bytes;
@@ -11,24 +11,38 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// Which calls are refused: of `method`, with `needle` in their parameters, `left` more times.
+struct Rule {
+    method: String,
+    needle: String,
+    left: usize,
+}
+
 #[derive(Default)]
 struct Refusals {
-    /// The block hash (lower-case hex) whose balance calls are refused.
-    at: Mutex<Option<String>>,
+    rule: Mutex<Option<Rule>>,
     /// Requests refused so far.
     count: AtomicUsize,
 }
 
 impl Refusals {
-    /// Whether `body` (one call or a batch) asks a balance at the refused block.
+    /// Whether `body` (one call or a batch) is refused; counts it against the rule when it is.
     fn refuses(&self, body: &[u8]) -> bool {
-        let Some(at) = self.at.lock().unwrap().clone() else { return false };
+        let mut rule = self.rule.lock().unwrap();
+        let Some(rule) = rule.as_mut().filter(|rule| rule.left > 0) else { return false };
         let Ok(request) = serde_json::from_slice::<Value>(body) else { return false };
         let calls = match request {
             Value::Array(calls) => calls,
             call => vec![call],
         };
-        calls.iter().any(|call| call["method"] == "eth_getBalance" && call["params"].to_string().contains(&at))
+        let named =
+            |call: &Value| call["method"] == rule.method.as_str() && call["params"].to_string().contains(&rule.needle);
+        if !calls.iter().any(named) {
+            return false;
+        }
+        rule.left -= 1;
+        self.count.fetch_add(1, Ordering::SeqCst);
+        true
     }
 }
 
@@ -53,7 +67,6 @@ impl RefusingRelay {
                     async move {
                         let body = request.into_body().collect().await?.to_bytes();
                         if refusals.refuses(&body) {
-                            refusals.count.fetch_add(1, Ordering::SeqCst);
                             let refused = Full::new(Bytes::from_static(b"refused by the test's relay"));
                             return Ok::<_, hyper::Error>(
                                 Response::builder().status(StatusCode::SERVICE_UNAVAILABLE).body(refused).unwrap(),
@@ -79,9 +92,10 @@ impl RefusingRelay {
         format!("http://{}", self.addr)
     }
 
-    /// Refuses the balance calls at block `hash` from now on.
-    pub fn refuse_balances_at(&self, hash: alloy::primitives::B256) {
-        *self.refusals.at.lock().unwrap() = Some(format!("{hash:#x}"));
+    /// Refuses the next `times` calls of `method` whose parameters name `hash`.
+    pub fn refuse(&self, method: &str, hash: alloy::primitives::B256, times: usize) {
+        let rule = Rule { method: method.into(), needle: format!("{hash:#x}"), left: times };
+        *self.refusals.rule.lock().unwrap() = Some(rule);
     }
 
     /// Requests refused so far.
