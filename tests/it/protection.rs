@@ -10,28 +10,22 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// The reply to `send` once it is refused right after the bucket of client 10.0.0.1 ran dry. The bucket refills a
-/// token every half second: on a slow machine one may come back before the request, so the bucket is drained again
-/// and the request repeated, a few times at most (a surface outside the client's bucket is never refused).
+/// The reply to `send` once it is refused right after the bucket of client 10.0.0.1 (2 tokens a second) ran dry
+/// ([`http::refused_once_drained`]).
 async fn refused_when_drained<F, Fut>(addr: SocketAddr, send: F) -> http::Reply
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = http::Reply>,
 {
-    let mut reply = send().await;
-    for _ in 0..5 {
-        if reply.status == 429 {
-            break;
-        }
+    let drain = || async move {
         for _ in 0..40 {
             let drained = http::request(addr, Method::GET, "/api/v2/stats", &[("x-forwarded-for", "10.0.0.1")], "");
             if drained.await.status == 429 {
                 break;
             }
         }
-        reply = send().await;
-    }
-    reply
+    };
+    http::refused_once_drained(drain, send).await
 }
 
 fn header(reply: &http::Reply, name: &str) -> String {

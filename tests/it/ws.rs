@@ -272,16 +272,25 @@ async fn balance_pushes_follow_block_order() {
     assert!(pushed.len() > 1, "several pushes for {BLOCKS} blocks: {numbers:?}");
 }
 
-/// A balance push the node failed (here it refuses the balance before the block) is sent at the index's tip when
-/// no block follows, so a client on a chain that mines on demand is not left with a stale balance.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_balance_push_the_node_failed_is_sent_when_no_block_follows() {
+/// A node, a daemon (configured by `tweak`) synced to it through a [`RefusingRelay`], and a raw WebSocket client
+/// connected to the daemon.
+async fn connected_through_relay(
+    tweak: impl FnOnce(&mut rockscout::Config),
+) -> (rockscout::dev::anvil::Anvil, alloy::providers::RootProvider, RefusingRelay, TestDaemon, WsClient) {
     let anvil = start_anvil();
     let node = provider(&anvil.http_url());
     let relay = RefusingRelay::start(&anvil.http_url()).await;
-    let t = start_daemon(&relay.url(), |_| {}).await;
+    let t = start_daemon(&relay.url(), tweak).await;
     wait_synced(&t.daemon, &node).await;
-    let mut c = WsClient::connect(t.daemon.addr(), PATH).await;
+    let c = WsClient::connect(t.daemon.addr(), PATH).await;
+    (anvil, node, relay, t, c)
+}
+
+/// A balance push the node failed (here it refuses the balance before the block) is sent at the newest block pushed
+/// when no block follows, so a client on a chain that mines on demand is not left with a stale balance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_balance_push_the_node_failed_is_sent_when_no_block_follows() {
+    let (anvil, node, relay, t, mut c) = connected_through_relay(|_| {}).await;
     let accounts = anvil.addresses();
     let receiver = accounts[7];
     let topic = format!("addresses:{receiver:#x}");
@@ -312,15 +321,10 @@ async fn a_balance_push_the_node_failed_is_sent_when_no_block_follows() {
 /// gets it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_raw_trace_the_node_failed_once_is_pushed_all_the_same() {
-    let anvil = start_anvil();
-    let node = provider(&anvil.http_url());
-    let relay = RefusingRelay::start(&anvil.http_url()).await;
-    let t = start_daemon(&relay.url(), |c| c.tracing = true).await;
-    wait_synced(&t.daemon, &node).await;
+    let (anvil, node, relay, t, mut c) = connected_through_relay(|c| c.tracing = true).await;
     let accounts = anvil.addresses();
     let hash = transfer(&node, accounts[0], accounts[7], 4_321).await;
     let topic = format!("transactions:{hash:#x}");
-    let mut c = WsClient::connect(t.daemon.addr(), PATH).await;
     c.send(&json!(["1", "1", topic, "phx_join", {}])).await;
     assert_eq!(c.frame().await[4]["status"], "ok");
     // The trace pass traces whole blocks (by number); the push traces the transaction by its hash.

@@ -35,7 +35,7 @@ use super::topic::Topic;
 use crate::chain::{block_transfers, transfer_parties, tx_participants};
 use crate::events::ChainEvent;
 use crate::store::keys::{BlockPos, TransferPos};
-use crate::store::records::{AccountItem, Bundle, ItemKind, TokenKind};
+use crate::store::records::{AccountItem, BlockRecord, Bundle, ItemKind, TokenKind};
 use crate::store::records::{PendingTxRecord, TokenTransferRecord, TxRecord};
 use crate::store::tables::Tokens;
 use crate::store::Reader;
@@ -88,6 +88,11 @@ struct BalanceQueue {
 /// A block's number, hash, parent hash and timestamp: what its balance pushes need.
 type BlockHeader = (u64, B256, B256, u64);
 
+/// The part of `header` a block's balance pushes need.
+fn push_header(header: &BlockRecord) -> BlockHeader {
+    (header.number, header.hash, header.parent_hash, header.timestamp)
+}
+
 impl BalanceQueue {
     fn strand(&self, addresses: Vec<Address>) {
         self.stranded.lock().unwrap_or_else(|p| p.into_inner()).extend(addresses);
@@ -108,8 +113,7 @@ impl BalanceQueue {
     /// A job with no addresses of its own at the newest announced block, for pushes that missed their block.
     fn announced_job(&self) -> Option<BalanceJob> {
         let announced = *self.announced.lock().unwrap_or_else(|p| p.into_inner());
-        let (number, hash, parent_hash, timestamp) = announced?;
-        Some(BalanceJob { number, hash, parent_hash, timestamp, addresses: Vec::new(), corrections: Vec::new() })
+        Some(BalanceJob::at(announced?, Vec::new(), Vec::new()))
     }
 
     fn push(&self, job: BalanceJob) {
@@ -149,6 +153,16 @@ struct BalanceJob {
 }
 
 impl BalanceJob {
+    /// The pushes at block `header` of its own `addresses` (with the transaction each first took part in) and of
+    /// `corrections`.
+    fn at(
+        (number, hash, parent_hash, timestamp): BlockHeader,
+        addresses: Vec<(Address, Option<B256>)>,
+        corrections: Vec<Address>,
+    ) -> BalanceJob {
+        BalanceJob { number, hash, parent_hash, timestamp, addresses, corrections }
+    }
+
     /// Makes `addresses`, whose pushes of an earlier block were not sent, corrections of this one: their balance
     /// after this block (the one they missed is stale by now).
     fn carry(&mut self, addresses: impl IntoIterator<Item = Address>) {
@@ -265,8 +279,7 @@ pub async fn run(state: AppState, cancel: CancellationToken) {
                     Err(e) => tracing::warn!(error = %e, block = block.number(), "building broadcasts failed"),
                 }
                 // After the block's own job is queued, so a retry at this block never goes before that job.
-                let header = &block.header;
-                balances.announce(Some((header.number, header.hash, header.parent_hash, header.timestamp)));
+                balances.announce(Some(push_header(&block.header)));
             }
             Ok(ChainEvent::Reverted { number, hash }) => {
                 // Reverts come newest first and leave the stored block below them in place.
@@ -400,25 +413,17 @@ fn publish_block(
         balances.push((block.header.miner, None));
     }
     let touched = Touched { addresses: balances.iter().map(|(a, _)| *a).collect(), holders, supplies };
+    let header = push_header(&block.header);
     if !balances.is_empty() || balances_queue.has_stranded() {
-        let job = BalanceJob {
-            number,
-            hash: block.header.hash,
-            parent_hash: block.header.parent_hash,
-            timestamp: block.header.timestamp,
-            addresses: balances,
-            corrections: Vec::new(),
-        };
-        balances_queue.push(job);
+        balances_queue.push(BalanceJob::at(header, balances, Vec::new()));
     }
-    let header = (number, block.header.hash, block.header.parent_hash, block.header.timestamp);
     publish_corrections(state, &reader, header, std::mem::take(reverted), &touched, balances_queue)?;
     Ok(touched)
 }
 
 /// The number, hash, parent hash and timestamp of the stored block `number`.
 fn stored_header(reader: &Reader<'_>, number: u64) -> StoreResult<Option<BlockHeader>> {
-    Ok(reader.block(number)?.map(|h| (h.number, h.hash, h.parent_hash, h.timestamp)))
+    Ok(reader.block(number)?.as_ref().map(push_header))
 }
 
 /// Corrects what reverted blocks pushed with the state after the index's tip (no block followed the revert).
@@ -435,7 +440,7 @@ fn publish_corrections_at_tip(state: &AppState, reverted: Touched, balances_queu
 fn publish_corrections(
     state: &AppState,
     reader: &Reader<'_>,
-    (number, hash, parent_hash, timestamp): (u64, B256, B256, u64),
+    header: BlockHeader,
     reverted: Touched,
     pushed: &Touched,
     balances_queue: &BalanceQueue,
@@ -445,8 +450,7 @@ fn publish_corrections(
     let corrections: Vec<Address> =
         reverted.addresses.into_iter().filter(|a| !pushed.addresses.contains(a) && listened(a)).collect();
     if !corrections.is_empty() {
-        let job = BalanceJob { number, hash, parent_hash, timestamp, addresses: Vec::new(), corrections };
-        balances_queue.push(job);
+        balances_queue.push(BalanceJob::at(header, Vec::new(), corrections));
     }
     let holders: BTreeMap<Address, Vec<TokenKind>> = reverted
         .holders
@@ -459,7 +463,7 @@ fn publish_corrections(
         })
         .filter(|(_, kinds)| !kinds.is_empty())
         .collect();
-    publish_token_balances(state, reader, number, &holders)?;
+    publish_token_balances(state, reader, header.0, &holders)?;
     for token in reverted.supplies.difference(&pushed.supplies) {
         publish_supply(state, reader, token)?;
     }

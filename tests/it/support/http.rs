@@ -60,6 +60,27 @@ pub async fn request(
     try_request(addr, method, path, headers, body).await.unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// The reply to `send` once it is refused (429) right after `drain` emptied the client's rate-limit bucket. The
+/// bucket refills while requests run: on a slow machine a token may come back before `send`, so the bucket is drained
+/// again and `send` repeated, a few times at most (a route outside that bucket is never refused).
+pub async fn refused_once_drained<D, Drained, S, Sent>(drain: D, send: S) -> Reply
+where
+    D: Fn() -> Drained,
+    Drained: std::future::Future,
+    S: Fn() -> Sent,
+    Sent: std::future::Future<Output = Reply>,
+{
+    let mut reply = send().await;
+    for _ in 0..5 {
+        if reply.status == StatusCode::TOO_MANY_REQUESTS {
+            break;
+        }
+        drain().await;
+        reply = send().await;
+    }
+    reply
+}
+
 /// `GET path`.
 pub async fn get(addr: SocketAddr, path: &str) -> Reply {
     request(addr, Method::GET, path, &[], Bytes::new()).await
