@@ -11,8 +11,8 @@
 //!         [--hot-every 10] [--hot-tail 12] [--store DIR (kept; default a temporary dir)] [--out FILE
 //!         (default STORE/growth.jsonl)] [--compact true] [--chunk-txs N (most transactions in one chunk; the
 //!         follower's default)] [--cache-mb N (the block cache; the daemon's default)] [--memtable-mb N (the
-//!         memtables' budget; the daemon's default)] [--zstd-dictionary false (the daemon's
-//!         --zstd-dictionary)] [--deadline-minutes M
+//!         memtables' budget; the daemon's default)] [--zstd-dictionary transactions (the
+//!         daemon's --zstd-dictionary: off, transactions or all)] [--deadline-minutes M
 //!         (stop after the last segment that can end within M minutes of the start)] [--resume true (continue a
 //!         kept store of the same shape from its tip, at the end of the last row of --out or inside the segment
 //!         after it; the rows go on from that row, whose cumulative counters and clock they add to)]
@@ -28,7 +28,7 @@ mod common;
 
 use common::growth_plot::{self, SegmentRow, GROWTH_MARKER};
 use common::synth::{self, Chain, Shape};
-use common::{arg, peak_rss, reset_peak_rss, rss};
+use common::{arg, peak_rss, reset_peak_rss, rss, zstd_dictionary_arg};
 use rockscout::indexer::apply::write_chunk;
 use rockscout::indexer::IndexerConfig;
 use rockscout::store::records::Bundle;
@@ -253,7 +253,7 @@ fn main() {
     let defaults = StoreOptions::default();
     let cache_bytes = arg("cache-mb", defaults.cache_bytes >> 20) << 20;
     let memtable_bytes = arg("memtable-mb", defaults.memtable_bytes >> 20) << 20;
-    let zstd_dictionary = arg("zstd-dictionary", false);
+    let zstd_dictionary = zstd_dictionary_arg();
     let store =
         Store::open(&dir, &StoreOptions { statistics: true, cache_bytes, memtable_bytes, zstd_dictionary, ..defaults })
             .unwrap();

@@ -9,6 +9,7 @@
 //!         contains TEXT, after the ceiling)] [--cache-mb 64 (block cache of the served store)]
 //!         [--row-cache-mb 32 (row cache of the served store; 0: none)]
 //!         [--sample-txs 2000 (distinct transactions the transaction endpoints request: the working set)]
+//!         [--zstd-dictionary transactions (the tables of a store it builds; the daemon's --zstd-dictionary)]
 //!
 //! `--store DIR` may also be a store the growth bench wrote (`benches/growth.rs`, recognised by its marker file):
 //! it is served as it is, at whatever height it reached, once RocksDB has no compaction pending, and the rows are
@@ -19,7 +20,7 @@ mod common;
 use bytes::Bytes;
 use common::growth_plot::{RestRow, GROWTH_MARKER};
 use common::synth::{follower_chunks, sender, tx_hash, Chain, Shape, HOT};
-use common::{arg, cpu_seconds, percentile, start_anvil_with};
+use common::{arg, cpu_seconds, percentile, start_anvil_with, zstd_dictionary_arg};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use rockscout::api::{self, ApiConfig, AppState};
@@ -42,6 +43,7 @@ fn build_store(dir: &Path, blocks: u64, shape: Shape) -> Store {
     let options = StoreOptions {
         cache_bytes: arg("cache-mb", 64usize) << 20,
         row_cache_bytes: arg("row-cache-mb", 32usize) << 20,
+        zstd_dictionary: zstd_dictionary_arg(),
         ..Default::default()
     };
     let store = Store::open(dir, &options).unwrap();

@@ -3,11 +3,11 @@
 //! blocks or 10,000 transactions), with no node in the loop. Prints transactions/s, the bytes of the write batches per
 //! transaction, the bytes on disk per transaction after a full compaction and how far the resident set grew above
 //! the blocks already in memory (and, by table, how much of the disk is data, index and filter blocks); then the same
-//! near the head, where every block also writes undo data and is synced. `--zstd-dictionary true` opens the store
-//! as the daemon's `--zstd-dictionary` does.
+//! near the head, where every block also writes undo data and is synced. `--zstd-dictionary off|transactions|all` opens
+//! the store as the daemon's `--zstd-dictionary` does (its default: `transactions`).
 //!
 //!     cargo bench --bench write_path -- --blocks 1000 --txs 1000 [--erc20-every 4] [--fill-row-cache 0]
-//!         [--zstd-dictionary false]
+//!         [--zstd-dictionary transactions]
 //!
 //! `--fill-row-cache N` first has API views look up N transaction hashes the chain does not hold, so the row cache
 //! is not empty and every commit pays for removing the keys it writes from it, as when the API is in use.
@@ -15,7 +15,7 @@
 mod common;
 
 use common::synth::{follower_chunks, Chain, Shape};
-use common::{arg, figure, peak_rss, reset_peak_rss, rss};
+use common::{arg, figure, peak_rss, reset_peak_rss, rss, zstd_dictionary_arg};
 use rockscout::indexer::apply::write_chunk;
 use rockscout::indexer::IndexerConfig;
 use rockscout::store::records::Bundle;
@@ -27,7 +27,7 @@ use std::time::Instant;
 fn run(label: &str, blocks: &[Bundle], at_head: bool) {
     let config = IndexerConfig::default();
     let dir = tempfile::tempdir().unwrap();
-    let zstd_dictionary = arg("zstd-dictionary", false);
+    let zstd_dictionary = zstd_dictionary_arg();
     let store = Store::open(dir.path(), &StoreOptions { zstd_dictionary, ..StoreOptions::default() }).unwrap();
     fill_row_cache(&store, arg("fill-row-cache", 0u64));
     let txs: usize = blocks.iter().map(|b| b.txs.len()).sum();

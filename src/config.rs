@@ -5,6 +5,7 @@ use crate::api::limits::RateLimitConfig;
 use crate::api::rpc::RpcConfig;
 use crate::api::{ApiConfig, HealthConfig};
 use crate::indexer::{IndexerConfig, ResetPolicy};
+use crate::store::ZstdDictionary;
 use alloy::transports::http::reqwest::Url;
 use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -42,6 +43,29 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+/// The tables `--zstd-dictionary` names (the store's [`ZstdDictionary`]); the switch's earlier values still parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DictionaryTables {
+    /// None.
+    #[value(aliases = ["false", "no", "0"])]
+    Off,
+    /// The transactions table.
+    Transactions,
+    /// Every table whose rows repeat content.
+    #[value(aliases = ["true", "yes", "on", "1"])]
+    All,
+}
+
+impl From<DictionaryTables> for ZstdDictionary {
+    fn from(tables: DictionaryTables) -> Self {
+        match tables {
+            DictionaryTables::Off => ZstdDictionary::Off,
+            DictionaryTables::Transactions => ZstdDictionary::Transactions,
+            DictionaryTables::All => ZstdDictionary::All,
+        }
+    }
 }
 
 /// Subcommands.
@@ -240,11 +264,12 @@ pub struct DaemonArgs {
     /// more compaction (docs/operations.md).
     #[arg(long = "memtable-mb", env = "ROCKSCOUT_MEMTABLE_MB", default_value_t = DEFAULT_MEMTABLE_MB, value_parser = clap::value_parser!(u64).range(64..=65_536))]
     pub memtable_mb: u64,
-    /// Compress the store's oldest data with a Zstd dictionary trained for each table file: 12–16 % less disk,
-    /// compactions up to half again as long, catching up a little slower (docs/operations.md). Files already
-    /// written stay as they are until compaction rewrites them.
-    #[arg(long = "zstd-dictionary", env = "ROCKSCOUT_ZSTD_DICTIONARY", value_parser = BoolishValueParser::new())]
-    pub zstd_dictionary: bool,
+    /// Which tables compress their oldest data with a Zstd dictionary trained for each table file: the
+    /// transactions (the default), every table whose rows repeat content (`all`, alone: `--zstd-dictionary`; less
+    /// disk, longer compactions), or none (docs/operations.md). Files already written stay as they are until
+    /// compaction rewrites them.
+    #[arg(long = "zstd-dictionary", env = "ROCKSCOUT_ZSTD_DICTIONARY", value_enum, default_value_t = DictionaryTables::Transactions, num_args = 0..=1, default_missing_value = "all")]
+    pub zstd_dictionary: DictionaryTables,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
     /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
     #[arg(long, env = "ROCKSCOUT_TRACING", value_parser = BoolishValueParser::new())]
@@ -505,8 +530,8 @@ pub struct Config {
     pub row_cache_bytes: usize,
     /// Bytes the store's memtables may hold together (`--memtable-mb`).
     pub memtable_bytes: usize,
-    /// Compress the bottom level with a Zstd dictionary per file (`--zstd-dictionary`).
-    pub zstd_dictionary: bool,
+    /// The tables whose bottom level a Zstd dictionary per file compresses (`--zstd-dictionary`).
+    pub zstd_dictionary: ZstdDictionary,
 }
 
 impl Config {
@@ -534,7 +559,7 @@ impl Config {
             cache_bytes: crate::store::DEFAULT_CACHE_BYTES,
             row_cache_bytes: crate::store::DEFAULT_ROW_CACHE_BYTES,
             memtable_bytes: crate::store::DEFAULT_MEMTABLE_BYTES,
-            zstd_dictionary: false,
+            zstd_dictionary: ZstdDictionary::default(),
         }
     }
 
@@ -567,7 +592,7 @@ impl Config {
             cache_bytes: usize::try_from(args.cache_mb << 20).unwrap_or(usize::MAX),
             row_cache_bytes: usize::try_from(args.row_cache_mb << 20).unwrap_or(usize::MAX),
             memtable_bytes: usize::try_from(args.memtable_mb << 20).unwrap_or(usize::MAX),
-            zstd_dictionary: args.zstd_dictionary,
+            zstd_dictionary: args.zstd_dictionary.into(),
             rpc_timeout,
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),
@@ -691,10 +716,16 @@ mod tests {
     }
 
     #[test]
-    fn the_zstd_dictionary_is_off_unless_asked_for() {
-        assert!(!run_config(&[]).unwrap().zstd_dictionary);
-        assert!(run_config(&["--zstd-dictionary"]).unwrap().zstd_dictionary);
-        assert!(run_config(&["--zstd-dictionary", "true"]).is_err(), "a switch takes no value");
+    fn the_zstd_dictionary_is_the_transactions_unless_asked_otherwise() {
+        let tables = |args: &[&str]| run_config(args).map(|config| config.zstd_dictionary);
+        assert_eq!(tables(&[]).unwrap(), ZstdDictionary::Transactions);
+        assert_eq!(tables(&["--zstd-dictionary"]).unwrap(), ZstdDictionary::All, "the switch alone: every table");
+        assert_eq!(tables(&["--zstd-dictionary", "all"]).unwrap(), ZstdDictionary::All);
+        assert_eq!(tables(&["--zstd-dictionary", "true"]).unwrap(), ZstdDictionary::All);
+        assert_eq!(tables(&["--zstd-dictionary", "off"]).unwrap(), ZstdDictionary::Off);
+        assert_eq!(tables(&["--zstd-dictionary=false"]).unwrap(), ZstdDictionary::Off);
+        assert_eq!(tables(&["--zstd-dictionary", "transactions"]).unwrap(), ZstdDictionary::Transactions);
+        assert!(tables(&["--zstd-dictionary", "logs"]).is_err());
     }
 
     #[test]

@@ -21,6 +21,15 @@ pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
+/// `--zstd-dictionary TABLES` as the daemon reads it (`off`, `transactions`, `all`; `false` and `true` too), or the
+/// daemon's default.
+pub fn zstd_dictionary_arg() -> rockscout::store::ZstdDictionary {
+    let value = arg("zstd-dictionary", "transactions".to_string());
+    let tables = <rockscout::config::DictionaryTables as clap::ValueEnum>::from_str(&value, true)
+        .unwrap_or_else(|e| panic!("bad value for --zstd-dictionary: {e}"));
+    tables.into()
+}
+
 /// Starts an anvil that mines only on request.
 pub fn start_anvil() -> Anvil {
     start_anvil_with(&[])

@@ -29,8 +29,9 @@ use alloy::primitives::Address;
 use keys::{Key, MetaKey};
 use records::{Counters, DbState, Meta, Tip};
 use rocksdb::{
-    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType,
-    DataBlockIndexType, FlushOptions, Options, ReadOptions, SliceTransform, SnapshotWithThreadMode, DB,
+    BlockBasedIndexType, BlockBasedOptions, BottommostLevelCompaction, Cache, ColumnFamily, ColumnFamilyDescriptor,
+    CompactOptions, DBCompressionType, DataBlockIndexType, FlushOptions, Options, ReadOptions, SliceTransform,
+    SnapshotWithThreadMode, DB,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -60,13 +61,38 @@ pub struct StoreOptions {
     /// What every table's memtables may hold together: RocksDB flushes the largest as they near it, and the
     /// catch-up writer waits for flushes past it ([`Store::wait_for_memtables`]).
     pub memtable_bytes: usize,
-    /// Compress the bottom level's data blocks with a Zstd dictionary trained for each file, in the tables whose
-    /// rows repeat content ([`ZSTD_DICTIONARY`]): 12–16 % less disk, compactions up to half again as long
-    /// (`--zstd-dictionary`, docs/benchmarks.md §2).
-    pub zstd_dictionary: bool,
+    /// The tables whose bottom level is compressed with a Zstd dictionary trained for each file
+    /// (`--zstd-dictionary`).
+    pub zstd_dictionary: ZstdDictionary,
 }
 
-/// The bottom level's Zstd dictionary ([`StoreOptions::zstd_dictionary`]), in RocksDB's options syntax: 64 KiB,
+/// Which tables compress their bottom level (where nearly all data ends up) with a Zstd dictionary trained for each
+/// file ([`ZSTD_DICTIONARY`]). A dictionary learns what a whole file's rows share (busy senders, token contracts,
+/// the rows' layout), which a 4 KiB block compressed alone cannot, and costs compaction time (docs/benchmarks.md §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ZstdDictionary {
+    /// No table: Zstd alone.
+    Off,
+    /// `txs` alone: the largest table, and the one a dictionary shrinks most (a tenth to a fifth of it).
+    #[default]
+    Transactions,
+    /// Every table whose rows repeat content: all but the address histories and `tx_hashes`, whose rows are
+    /// positions under random keys (there a dictionary saves nothing and costs compaction).
+    All,
+}
+
+impl ZstdDictionary {
+    /// Whether `def`'s bottom level is compressed with a dictionary.
+    fn applies_to(self, def: &TableDef) -> bool {
+        match self {
+            Self::Off => false,
+            Self::Transactions => def.id == tables::Transactions::ID,
+            Self::All => !matches!(def.access, Access::AddressHistory | Access::HashPrefix),
+        }
+    }
+}
+
+/// The bottom level's Zstd dictionary ([`ZstdDictionary`]), in RocksDB's options syntax: 64 KiB,
 /// trained from the first 1 MiB of each file's data blocks. RocksDB holds a file's blocks uncompressed until it has
 /// the dictionary, so `max_dict_buffer_bytes` bounds that buffer (without it, the whole file: 80–150 MiB more
 /// resident while compacting). The Rust bindings have no setter for that bound, hence the string.
@@ -91,7 +117,7 @@ impl Default for StoreOptions {
             name_registry: None,
             statistics: false,
             memtable_bytes: DEFAULT_MEMTABLE_BYTES,
-            zstd_dictionary: false,
+            zstd_dictionary: ZstdDictionary::default(),
         }
     }
 }
@@ -139,7 +165,7 @@ impl Drop for Store {
 /// (0.3–0.6 s in `benches/catchup.rs`).
 const MEMTABLE_BLOOM_RATIO: f64 = 0.01;
 
-fn table_options(def: &TableDef, cache: &Cache, zstd_dictionary: bool) -> Options {
+fn table_options(def: &TableDef, cache: &Cache, zstd_dictionary: ZstdDictionary) -> Options {
     let mut block = BlockBasedOptions::default();
     block.set_block_cache(cache);
     // Index and filter blocks are cached with the data (bounded memory), partitioned: a lookup caches the 4 KiB
@@ -152,10 +178,7 @@ fn table_options(def: &TableDef, cache: &Cache, zstd_dictionary: bool) -> Option
     block.set_pin_l0_filter_and_index_blocks_in_cache(true);
     block.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
     block.set_partition_filters(true);
-    // A dictionary learns what rows share (senders, contracts, the rows' layout): histories keyed by address and
-    // hash-prefix keys are positions under random keys, where it saves nothing and costs compaction.
-    let repeats_content = !matches!(def.access, Access::AddressHistory | Access::HashPrefix);
-    let mut opts = if zstd_dictionary && repeats_content {
+    let mut opts = if zstd_dictionary.applies_to(def) {
         Options::default().get_options_from_string(ZSTD_DICTIONARY).expect("a valid options string")
     } else {
         Options::default()
@@ -600,11 +623,15 @@ impl Store {
         Ok(())
     }
 
-    /// Flushes memtables and compacts every column family fully (benchmarks, after bulk loads).
+    /// Flushes memtables and compacts every column family fully (benchmarks, after bulk loads), the bottom level
+    /// included: files a compaction only moved there keep the compression they were written with (LZ4 above the
+    /// bottom level), which left a table's bytes per row a tenth higher in some runs and not in others.
     pub fn compact(&self) -> StoreResult<()> {
+        let mut options = CompactOptions::default();
+        options.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
         for def in tables::ALL {
             self.db.flush_cf(self.cf(def.name))?;
-            self.db.compact_range_cf(self.cf(def.name), None::<&[u8]>, None::<&[u8]>);
+            self.db.compact_range_cf_opt(self.cf(def.name), None::<&[u8]>, None::<&[u8]>, &options);
         }
         Ok(())
     }
@@ -1153,7 +1180,7 @@ mod tests {
             [keccak256(i.to_be_bytes()).as_slice(), &keccak256((i * 7 % 500).to_be_bytes())[..20], &i.to_le_bytes()]
                 .concat()
         };
-        let data_bytes = |zstd_dictionary: bool| {
+        let data_bytes = |zstd_dictionary: ZstdDictionary| {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open(dir.path(), &StoreOptions { zstd_dictionary, ..Default::default() }).unwrap();
             // Two overlapping halves, each compacted: the second compaction rewrites every row into the bottom level
@@ -1171,8 +1198,29 @@ mod tests {
             assert_eq!(store.view().get::<tables::Code>(&keccak256(row.as_slice())).unwrap(), Some(row.into()));
             store.sst_parts().unwrap().into_iter().find(|(name, _)| *name == tables::Code::NAME).unwrap().1.data
         };
-        let (plain, with_dictionary) = (data_bytes(false), data_bytes(true));
+        let (plain, with_dictionary) = (data_bytes(ZstdDictionary::Off), data_bytes(ZstdDictionary::All));
         assert!(with_dictionary * 100 < plain * 90, "{with_dictionary} bytes with the dictionary, {plain} without");
+        let only_txs = data_bytes(ZstdDictionary::Transactions);
+        assert!(only_txs * 100 > plain * 95, "{only_txs} bytes with the dictionary in txs alone, {plain} without");
+    }
+
+    /// The default dictionary is `txs`'s alone; `All` leaves out the tables whose rows are positions under random
+    /// keys; `Off` is none.
+    #[test]
+    fn each_dictionary_setting_names_its_tables() {
+        let with = |setting: ZstdDictionary| -> Vec<&str> {
+            tables::ALL.iter().filter(|def| setting.applies_to(def)).map(|def| def.name).collect()
+        };
+        assert_eq!(StoreOptions::default().zstd_dictionary, ZstdDictionary::Transactions);
+        assert_eq!(with(ZstdDictionary::Transactions), ["txs"]);
+        assert!(with(ZstdDictionary::Off).is_empty());
+        let all = with(ZstdDictionary::All);
+        for name in ["txs", "accounts", "logs", "transfers", "token_balances", "headers"] {
+            assert!(all.contains(&name), "{name} has a dictionary with All");
+        }
+        for name in ["address_txs", "tx_hashes", "address_transfers"] {
+            assert!(!all.contains(&name), "{name} has none, even with All");
+        }
     }
 
     /// The split of a table's files into data, index and filter bytes comes to about the files' size (the data
