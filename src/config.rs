@@ -45,29 +45,6 @@ pub enum LogFormat {
     Json,
 }
 
-/// The tables `--zstd-dictionary` names (the store's [`ZstdDictionary`]); the switch's earlier values still parse.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DictionaryTables {
-    /// None.
-    #[value(aliases = ["false", "no", "0"])]
-    Off,
-    /// The transactions table.
-    Transactions,
-    /// Every table whose rows repeat content.
-    #[value(aliases = ["true", "yes", "on", "1"])]
-    All,
-}
-
-impl From<DictionaryTables> for ZstdDictionary {
-    fn from(tables: DictionaryTables) -> Self {
-        match tables {
-            DictionaryTables::Off => ZstdDictionary::Off,
-            DictionaryTables::Transactions => ZstdDictionary::Transactions,
-            DictionaryTables::All => ZstdDictionary::All,
-        }
-    }
-}
-
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -268,8 +245,8 @@ pub struct DaemonArgs {
     /// transactions (the default), every table whose rows repeat content (`all`, alone: `--zstd-dictionary`; less
     /// disk, longer compactions), or none (docs/operations.md). Files already written stay as they are until
     /// compaction rewrites them.
-    #[arg(long = "zstd-dictionary", env = "ROCKSCOUT_ZSTD_DICTIONARY", value_enum, default_value_t = DictionaryTables::Transactions, num_args = 0..=1, default_missing_value = "all")]
-    pub zstd_dictionary: DictionaryTables,
+    #[arg(long = "zstd-dictionary", env = "ROCKSCOUT_ZSTD_DICTIONARY", value_enum, default_value_t = ZstdDictionary::Transactions, num_args = 0..=1, default_missing_value = "all")]
+    pub zstd_dictionary: ZstdDictionary,
     /// Index internal transactions from the node's call traces (debug_traceBlockByNumber), serve raw traces and
     /// state changes, and pass the read-only debug_trace*/debug_getRaw* methods through /api/eth.
     #[arg(long, env = "ROCKSCOUT_TRACING", value_parser = BoolishValueParser::new())]
@@ -592,7 +569,7 @@ impl Config {
             cache_bytes: usize::try_from(args.cache_mb << 20).unwrap_or(usize::MAX),
             row_cache_bytes: usize::try_from(args.row_cache_mb << 20).unwrap_or(usize::MAX),
             memtable_bytes: usize::try_from(args.memtable_mb << 20).unwrap_or(usize::MAX),
-            zstd_dictionary: args.zstd_dictionary.into(),
+            zstd_dictionary: args.zstd_dictionary,
             rpc_timeout,
             api: ApiConfig {
                 header_read_timeout: Duration::from_millis(args.header_timeout_ms),

@@ -25,9 +25,8 @@ pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
 /// daemon's default.
 pub fn zstd_dictionary_arg() -> rockscout::store::ZstdDictionary {
     let value = arg("zstd-dictionary", "transactions".to_string());
-    let tables = <rockscout::config::DictionaryTables as clap::ValueEnum>::from_str(&value, true)
-        .unwrap_or_else(|e| panic!("bad value for --zstd-dictionary: {e}"));
-    tables.into()
+    <rockscout::store::ZstdDictionary as clap::ValueEnum>::from_str(&value, true)
+        .unwrap_or_else(|e| panic!("bad value for --zstd-dictionary: {e}"))
 }
 
 /// Starts an anvil that mines only on request.
